@@ -1,0 +1,75 @@
+//! The operations the harness times. Adding one is a variant of [`OpKind`], a struct
+//! implementing [`Op`], and a line in [`with_op`].
+
+use crate::error::usage;
+use anyhow::Result;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// Which operation to time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpKind {
+    /// `syscall(SYS_openat, AT_FDCWD, path, O_RDONLY)`; the fd is closed outside the timed span.
+    Openat(PathBuf),
+}
+
+/// One timed operation. `run` is the whole timed span; `cleanup` runs after the second clock
+/// reading.
+pub trait Op {
+    /// The operation itself; returns the raw syscall result.
+    fn run(&mut self) -> i64;
+    /// Undo what `run` did (close the fd), untimed.
+    fn cleanup(&mut self, ret: i64);
+}
+
+/// The raw openat of one path.
+pub struct Openat {
+    path: CString,
+}
+
+impl Op for Openat {
+    #[inline(always)]
+    fn run(&mut self) -> i64 {
+        // SAFETY: path is a valid NUL-terminated string that outlives the call.
+        unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, self.path.as_ptr(), libc::O_RDONLY) }
+    }
+
+    #[inline(always)]
+    fn cleanup(&mut self, ret: i64) {
+        if ret >= 0 {
+            // SAFETY: ret is an fd this loop just opened and nobody else holds.
+            unsafe { libc::close(ret as i32) };
+        }
+    }
+}
+
+impl Openat {
+    /// Prepare an openat of `path`, opening it once so a bad path fails before the loop.
+    pub fn new(path: &std::path::Path) -> Result<Openat> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| usage(format!("{}: a path cannot hold a NUL byte", path.display())))?;
+        let mut op = Openat { path: c };
+        let ret = op.run();
+        if ret < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(usage(format!(
+                "cannot open {}: {err} (give a readable file with --path)",
+                path.display()
+            )));
+        }
+        op.cleanup(ret);
+        Ok(op)
+    }
+}
+
+/// Prepare the operation of `kind` and hand it to `f` as a concrete type, so the timed loop is
+/// monomorphised (no indirect call in the span).
+pub fn with_op<R>(kind: &OpKind, f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R) -> Result<R> {
+    match kind {
+        OpKind::Openat(p) => {
+            let mut op = Openat::new(p)?;
+            Ok(f(&mut |d| super::timed_loop(&mut op, d)))
+        }
+    }
+}

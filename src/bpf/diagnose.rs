@@ -1,0 +1,317 @@
+//! Turns libbpf and kernel failures into errors that say what is wrong and what to do.
+//!
+//! libbpf reports a failed load as a bare errno and prints the details (which program, the
+//! verifier log) through its log callback; [`super::libbpf_log`] captures those lines and the
+//! functions here read them. The first line of every error stands on its own; a verifier
+//! rejection adds the tail of the verifier log below it.
+
+use std::fs;
+use std::io;
+
+use crate::error::usage;
+
+/// How many verifier log lines a rejection quotes (the end of the log names the fault).
+const VERIFIER_LOG_LINES: usize = 15;
+/// `EM_BPF` from elf.h: the `e_machine` of a BPF object.
+const EM_BPF: u16 = 247;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// A program of the object being loaded, as named by its source.
+#[derive(Debug, Clone)]
+pub(crate) struct ProgMeta {
+    pub(crate) name: String,
+    pub(crate) section: String,
+}
+
+impl ProgMeta {
+    /// The program type as the section spells it: `lsm` for `lsm/file_open`.
+    fn kind(&self) -> &str {
+        self.section.split('/').next().unwrap_or(&self.section)
+    }
+}
+
+/// Refuses bytes that are not a BPF ELF object before libbpf sees them.
+pub(crate) fn check_elf(object: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    if bytes.len() < 20 || !bytes.starts_with(b"\x7fELF") {
+        return Err(usage(format!(
+            "{object} is not a BPF object (ELF): it does not start with the ELF magic bytes; \
+             compile the hook with `clang -O2 -g -target bpf -c hook.bpf.c -o hook.bpf.o`"
+        )));
+    }
+    let machine = [bytes[18], bytes[19]];
+    let machine = match bytes[5] {
+        2 => u16::from_be_bytes(machine),
+        _ => u16::from_le_bytes(machine),
+    };
+    if machine != EM_BPF {
+        return Err(usage(format!(
+            "{object} is not a BPF object (ELF): it is an ELF file for machine {machine}, \
+             not BPF ({EM_BPF}); compile the hook with `clang -target bpf`"
+        )));
+    }
+    Ok(())
+}
+
+/// libbpf could not open (parse) the object.
+pub(crate) fn open_error(object: &str, error: &libbpf_rs::Error, log: &[String]) -> anyhow::Error {
+    let detail = last_warning(log).unwrap_or_else(|| error.to_string());
+    usage(format!("{object} could not be opened as a BPF object: {detail}"))
+}
+
+/// The object has maps or data but no program to load.
+pub(crate) fn no_programs(object: &str) -> anyhow::Error {
+    usage(format!(
+        "{object} has no BPF programs (no function in a SEC(\"...\") section such as \
+         SEC(\"tracepoint/syscalls/sys_enter_openat\")), so there is nothing to profile"
+    ))
+}
+
+/// `bpf_object__load` failed with `errno`.
+pub(crate) fn load_error(
+    object: &str,
+    errno: i32,
+    log: &[String],
+    progs: &[ProgMeta],
+) -> anyhow::Error {
+    let failed = failed_program(log).and_then(|name| progs.iter().find(|p| p.name == name));
+    if errno == libc::EPERM {
+        return permission_error(object, failed);
+    }
+    let verifier = verifier_log(log);
+    if let (Some(prog), false) = (failed, verifier.is_empty()) {
+        return verifier_error(object, prog, &verifier);
+    }
+    let detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
+    let message = format!("loading {object} failed ({}): {detail}", errno_text(errno));
+    match errno {
+        libc::ENOMEM | libc::EAGAIN | libc::EBUSY => anyhow::anyhow!(message),
+        _ => usage(message),
+    }
+}
+
+/// `bpf_program__attach` failed with `errno` for `prog`.
+pub(crate) fn attach_error(
+    object: &str,
+    prog: &ProgMeta,
+    errno: i32,
+    log: &[String],
+) -> anyhow::Error {
+    if errno == libc::EPERM {
+        return permission_error(object, Some(prog));
+    }
+    let mut detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
+    if errno == libc::ENOENT && !super::tracefs::tracefs_visible() {
+        detail.push_str(" (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing)");
+    }
+    usage(format!(
+        "attaching program '{}' (SEC(\"{}\")) of {object} failed ({}): {detail}",
+        prog.name,
+        prog.section,
+        errno_text(errno)
+    ))
+}
+
+/// EPERM: either we lack the privileges, or (as root) kernel lockdown refuses the type.
+fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
+    if !has_bpf_privileges() {
+        return usage(
+            "loading BPF programs needs root (or CAP_BPF+CAP_PERFMON): run ebpf-prof with sudo",
+        );
+    }
+    let Some(prog) = prog else {
+        return anyhow::anyhow!(
+            "the kernel refused to load {object} with EPERM even though we run as root \
+             (kernel lockdown? an LSM policy on bpf()?)"
+        );
+    };
+    let what = format!(
+        "loading {} programs: program '{}' (SEC(\"{}\")) of {object} was refused with EPERM even as root",
+        prog.kind(),
+        prog.name,
+        prog.section
+    );
+    let message = match read_lockdown_mode() {
+        Some(mode) if mode == "none" => format!(
+            "the kernel forbids {what} (lockdown is off: look for an LSM or seccomp policy on bpf())"
+        ),
+        Some(mode) => format!("kernel lockdown ({mode}) forbids {what}"),
+        None => format!(
+            "kernel lockdown (mode unknown: /sys/kernel/security/lockdown is not readable; \
+             `mount -t securityfs none /sys/kernel/security` shows it) most likely forbids {what}"
+        ),
+    };
+    usage(message)
+}
+
+/// A verifier rejection: the fault in the first line, the log's tail below it.
+fn verifier_error(object: &str, prog: &ProgMeta, log: &[String]) -> anyhow::Error {
+    let tail = trim_log(log, VERIFIER_LOG_LINES);
+    let fault = tail
+        .iter()
+        .rev()
+        .find(|line| !is_verifier_summary(line))
+        .map_or("see the log below", |line| line.as_str());
+    let mut message = format!(
+        "the kernel verifier rejected program '{}' (SEC(\"{}\")) of {object}: {fault}\n  \
+         verifier log (last {} lines):",
+        prog.name,
+        prog.section,
+        tail.len()
+    );
+    for line in &tail {
+        message.push_str("\n    ");
+        message.push_str(line);
+    }
+    usage(message)
+}
+
+/// The closing statistics lines the verifier prints after the fault.
+fn is_verifier_summary(line: &str) -> bool {
+    line.starts_with("processed ")
+        || line.starts_with("verification time")
+        || line.starts_with("stack depth")
+}
+
+/// The last `keep` non-blank lines.
+pub(crate) fn trim_log(lines: &[String], keep: usize) -> Vec<String> {
+    let relevant: Vec<&String> = lines.iter().filter(|l| !l.trim().is_empty()).collect();
+    let start = relevant.len().saturating_sub(keep);
+    relevant[start..].iter().map(|l| l.to_string()).collect()
+}
+
+/// The lines between libbpf's `-- BEGIN PROG LOAD LOG --` and `-- END PROG LOAD LOG --`.
+pub(crate) fn verifier_log(log: &[String]) -> Vec<String> {
+    let Some(begin) = log.iter().position(|l| l.contains("-- BEGIN PROG LOAD LOG --")) else {
+        return Vec::new();
+    };
+    log[begin + 1..]
+        .iter()
+        .take_while(|l| !l.contains("-- END PROG LOAD LOG --"))
+        .cloned()
+        .collect()
+}
+
+/// The program named in libbpf's `prog 'NAME': BPF program load failed: …` line.
+pub(crate) fn failed_program(log: &[String]) -> Option<&str> {
+    log.iter().find_map(|line| {
+        let rest = line.split_once("prog '")?.1;
+        let (name, after) = rest.split_once("': ")?;
+        after.starts_with("BPF program load failed").then_some(name)
+    })
+}
+
+/// libbpf's last warning, without its `libbpf: ` prefix.
+fn last_warning(log: &[String]) -> Option<String> {
+    log.iter()
+        .rev()
+        .find_map(|line| line.strip_prefix("libbpf: "))
+        .map(str::to_string)
+}
+
+fn errno_text(errno: i32) -> String {
+    io::Error::from_raw_os_error(errno).to_string()
+}
+
+/// The active mode of `/sys/kernel/security/lockdown` (`none integrity [confidentiality]`).
+fn read_lockdown_mode() -> Option<String> {
+    let text = fs::read_to_string("/sys/kernel/security/lockdown").ok()?;
+    parse_lockdown(&text)
+}
+
+pub(crate) fn parse_lockdown(text: &str) -> Option<String> {
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    Some(text[start..end].to_string())
+}
+
+/// Whether this process may load and attach tracing BPF programs at all.
+pub(crate) fn has_bpf_privileges() -> bool {
+    let Ok(status) = fs::read_to_string("/proc/self/status") else {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        return unsafe { libc::geteuid() } == 0;
+    };
+    let caps = parse_cap_eff(&status).unwrap_or(0);
+    let has = |cap: u32| caps & (1u64 << cap) != 0;
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+}
+
+pub(crate) fn parse_cap_eff(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn not_elf_is_a_usage_error() {
+        let err = check_elf("x.o", b"hello, this is text not an object").unwrap_err();
+        assert!(err.to_string().starts_with("x.o is not a BPF object (ELF)"));
+        assert_eq!(exit_code(&err), 2);
+    }
+
+    #[test]
+    fn elf_for_another_machine_is_refused() {
+        let mut header = vec![0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        header[5] = 1;
+        header[18] = 62; // EM_X86_64
+        let err = check_elf("ls", &header).unwrap_err();
+        assert!(err.to_string().contains("machine 62"), "{err}");
+        header[18] = 247;
+        assert!(check_elf("ok.o", &header).is_ok());
+    }
+
+    #[test]
+    fn verifier_log_is_cut_and_trimmed() {
+        let log = lines(
+            "libbpf: prog 'f': BPF program load failed: Permission denied\n\
+             libbpf: prog 'f': -- BEGIN PROG LOAD LOG --\n0: (b7) r1 = 0\n\n\
+             1: R0 invalid mem access 'map_value_or_null'\n\
+             processed 6 insns (limit 1000000)\n-- END PROG LOAD LOG --\n\
+             libbpf: failed to load object 'x'",
+        );
+        let body = verifier_log(&log);
+        assert_eq!(body.len(), 4);
+        assert_eq!(trim_log(&body, 2).len(), 2);
+        assert_eq!(failed_program(&log), Some("f"));
+        let progs = [ProgMeta {
+            name: "f".into(),
+            section: "tracepoint/a/b".into(),
+        }];
+        let err = load_error("x", libc::EACCES, &log, &progs).to_string();
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.ends_with("R0 invalid mem access 'map_value_or_null'"), "{err}");
+        assert_eq!(err.lines().count(), 5, "{err}");
+    }
+
+    #[test]
+    fn lockdown_mode_is_the_bracketed_word() {
+        let text = "none integrity [confidentiality]\n";
+        assert_eq!(parse_lockdown(text).as_deref(), Some("confidentiality"));
+        assert_eq!(parse_lockdown("none").as_deref(), None);
+    }
+
+    #[test]
+    fn cap_eff_is_parsed_as_hex() {
+        let status = "Name:\tx\nCapEff:\t000001ffffffffff\n";
+        assert_eq!(parse_cap_eff(status), Some(0x1ff_ffff_ffff));
+    }
+
+    #[test]
+    fn section_prefix_names_the_type() {
+        let prog = ProgMeta {
+            name: "p".into(),
+            section: "lsm/file_open".into(),
+        };
+        assert_eq!(prog.kind(), "lsm");
+    }
+}

@@ -1,0 +1,261 @@
+//! Opens, loads and attaches a libbpf-style object, and keeps it attached until dropped.
+//!
+//! The steps are libbpf's (`bpf_object__open_mem`, `bpf_object__load`, `bpf_program__attach`),
+//! called directly where libbpf-rs would hide the errno we need to explain a failure.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use anyhow::Context;
+use libbpf_rs::{
+    libbpf_sys, AsRawLibbpf, Link, MapCore, MapFlags, MapType, Object, ObjectBuilder, OpenObject,
+    Program,
+};
+
+use super::diagnose::{self, ProgMeta};
+use super::libbpf_log::Capture;
+use super::tracefs::with_tracefs;
+use super::{ObjectSource, ProgramInfo};
+use crate::error::usage;
+
+/// The most PROG_ARRAY slots we read when looking for tail-call targets.
+const MAX_PROG_ARRAY_SLOTS: u32 = 1 << 16;
+
+/// A loaded object whose auto-attachable programs are attached; dropping it detaches and
+/// unloads everything.
+pub struct Attached {
+    // Fields drop in order: the links (detach) before the object (unload).
+    _links: Vec<Link>,
+    object: Object,
+    programs: Vec<ProgramInfo>,
+    name: String,
+}
+
+impl Attached {
+    /// Every loaded program of the object, attached or not, in the object's order.
+    pub fn programs(&self) -> &[ProgramInfo] {
+        &self.programs
+    }
+
+    /// The object's display name: the path as given, or the name passed with the bytes.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The underlying libbpf-rs object, for reading its maps.
+    pub fn object(&self) -> &Object {
+        &self.object
+    }
+
+    /// Slot `index` of the array (or per-CPU array, summed over CPUs) map `map` of u64
+    /// counters, such as the sample hooks' `hits`.
+    pub fn read_counter(&self, map: &str, index: u32) -> anyhow::Result<u64> {
+        let found = self.object.maps().find(|m| m.name() == map);
+        let map = found.with_context(|| format!("{} has no map named `{map}`", self.name))?;
+        let key = index.to_ne_bytes();
+        let values = match map.map_type() {
+            MapType::PercpuArray => map.lookup_percpu(&key, MapFlags::ANY)?.unwrap_or_default(),
+            _ => map.lookup(&key, MapFlags::ANY)?.into_iter().collect(),
+        };
+        Ok(values.iter().map(|v| u64_from(v)).sum())
+    }
+}
+
+/// Open, load and attach every program of a libbpf-style object by its SEC() name; programs
+/// whose section has no attach target (tail-call targets like SEC("tracepoint")) are loaded
+/// but not attached; tail-call tables declared in the object are filled by libbpf.
+///
+/// Programs that a PROG_ARRAY of the object points at after loading are tail-call targets
+/// and are not attached either, whatever their section says (an LSM tail-call target must
+/// name a hook too).
+pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
+    let name = src.display_name();
+    let bytes = src.bytes()?;
+    let capture = Capture::start();
+    let object = load(&name, &bytes, &capture)?;
+    let (links, programs) = with_tracefs(|| attach_all(&name, &object, &capture))?;
+    Ok(Attached {
+        _links: links,
+        object,
+        programs,
+        name,
+    })
+}
+
+/// Open and load `bytes` without attaching anything.
+pub(crate) fn load_only(name: &str, bytes: &[u8]) -> anyhow::Result<Object> {
+    let capture = Capture::start();
+    load(name, bytes, &capture)
+}
+
+impl ObjectSource<'_> {
+    fn display_name(&self) -> String {
+        match self {
+            ObjectSource::Path(path) => path.display().to_string(),
+            ObjectSource::Bytes { name, .. } => name.to_string(),
+        }
+    }
+
+    fn bytes(&self) -> anyhow::Result<Cow<'_, [u8]>> {
+        match self {
+            ObjectSource::Bytes { bytes, .. } => Ok(Cow::Borrowed(bytes)),
+            ObjectSource::Path(path) => std::fs::read(path).map(Cow::Owned).map_err(|e| {
+                usage(format!("cannot read BPF object {}: {e}", path.display()))
+            }),
+        }
+    }
+}
+
+fn load(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<Object> {
+    diagnose::check_elf(name, bytes)?;
+    let open = ObjectBuilder::default()
+        .name(libbpf_object_name(name))
+        .and_then(|builder| builder.open_memory(bytes))
+        .map_err(|e| diagnose::open_error(name, &e, &capture.lines()))?;
+    let progs: Vec<ProgMeta> = open
+        .progs()
+        .map(|p| ProgMeta {
+            name: p.name().to_string_lossy().into_owned(),
+            section: p.section().to_string_lossy().into_owned(),
+        })
+        .collect();
+    if progs.is_empty() {
+        return Err(diagnose::no_programs(name));
+    }
+    load_open(open).map_err(|errno| diagnose::load_error(name, errno, &capture.lines(), &progs))
+}
+
+/// `bpf_object__load`, keeping the errno that `OpenObject::load` folds into an io::Error.
+fn load_open(open: OpenObject) -> Result<Object, i32> {
+    let ptr = open.take_ptr();
+    // SAFETY: `ptr` is an opened, not yet loaded object that we own.
+    let ret = unsafe { libbpf_sys::bpf_object__load(ptr.as_ptr()) };
+    if ret < 0 {
+        // SAFETY: we own `ptr`; libbpf closes a failed object like any other.
+        unsafe { libbpf_sys::bpf_object__close(ptr.as_ptr()) };
+        return Err(-ret);
+    }
+    // SAFETY: `ptr` is loaded and owned by us; `Object` takes it over.
+    Ok(unsafe { Object::from_ptr(ptr) })
+}
+
+/// libbpf's object name (it prefixes internal maps): the file name without `.bpf.o`.
+fn libbpf_object_name(display: &str) -> String {
+    let file = Path::new(display)
+        .file_name()
+        .map_or(Cow::Borrowed(display), |f| f.to_string_lossy());
+    let stem = file.strip_suffix(".o").unwrap_or(&file);
+    stem.strip_suffix(".bpf").unwrap_or(stem).to_string()
+}
+
+fn attach_all(
+    name: &str,
+    object: &Object,
+    capture: &Capture,
+) -> anyhow::Result<(Vec<Link>, Vec<ProgramInfo>)> {
+    let targets = tail_call_targets(object);
+    let mut links = Vec::new();
+    let mut programs = Vec::new();
+    for prog in object.progs().filter(|p| p.autoload()) {
+        let mut info = program_info(&prog)?;
+        if !targets.contains(&info.id) {
+            if let Some(link) = attach_one(&prog).map_err(|errno| {
+                let meta = ProgMeta {
+                    name: info.name.clone(),
+                    section: info.section.clone(),
+                };
+                diagnose::attach_error(name, &meta, errno, &capture.lines())
+            })? {
+                links.push(link);
+                info.attached = true;
+            }
+        }
+        programs.push(info);
+    }
+    Ok((links, programs))
+}
+
+/// `Ok(None)` when libbpf cannot auto-attach the program's section (no attach target).
+fn attach_one(prog: &Program<'_>) -> Result<Option<Link>, i32> {
+    let raw = prog.as_libbpf_object();
+    // SAFETY: `raw` is a loaded program of a live object.
+    let link = unsafe { libbpf_sys::bpf_program__attach(raw.as_ptr()) };
+    // SAFETY: libbpf_get_error accepts any pointer libbpf returned, NULL included.
+    let err = unsafe { libbpf_sys::libbpf_get_error(link.cast()) };
+    match (NonNull::new(link), err) {
+        (_, err) if err == -i64::from(libc::EOPNOTSUPP) => Ok(None),
+        // SAFETY: a non-NULL link without error is ours to own and destroy.
+        (Some(link), 0) => Ok(Some(unsafe { Link::from_ptr(link) })),
+        (_, err) => Err(i32::try_from(-err).unwrap_or(libc::EINVAL)),
+    }
+}
+
+/// Ids of the programs the object's PROG_ARRAY maps hold (filled by libbpf at load).
+fn tail_call_targets(object: &Object) -> HashSet<u32> {
+    let mut ids = HashSet::new();
+    for map in object.maps().filter(|m| m.map_type() == MapType::ProgArray) {
+        for slot in 0..map.max_entries().min(MAX_PROG_ARRAY_SLOTS) {
+            // From user space a PROG_ARRAY slot reads as the program's id.
+            if let Ok(Some(value)) = map.lookup(&slot.to_ne_bytes(), MapFlags::ANY) {
+                ids.insert(u64_from(&value) as u32);
+            }
+        }
+    }
+    ids
+}
+
+fn program_info(prog: &Program<'_>) -> anyhow::Result<ProgramInfo> {
+    let (id, tag) = kernel_id_and_tag(prog.as_fd())?;
+    Ok(ProgramInfo {
+        id,
+        name: prog.name().to_string_lossy().into_owned(),
+        tag,
+        section: prog.section().to_string_lossy().into_owned(),
+        attached: false,
+    })
+}
+
+/// The program's kernel id and tag (hex, as in `bpf_prog_<tag>_<name>`), from bpf_prog_info.
+fn kernel_id_and_tag(fd: BorrowedFd<'_>) -> anyhow::Result<(u32, String)> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes with no output arrays requested.
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    if ret < 0 {
+        let err = std::io::Error::from_raw_os_error(-ret);
+        anyhow::bail!("reading a loaded program's bpf_prog_info failed: {err}");
+    }
+    let tag = info.tag.iter().map(|b| format!("{b:02x}")).collect();
+    Ok((info.id, tag))
+}
+
+/// A little-endian-agnostic read of up to 8 native-endian bytes (4-byte ids, 8-byte counters).
+fn u64_from(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        4 => bytes.try_into().map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
+        8 => bytes.try_into().map_or(0, u64::from_ne_bytes),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_name_drops_directories_and_suffixes() {
+        assert_eq!(libbpf_object_name("/a/b/hook.bpf.o"), "hook");
+        assert_eq!(libbpf_object_name("hook.o"), "hook");
+        assert_eq!(libbpf_object_name("openat_hook"), "openat_hook");
+    }
+
+    #[test]
+    fn ids_and_counters_read_native_endian() {
+        assert_eq!(u64_from(&7u32.to_ne_bytes()), 7);
+        assert_eq!(u64_from(&9u64.to_ne_bytes()), 9);
+        assert_eq!(u64_from(&[1, 2, 3]), 0);
+    }
+}

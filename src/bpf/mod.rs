@@ -1,0 +1,110 @@
+//! The BPF loader: opens a libbpf-style object, loads it, attaches its programs by their
+//! SEC() names and keeps them attached until the returned [`Attached`] is dropped.
+//!
+//! Also bundles the sample hooks that `build.rs` compiles from `fixtures/hooks/`:
+//! `tail_call_security_check` tail-calls `enforce_access_policy`, which calls the
+//! `path_check_callback` subprogram, the shape of the hook in "Profiling eBPF Code".
+//! Loading needs root; kernel lockdown refuses LSM programs (see `lsm_supported`).
+
+mod diagnose;
+mod libbpf_log;
+mod loader;
+mod tracefs;
+
+use std::sync::OnceLock;
+
+pub use loader::{attach, Attached};
+
+/// Bytes of the bundled sample hooks, compiled by build.rs: the tracepoint variant
+/// (`tracepoint/syscalls/sys_enter_openat`).
+pub const SAMPLE_HOOK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hooks/openat_hook.bpf.o"));
+/// The LSM variant of the sample hook (`lsm/file_open`), same program names.
+pub const SAMPLE_HOOK_LSM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/openat_hook_lsm.bpf.o"));
+/// A test object the verifier rejects (a map value read without its NULL check).
+#[doc(hidden)]
+pub const SAMPLE_HOOK_REJECTED: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/bad/verifier_reject.bpf.o"));
+/// A test object with a map and no programs.
+#[doc(hidden)]
+pub const SAMPLE_NO_PROGRAMS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/bad/no_programs.bpf.o"));
+
+/// Display name of the tracepoint sample hook, for [`ObjectSource::Bytes`].
+pub const SAMPLE_HOOK_NAME: &str = "openat_hook";
+/// Display name of the LSM sample hook.
+pub const SAMPLE_HOOK_LSM_NAME: &str = "openat_hook_lsm";
+
+/// Where an object comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum ObjectSource<'a> {
+    /// A `.bpf.o` file on disk.
+    Path(&'a std::path::Path),
+    /// An object already in memory (such as [`SAMPLE_HOOK`]); `name` is used in messages.
+    Bytes {
+        /// The name errors and [`Attached::name`] use.
+        name: &'a str,
+        /// The ELF object.
+        bytes: &'a [u8],
+    },
+}
+
+/// One loaded program.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProgramInfo {
+    /// Kernel program id (`bpftool prog show id N`).
+    pub id: u32,
+    /// Full function name from the object (the kernel's own copy is cut to 15 bytes).
+    pub name: String,
+    /// Kernel tag, 16 hex digits, as in `/proc/kallsyms`' `bpf_prog_<tag>_<name>`.
+    pub tag: String,
+    /// The ELF section (`SEC()` name) the program came from.
+    pub section: String,
+    /// Whether it was attached; tail-call targets are loaded only.
+    pub attached: bool,
+}
+
+/// Whether this kernel lets us load LSM programs, with a human reason string.
+///
+/// Probed by loading (not attaching) the bundled LSM sample hook, which tells lockdown's EPERM
+/// apart from a kernel without BPF LSM; the answer is cached for the process.
+pub fn lsm_supported() -> (bool, String) {
+    static ANSWER: OnceLock<(bool, String)> = OnceLock::new();
+    ANSWER.get_or_init(probe_lsm).clone()
+}
+
+fn probe_lsm() -> (bool, String) {
+    match loader::load_only(SAMPLE_HOOK_LSM_NAME, SAMPLE_HOOK_LSM) {
+        Ok(_object) => match active_lsms() {
+            Some(list) if !list.split(',').any(|l| l == "bpf") => (
+                false,
+                format!("LSM programs load, but `bpf` is not an active LSM ({list}): boot with lsm=...,bpf"),
+            ),
+            _ => (true, "the LSM sample hook loads (probed by loading it, not attached)".to_string()),
+        },
+        Err(err) => (
+            false,
+            format!("{} (probed by loading the LSM sample hook)", first_line(&err)),
+        ),
+    }
+}
+
+fn active_lsms() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/kernel/security/lsm").ok()?;
+    Some(text.trim().to_string())
+}
+
+fn first_line(err: &anyhow::Error) -> String {
+    let text = err.to_string();
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// The sample hook this kernel can run: LSM variant where allowed, else tracepoint;
+/// returns (display name, bytes).
+pub fn sample_hook_for_this_kernel() -> (&'static str, &'static [u8]) {
+    if lsm_supported().0 {
+        (SAMPLE_HOOK_LSM_NAME, SAMPLE_HOOK_LSM)
+    } else {
+        (SAMPLE_HOOK_NAME, SAMPLE_HOOK)
+    }
+}

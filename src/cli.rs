@@ -1,0 +1,256 @@
+//! The command line (clap derive). Each subcommand's arguments convert into the plain option
+//! struct its command takes; nothing past this module sees clap.
+
+use crate::commands;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// What an eBPF hook costs and where that time goes.
+#[derive(Debug, Parser)]
+#[command(name = "ebpf-prof", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The pinned openat harness: one latency (ns) per line on stdout, a summary on stderr.
+    Bench(BenchArgs),
+    /// Check every precondition of `record`, with the command that fixes each problem.
+    Doctor(DoctorArgs),
+    /// perf record around a pinned SCHED_FIFO benchmark, BPF symbols on (needs root).
+    Record(RecordArgs),
+    /// Render a profile (perf.data, perf script text or folded stacks) as a flame graph (no root).
+    Flame(FlameArgs),
+    /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
+    Hook(HookArgs),
+    /// The whole method on the bundled sample hook: load, record, flame graph, detach.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// File to open in the loop.
+    #[arg(long, default_value = "/etc/hostname")]
+    pub path: PathBuf,
+    /// Iterations, warm-up included.
+    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
+    pub iterations: usize,
+    /// Leading fraction of samples dropped as warm-up.
+    #[arg(long, default_value_t = 0.1)]
+    pub warmup_fraction: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Which BPF program symbols count as the hook under test (regex on the symbol name).
+    #[arg(long, default_value = commands::DEFAULT_FILTER)]
+    pub filter: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PerfArgs {
+    /// The perf binary (else $PERF, the kernel-matched linux-tools perf, perf_<ver>, PATH).
+    #[arg(long, value_name = "PATH")]
+    pub perf: Option<PathBuf>,
+    /// Run a perf from --perf/$PERF even if other users can write to it (as root).
+    #[arg(long)]
+    pub trust_perf: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Where perf writes; the sidecar files go beside it.
+    #[arg(short, long, default_value = "perf.data")]
+    pub output: PathBuf,
+    /// perf event (perf falls back to cpu-clock without a hardware PMU).
+    #[arg(short, long, default_value = "cycles:k")]
+    pub event: String,
+    /// Sampling frequency (Hz).
+    #[arg(short = 'F', long, default_value_t = 997)]
+    pub freq: u32,
+    /// CPU to pin the benchmark to (default: an isolated CPU, else the highest online one).
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// SCHED_FIFO priority for the benchmark (1..99).
+    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: u8,
+    /// Run the benchmark without chrt (where SCHED_FIFO is refused: containers, RT limits).
+    #[arg(long)]
+    pub no_fifo: bool,
+    /// Iterations of the built-in bench (when no command is given).
+    #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
+    pub iterations: usize,
+    /// Regex naming the program symbols that must be present.
+    #[arg(long, default_value = commands::DEFAULT_FILTER)]
+    pub filter: String,
+    /// Record even when no BPF program symbol matches the filter.
+    #[arg(long)]
+    pub allow_no_bpf: bool,
+    /// Load and attach this BPF object for the recording (detached after).
+    #[arg(long, value_name = "OBJ.bpf.o")]
+    pub load: Option<PathBuf>,
+    /// Extra argument for perf record (repeatable), placed before `--`.
+    #[arg(long = "perf-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub perf_args: Vec<String>,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+    /// The benchmark and its arguments (default: ebpf-prof bench).
+    #[arg(last = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    /// perf.data, `perf script` text, or folded stacks (told apart by content).
+    #[arg(default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Write here instead of stdout (refuses to overwrite unless --force).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Overwrite the -o file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Write folded stacks instead of an SVG.
+    #[arg(long)]
+    pub folded: bool,
+    /// The kallsyms snapshot to resolve kernel frames (default: INPUT.kallsyms if present).
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    /// Title of the graph (default: event, kernel and command of the run).
+    #[arg(long)]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// BPF object to load (default: the bundled sample hook for this kernel).
+    #[arg(long, value_name = "OBJ.bpf.o")]
+    pub load: Option<PathBuf>,
+    /// Detach after this many seconds instead of waiting for Ctrl-C.
+    #[arg(long)]
+    pub seconds: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory for perf.data, its sidecars and the SVG.
+    #[arg(long, default_value = "ebpf-prof-demo")]
+    pub dir: PathBuf,
+    /// Iterations of the built-in bench.
+    #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
+    pub iterations: usize,
+    /// Sampling frequency (Hz).
+    #[arg(short = 'F', long, default_value_t = 997)]
+    pub freq: u32,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+impl From<&PerfArgs> for commands::PerfChoice {
+    fn from(a: &PerfArgs) -> Self {
+        commands::PerfChoice { explicit: a.perf.clone(), trust: a.trust_perf }
+    }
+}
+
+/// Run the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    recover_stale();
+    match cli.command {
+        Command::Bench(a) => commands::bench::run(&crate::bench::BenchOptions {
+            op: crate::bench::OpKind::Openat(a.path),
+            iterations: a.iterations,
+            warmup_fraction: a.warmup_fraction,
+        }),
+        Command::Doctor(a) => commands::doctor::run(&commands::doctor::DoctorOptions {
+            perf: (&a.perf).into(),
+            filter: a.filter,
+            json: a.json,
+        }),
+        Command::Record(a) => commands::record::run(&record_options(a)).map(|_| ()),
+        Command::Flame(a) => commands::flame::run(&commands::flame::FlameOptionsCli {
+            perf: (&a.perf).into(),
+            input: a.input,
+            output: a.output,
+            force: a.force,
+            folded: a.folded,
+            kallsyms: a.kallsyms,
+            title: a.title,
+        }),
+        Command::Hook(a) => commands::hook::run(&commands::hook::HookOptions { load: a.load, seconds: a.seconds }),
+        Command::Demo(a) => commands::demo::run(&commands::demo::DemoOptions {
+            perf: (&a.perf).into(),
+            dir: a.dir,
+            iterations: a.iterations,
+            freq: a.freq,
+        }),
+    }
+}
+
+fn record_options(a: RecordArgs) -> commands::record::RecordOptions {
+    commands::record::RecordOptions {
+        perf: (&a.perf).into(),
+        output: a.output,
+        event: a.event,
+        freq: a.freq,
+        cpu: a.cpu,
+        priority: (!a.no_fifo).then_some(a.priority),
+        iterations: a.iterations,
+        filter: a.filter,
+        allow_no_bpf: a.allow_no_bpf,
+        load: a.load,
+        perf_args: a.perf_args,
+        command: a.command,
+    }
+}
+
+/// As root, put back what a killed earlier run left changed, and say so.
+fn recover_stale() {
+    if crate::host::security::is_root() {
+        for line in crate::recovery::recover(&crate::host::Host::live()) {
+            eprintln!("ebpf-prof: {line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn record_takes_command_after_dashes() {
+        let c = Cli::try_parse_from(["ebpf-prof", "record", "--cpu", "1", "--", "./bench", "-x"]).unwrap();
+        let Command::Record(r) = c.command else { panic!() };
+        assert_eq!(r.cpu, Some(1));
+        assert_eq!(r.command, ["./bench", "-x"]);
+        assert_eq!(r.priority, 99);
+    }
+
+    #[test]
+    fn priority_out_of_range_is_refused() {
+        assert!(Cli::try_parse_from(["ebpf-prof", "record", "--priority", "0"]).is_err());
+        assert!(Cli::try_parse_from(["ebpf-prof", "record", "--priority", "100"]).is_err());
+        assert!(Cli::try_parse_from(["ebpf-prof", "record", "--cpu", "x"]).is_err());
+    }
+
+    #[test]
+    fn bench_defaults() {
+        let c = Cli::try_parse_from(["ebpf-prof", "bench"]).unwrap();
+        let Command::Bench(b) = c.command else { panic!() };
+        assert_eq!((b.iterations, b.path.to_str()), (100_000, Some("/etc/hostname")));
+    }
+}

@@ -1,0 +1,212 @@
+//! `ebpf-prof doctor`: every precondition of `record`, one line each (ok/warn/fail), and for
+//! warn/fail the exact command that fixes it. Exits 0 only when `record` can run.
+
+use super::{filter_regex, PerfChoice};
+use crate::error::check;
+use crate::host::{cpu, kallsyms, security, sysctl, Host};
+use anyhow::Result;
+use serde::Serialize;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One line of the doctor's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    /// The command that fixes it, for warn and fail.
+    pub fix: Option<String>,
+}
+
+fn ok(name: &str, detail: impl Into<String>) -> Check {
+    Check { name: name.into(), status: Status::Ok, detail: detail.into(), fix: None }
+}
+
+fn warn(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    Check { name: name.into(), status: Status::Warn, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    Check { name: name.into(), status: Status::Fail, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+/// What doctor takes.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub filter: String,
+    pub json: bool,
+    pub perf: PerfChoice,
+}
+
+/// Run every check against `host`.
+pub fn checks(host: &Host, opts: &DoctorOptions) -> Result<Vec<Check>> {
+    let filter = filter_regex(&opts.filter)?;
+    let mut v = vec![privileges(host)];
+    v.extend(jit_sysctls(host));
+    v.push(kallsyms_check(host));
+    v.push(programs(host, &filter));
+    v.push(perf_check(&opts.perf));
+    v.push(pmu(host));
+    v.push(lockdown(host));
+    v.push(lsm(host));
+    v.extend(tools());
+    v.push(cpu_check(host));
+    v.push(rt_runtime(host));
+    v.push(stale_state(host));
+    Ok(v)
+}
+
+fn privileges(host: &Host) -> Check {
+    let caps = security::effective_caps(host).unwrap_or(0);
+    if security::is_root() {
+        ok("privileges", "running as root")
+    } else if security::can_record(caps) {
+        ok("privileges", "CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are effective")
+    } else {
+        fail("privileges", "not root and missing CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN: record cannot set sysctls or load programs", "sudo ebpf-prof doctor   (and sudo ebpf-prof record …)")
+    }
+}
+
+fn jit_sysctls(host: &Host) -> Vec<Check> {
+    let mut v = Vec::new();
+    for (name, what) in [("net.core.bpf_jit_enable", "the JIT"), ("net.core.bpf_jit_kallsyms", "program symbols in /proc/kallsyms")] {
+        v.push(match sysctl::read(host, name).ok().as_deref() {
+            Some("1") => ok(name, format!("1 ({what} on)")),
+            Some(val) => warn(name, format!("{val}: record sets it to 1 for the run and restores it"), format!("sudo sysctl -w {name}=1")),
+            None => fail(name, "missing: this kernel has no BPF JIT (CONFIG_BPF_JIT)", "use a kernel built with CONFIG_BPF_JIT=y"),
+        });
+    }
+    let h = "net.core.bpf_jit_harden";
+    v.push(match sysctl::read_int(host, h) {
+        Some(0) | None => ok(h, "0 (program symbols visible)"),
+        Some(n) => fail(h, format!("{n}: hardening hides every program symbol from /proc/kallsyms, so perf cannot name them"), format!("sudo sysctl -w {h}=0")),
+    });
+    v
+}
+
+fn kallsyms_check(host: &Host) -> Check {
+    let name = "kallsyms";
+    let kr = sysctl::read_int(host, "kernel.kptr_restrict").unwrap_or(-1);
+    match kallsyms::read(host) {
+        Err(e) => fail(name, format!("{e:#}"), "mount /proc; check kernel.kptr_restrict"),
+        Ok(s) if kallsyms::addresses_hidden(&s) && kr >= 2 => fail(name, "kptr_restrict=2: addresses are zeros even for root", "sudo sysctl -w kernel.kptr_restrict=1"),
+        Ok(s) if kallsyms::addresses_hidden(&s) => warn(name, format!("addresses read as zeros for this user (kptr_restrict={kr}); root sees them, and record snapshots them for flame"), "sudo ebpf-prof doctor"),
+        Ok(s) => ok(name, format!("{} symbols with real addresses (kptr_restrict={kr})", s.len())),
+    }
+}
+
+fn programs(host: &Host, filter: &regex::Regex) -> Check {
+    let name = "bpf programs";
+    let syms = match kallsyms::read(host) {
+        Ok(s) => kallsyms::bpf_programs(&s),
+        Err(e) => return fail(name, format!("{e:#}"), "sudo ebpf-prof doctor"),
+    };
+    let hits: Vec<String> = syms.iter().filter(|p| filter.is_match(&p.symbol)).map(|p| p.symbol.clone()).collect();
+    if hits.is_empty() {
+        warn(name, format!("no bpf_prog_<tag>_<name> symbol matches /{}/ ({} BPF symbols in all): record will refuse", filter.as_str(), syms.len()), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter")
+    } else {
+        ok(name, format!("{} matching /{}/: {}", hits.len(), filter.as_str(), hits.join(", ")))
+    }
+}
+
+fn perf_check(choice: &PerfChoice) -> Check {
+    let name = "perf";
+    match choice.find(true) {
+        Err(e) => fail(name, format!("{e:#}"), "install perf (Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-$(uname -r)), or pass --perf PATH"),
+        Ok(p) => match &p.mismatch_hint {
+            Some(hint) => warn(name, format!("{} (version {}, from {:?}) runs, but does not match kernel {}", p.path.display(), p.version.raw, p.source, p.kernel_release), hint.clone()),
+            None => ok(name, format!("{} (version {}, from {:?})", p.path.display(), p.version.raw, p.source)),
+        },
+    }
+}
+
+fn pmu(host: &Host) -> Check {
+    if security::hardware_pmu(host) {
+        ok("pmu", "hardware PMU present: cycles:k samples real cycles")
+    } else {
+        warn("pmu", "no hardware PMU (a VM?): perf will sample cpu-clock instead of cycles; still valid, time-based", "nothing to do; for cycles, enable the vPMU of the VM")
+    }
+}
+
+fn lockdown(host: &Host) -> Check {
+    let (lsm_ok, why) = crate::bpf::lsm_supported();
+    let lsm_note = if lsm_ok { "LSM programs load".to_string() } else { format!("LSM programs cannot load ({why}); the demo uses the tracepoint hook") };
+    match security::lockdown(host) {
+        security::Lockdown::Mode(m) if m == "none" => ok("lockdown", format!("none; {lsm_note}")),
+        security::Lockdown::Mode(m) => warn("lockdown", format!("{m}: blocks LSM, fentry and kprobe programs and bpf_probe_read_kernel; tracepoint programs still load; {lsm_note}"), "boot with lockdown=none (or without Secure Boot) to profile LSM hooks"),
+        security::Lockdown::Unknown(why) => warn("lockdown", format!("unknown: {why}; {lsm_note}"), "sudo mount -t securityfs none /sys/kernel/security"),
+    }
+}
+
+fn lsm(host: &Host) -> Check {
+    match security::lsm_list(host) {
+        Some(l) if l.iter().any(|x| x == "bpf") => ok("lsm list", l.join(",")),
+        Some(l) => warn("lsm list", format!("{}: no `bpf`, so BPF LSM programs never run", l.join(",")), "add bpf to the kernel's lsm= boot parameter"),
+        None => warn("lsm list", "unreadable (securityfs not mounted)", "sudo mount -t securityfs none /sys/kernel/security"),
+    }
+}
+
+fn tools() -> Vec<Check> {
+    ["taskset", "chrt"]
+        .iter()
+        .map(|t| match which::which(t) {
+            Ok(p) => ok(t, p.display().to_string()),
+            Err(_) => fail(t, "not found on PATH", "sudo apt-get install util-linux"),
+        })
+        .collect()
+}
+
+fn cpu_check(host: &Host) -> Check {
+    match cpu::default_cpu(host) {
+        Some(c) => ok("cpu", format!("benchmark pinned to CPU {c} ({}); online: {}", cpu::default_reason(host), host.read("sys/devices/system/cpu/online").unwrap_or_default())),
+        None => fail("cpu", "no online CPU listed in /sys/devices/system/cpu/online", "mount /sys"),
+    }
+}
+
+fn rt_runtime(host: &Host) -> Check {
+    let n = "kernel.sched_rt_runtime_us";
+    match sysctl::read_int(host, n) {
+        Some(-1) => ok(n, "-1: SCHED_FIFO tasks are never throttled"),
+        Some(us) => ok(n, format!("{us}: a SCHED_FIFO task running over {:.2} s per second is throttled; keep -n modest (200000 openats take well under that)", us as f64 / 1e6)),
+        None => warn(n, "unreadable", "sysctl kernel.sched_rt_runtime_us"),
+    }
+}
+
+fn stale_state(host: &Host) -> Check {
+    let stale = crate::recovery::stale(host);
+    if stale.is_empty() {
+        ok("state", "no changes left behind by a killed run")
+    } else {
+        warn("state", format!("{} state file(s) of killed runs under /run/ebpf-prof", stale.len()), "sudo ebpf-prof doctor   (any command as root restores them)")
+    }
+}
+
+/// Run doctor and print; Err(check) when record cannot run.
+pub fn run(opts: &DoctorOptions) -> Result<()> {
+    let v = checks(&Host::live(), opts)?;
+    let blocked = v.iter().filter(|c| c.status == Status::Fail).count();
+    if opts.json {
+        let doc = serde_json::json!({ "can_record": blocked == 0, "checks": v });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for c in &v {
+            let tag = match c.status { Status::Ok => "ok  ", Status::Warn => "warn", Status::Fail => "FAIL" };
+            println!("{tag} {:<26} {}", c.name, c.detail);
+            if let Some(f) = &c.fix {
+                println!("     {:<26} fix: {f}", "");
+            }
+        }
+    }
+    if blocked > 0 {
+        return Err(check(format!("{blocked} blocker(s): record cannot run until they are fixed")));
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! Rendering folded stacks into a flame graph with inferno, BPF frames in a colour of their own.
+//!
+//! Colours: BPF programs, their sub-functions, trampolines and dispatchers are blue-violet;
+//! kernel frames (inferno's `_[k]` annotation) take the classic warm palette; user-space and
+//! unannotated frames are green. Every frame's colour is fixed up front in a palette map, so the
+//! picture is the same every time for the same input.
+
+use crate::folded::{bare, sanitize};
+use anyhow::{Context, Result};
+use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
+use inferno::flamegraph::{self, Options};
+use std::io::Write;
+
+/// What kind of frame a folded frame name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A JIT-ed BPF program or sub-function, a trampoline or a dispatcher.
+    Bpf,
+    /// A kernel function (annotated `_[k]` by the collapser).
+    Kernel,
+    /// Anything else: user space, the command name, `[unknown]`.
+    Other,
+}
+
+/// Classify a frame as printed in folded stacks.
+pub fn classify(frame: &str) -> FrameKind {
+    let name = bare(frame);
+    if is_bpf(name) {
+        FrameKind::Bpf
+    } else if frame.ends_with("_[k]") {
+        FrameKind::Kernel
+    } else {
+        FrameKind::Other
+    }
+}
+
+/// Whether a (bare) frame name is BPF JIT code.
+pub fn is_bpf(name: &str) -> bool {
+    name.starts_with("bpf_prog_") && crate::host::kallsyms::split_bpf_symbol(name).is_some()
+        || name.starts_with("bpf_trampoline_")
+        || name.starts_with("bpf_dispatcher_")
+}
+
+fn hash(s: &str) -> u32 {
+    s.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619))
+}
+
+/// The colour of a frame: a hue for its kind, a shade from its name.
+pub fn colour(frame: &str) -> Color {
+    let v = hash(bare(frame));
+    let (a, b) = ((v & 0xff) as u8, ((v >> 8) & 0xff) as u8);
+    match classify(frame) {
+        FrameKind::Bpf => Color { r: 110 + a % 50, g: 80 + b % 50, b: 230 + a % 25 },
+        FrameKind::Kernel => Color { r: 205 + a % 50, g: 80 + b % 130, b: 40 + a % 40 },
+        FrameKind::Other => Color { r: 90 + a % 50, g: 190 + b % 50, b: 90 + a % 40 },
+    }
+}
+
+/// Title and subtitle of the graph.
+#[derive(Debug, Clone, Default)]
+pub struct FlameOptions {
+    pub title: String,
+    pub subtitle: Option<String>,
+}
+
+/// Render folded text as an SVG into `out`.
+pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> {
+    let clean = sanitize(folded);
+    let mut palette = PaletteMap::default();
+    for line in clean.lines() {
+        let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+        for f in stack.split(';') {
+            if palette.get(f).is_none() {
+                palette.insert(f, colour(f));
+            }
+        }
+    }
+    let mut o = Options::default();
+    o.colors = Palette::Basic(BasicPalette::Hot);
+    o.title = sanitize(&opts.title).into_owned();
+    o.subtitle = opts.subtitle.as_deref().map(|s| sanitize(s).into_owned());
+    o.count_name = "samples".into();
+    o.deterministic = true;
+    o.palette_map = Some(&mut palette);
+    flamegraph::from_lines(&mut o, clean.lines(), out).context("cannot render the flame graph")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(classify("bpf_prog_0d05a1b2c3d4e5f6_enforce_access_policy"), FrameKind::Bpf);
+        assert_eq!(classify("bpf_trampoline_6442491220"), FrameKind::Bpf);
+        assert_eq!(classify("do_syscall_64_[k]"), FrameKind::Kernel);
+        assert_eq!(classify("bpf_prog_run_array_[k]"), FrameKind::Kernel);
+        assert_eq!(classify("ebpf-prof"), FrameKind::Other);
+    }
+
+    #[test]
+    fn bpf_colour_is_distinct_from_kernel_and_user() {
+        let bpf = colour("bpf_prog_0123456789abcdef_x");
+        let k = colour("do_syscall_64_[k]");
+        let u = colour("main");
+        assert!(bpf.b > bpf.r && bpf.b > bpf.g, "{bpf:?}");
+        assert!(k.r > k.b, "{k:?}");
+        assert!(u.g > u.r && u.g > u.b, "{u:?}");
+    }
+
+    #[test]
+    fn hostile_names_give_a_valid_inert_svg() {
+        let folded = "bench;<script>alert(1)</script>_[k];a\x1b[31m&b 5\nbench;do_syscall_64_[k] 3\n";
+        let mut out = Vec::new();
+        render(folded, &FlameOptions { title: "t <x>".into(), subtitle: None }, &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(!svg.contains("<script>alert"), "frame name must be escaped");
+        assert!(!svg.contains('\x1b'));
+        assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(svg.contains("do_syscall_64"));
+    }
+}

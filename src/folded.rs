@@ -1,0 +1,171 @@
+//! Folded stacks (`frame;frame;frame COUNT`), the one intermediate form that flame, report and
+//! diff share. perf's text is parsed once, here, by inferno's perf collapser.
+
+use anyhow::{Context, Result};
+use inferno::collapse::perf::{Folder, Options};
+use inferno::collapse::Collapse;
+use std::io::BufRead;
+
+/// What a profile input file holds, told by its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// perf's binary file (magic `PERFILE2`).
+    PerfData,
+    /// The text `perf script` prints.
+    PerfScript,
+    /// Folded stacks.
+    Folded,
+}
+
+/// Tell the kind of input from its first bytes.
+pub fn detect(head: &[u8]) -> Option<InputKind> {
+    if head.starts_with(b"PERFILE2") {
+        return Some(InputKind::PerfData);
+    }
+    let text = std::str::from_utf8(head).ok().or_else(|| {
+        // A cut in the middle of a UTF-8 sequence at the end of the head is fine.
+        std::str::from_utf8(&head[..head.len().saturating_sub(3)]).ok()
+    })?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).peekable();
+    lines.peek()?;
+    let mut folded_like = 0;
+    for l in lines.take(20) {
+        if l.starts_with([' ', '\t']) {
+            return Some(InputKind::PerfScript);
+        }
+        if parse_line(l).is_some() {
+            folded_like += 1;
+        }
+    }
+    (folded_like > 0).then_some(InputKind::Folded)
+}
+
+/// Collapse `perf script` text into folded lines. Kernel frames get inferno's `_[k]` suffix so
+/// the flame graph can tell them from user and BPF frames (BPF frames' DSO is their own symbol,
+/// not `[kernel.kallsyms]`, so they stay unannotated).
+pub fn collapse_perf_script(reader: impl BufRead) -> Result<Vec<u8>> {
+    let mut opts = Options::default();
+    opts.annotate_kernel = true;
+    opts.annotate_jit = true;
+    let mut out = Vec::new();
+    Folder::from(opts)
+        .collapse(reader, &mut out)
+        .context("cannot collapse perf script output")?;
+    Ok(out)
+}
+
+/// One folded stack: frames from the root (the command) to the leaf, and its sample count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub frames: Vec<String>,
+    pub count: u64,
+}
+
+/// Parse one folded line; `None` for a line that is not `frames COUNT`.
+pub fn parse_line(line: &str) -> Option<Stack> {
+    let (stack, count) = line.trim_end().rsplit_once(' ')?;
+    let count = count.parse().ok()?;
+    if stack.is_empty() {
+        return None;
+    }
+    Some(Stack { frames: stack.split(';').map(str::to_string).collect(), count })
+}
+
+/// Folded stacks parsed, with the number of lines that could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Folded {
+    pub stacks: Vec<Stack>,
+    pub skipped: usize,
+}
+
+impl Folded {
+    /// Parse folded text; malformed lines are counted and skipped, as inferno does.
+    pub fn parse(text: &str) -> Folded {
+        let mut f = Folded::default();
+        for l in text.lines().filter(|l| !l.trim().is_empty()) {
+            match parse_line(l) {
+                Some(s) => f.stacks.push(s),
+                None => f.skipped += 1,
+            }
+        }
+        f
+    }
+
+    /// Total samples.
+    pub fn total(&self) -> u64 {
+        self.stacks.iter().map(|s| s.count).sum()
+    }
+
+    /// Back to folded text.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        for st in &self.stacks {
+            s.push_str(&st.frames.join(";"));
+            s.push(' ');
+            s.push_str(&st.count.to_string());
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// A frame name with `_[k]`/`_[j]` annotations removed.
+pub fn bare(frame: &str) -> &str {
+    frame.strip_suffix("_[k]").or_else(|| frame.strip_suffix("_[j]")).unwrap_or(frame)
+}
+
+/// Drop characters XML 1.0 cannot hold (C0 controls but tab), so any frame name renders into a
+/// valid SVG.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}';
+    if text.chars().any(bad) {
+        text.chars().filter(|&c| !bad(c)).collect::<String>().into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRIPT: &str = include_str!("../fixtures/perf-script/openat-hook.txt");
+
+    #[test]
+    fn detects_each_kind() {
+        assert_eq!(detect(b"PERFILE2\x10\x00"), Some(InputKind::PerfData));
+        assert_eq!(detect(SCRIPT.as_bytes()), Some(InputKind::PerfScript));
+        assert_eq!(detect(b"bench;do_syscall_64_[k] 12\nbench;x 3\n"), Some(InputKind::Folded));
+        assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"\x00\x01\x02garbage"), None);
+        assert_eq!(detect(b"hello world\n"), None);
+    }
+
+    #[test]
+    fn collapses_real_script_with_bpf_frames() {
+        let out = String::from_utf8(collapse_perf_script(SCRIPT.as_bytes()).unwrap()).unwrap();
+        let f = Folded::parse(&out);
+        assert_eq!(f.skipped, 0);
+        assert!(f.total() > 0);
+        let bpf = f.stacks.iter().filter(|s| s.frames.iter().any(|fr| fr.contains("path_check_callback"))).count();
+        assert!(bpf > 0, "{out}");
+        assert!(out.contains("do_syscall_64_[k]"), "kernel frames are annotated");
+        assert!(!out.contains("path_check_callback_[k]"), "BPF frames are not");
+    }
+
+    #[test]
+    fn folded_round_trip_and_bad_lines() {
+        let f = Folded::parse("a;b 3\nnot a line\na;c 2\n;x\n");
+        assert_eq!(f.stacks.len(), 2);
+        assert_eq!(f.skipped, 2);
+        assert_eq!(f.total(), 5);
+        assert_eq!(f.to_text(), "a;b 3\na;c 2\n");
+    }
+
+    #[test]
+    fn sanitize_drops_xml_illegal() {
+        assert_eq!(sanitize("a\x1b[31mb\x00c"), "a[31mbc");
+        assert_eq!(sanitize("plain<script>"), "plain<script>");
+        assert_eq!(bare("do_syscall_64_[k]"), "do_syscall_64");
+    }
+}

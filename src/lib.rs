@@ -1,0 +1,18 @@
+//! ebpf-prof: what an eBPF hook costs and where that time goes.
+//!
+//! The library holds every piece; `main.rs` only parses arguments and maps errors to exit codes.
+
+pub mod bench;
+pub mod bpf;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod flame;
+pub mod folded;
+pub mod host;
+pub mod perf;
+pub mod recovery;
+pub mod runfiles;
+pub mod runrecord;
+pub mod signals;
+pub mod stats;

@@ -1,0 +1,11 @@
+//! Parse, run, print the error chain on one line, map it to an exit code. Nothing else.
+
+use clap::Parser;
+
+fn main() {
+    let cli = ebpf_prof::cli::Cli::parse();
+    if let Err(e) = ebpf_prof::cli::run(cli) {
+        eprintln!("ebpf-prof: error: {e:#}");
+        std::process::exit(ebpf_prof::error::exit_code(&e));
+    }
+}

@@ -1,0 +1,7 @@
+//! The only code that runs perf: locating the version-matched binary, building the `record`
+//! argv (a pure function), running `record` and `script`.
+
+pub mod locate;
+pub mod record;
+pub mod script;
+pub mod version;

@@ -1,0 +1,172 @@
+//! `perf record` around the pinned benchmark: the argv (a pure function, unit-tested), the line
+//! printed for rerunning by hand, and running it so that Ctrl-C finishes the profile.
+
+use crate::signals::{self, Interrupts};
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+/// Everything that decides the `perf record` command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordPlan {
+    /// The perf binary.
+    pub perf: PathBuf,
+    /// The event, `cycles:k` by default (perf falls back to cpu-clock without a PMU).
+    pub event: String,
+    /// Sampling frequency in Hz, 997 by default (not a round number: no lock-step).
+    pub freq: u32,
+    /// Call-graph mode, `fp` by default.
+    pub call_graph: String,
+    /// Where perf writes.
+    pub output: PathBuf,
+    /// Extra arguments for perf record, placed before `--`.
+    pub extra: Vec<String>,
+    /// The CPU the benchmark is pinned to (taskset -c).
+    pub cpu: u32,
+    /// SCHED_FIFO priority (chrt -f); `None` runs without chrt.
+    pub priority: Option<u8>,
+    /// The benchmark command and its arguments.
+    pub command: Vec<OsString>,
+}
+
+impl RecordPlan {
+    /// The full argv, perf first: `perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data
+    /// -- taskset -c CPU chrt -f 99 CMD…`.
+    pub fn argv(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec![self.perf.clone().into(), "record".into(), "-g".into()];
+        a.extend(["--call-graph".into(), self.call_graph.clone().into()]);
+        a.extend(["-e".into(), self.event.clone().into()]);
+        a.extend(["-F".into(), self.freq.to_string().into()]);
+        a.extend(["-o".into(), self.output.clone().into()]);
+        a.extend(self.extra.iter().map(OsString::from));
+        a.extend(["--".into(), "taskset".into(), "-c".into(), self.cpu.to_string().into()]);
+        if let Some(p) = self.priority {
+            a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
+        }
+        a.extend(self.command.iter().cloned());
+        a
+    }
+
+    /// The command line as a person would type it, stdout redirected to `samples`.
+    pub fn display(&self, samples: &Path) -> String {
+        let mut s = self.argv().iter().map(|a| shell_quote(&a.to_string_lossy())).collect::<Vec<_>>().join(" ");
+        s.push_str(" > ");
+        s.push_str(&shell_quote(&samples.to_string_lossy()));
+        s
+    }
+}
+
+/// Quote a word for a POSIX shell, only when it needs it.
+pub fn shell_quote(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// How a perf run ended.
+#[derive(Debug)]
+pub struct RecordOutcome {
+    pub status: ExitStatus,
+    /// perf's stderr (its summary lines and any warnings).
+    pub stderr: String,
+    /// Signals that arrived while perf ran.
+    pub signals: usize,
+    /// Whether we had to kill perf (second signal): its file is then incomplete.
+    pub aborted: bool,
+}
+
+/// Run the plan with stdout going to `stdout`. While it runs, a SIGTERM/SIGHUP sent to us is
+/// passed to perf as SIGINT so it finishes its file; a second signal kills perf.
+pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Result<RecordOutcome> {
+    let argv = plan.argv();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", plan.perf.display()))?;
+    let err_reader = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        })
+    });
+    let start = ints.count();
+    let mut forwarded = 0;
+    let mut aborted = false;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        let got = ints.count() - start;
+        if got > forwarded {
+            forwarded = got;
+            if got >= 2 {
+                let _ = child.kill();
+                aborted = true;
+            } else if ints.last() != Some(libc::SIGINT) {
+                // A terminal's Ctrl-C already reached perf through the process group.
+                signals::send(child.id(), libc::SIGINT);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = err_reader.and_then(|h| h.join().ok()).unwrap_or_default();
+    Ok(RecordOutcome { status, stderr, signals: ints.count() - start, aborted })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> RecordPlan {
+        RecordPlan {
+            perf: "/usr/bin/perf".into(),
+            event: "cycles:k".into(),
+            freq: 997,
+            call_graph: "fp".into(),
+            output: "perf.data".into(),
+            extra: vec![],
+            cpu: 1,
+            priority: Some(99),
+            command: vec!["./bench".into(), "/etc/hostname".into(), "200000".into()],
+        }
+    }
+
+    #[test]
+    fn default_argv_is_the_reference_line() {
+        let line: Vec<String> = plan().argv().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            line.join(" "),
+            "/usr/bin/perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data -- taskset -c 1 chrt -f 99 ./bench /etc/hostname 200000"
+        );
+    }
+
+    #[test]
+    fn options_change_the_line() {
+        let mut p = plan();
+        p.priority = None;
+        p.event = "cpu-clock:k".into();
+        p.freq = 20000;
+        p.extra = vec!["--no-buildid".into()];
+        let line = p.display(Path::new("out dir/perf.data.samples"));
+        assert!(line.contains("-e cpu-clock:k -F 20000 -o perf.data --no-buildid -- taskset -c 1 ./bench"), "{line}");
+        assert!(!line.contains("chrt"));
+        assert!(line.ends_with("> 'out dir/perf.data.samples'"), "{line}");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("a-b_c/1.x"), "a-b_c/1.x");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

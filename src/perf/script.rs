@@ -1,0 +1,132 @@
+//! `perf script` as a stream: started with the run's kallsyms snapshot (`--kallsyms=`) so kernel
+//! frames keep their names for a reader that /proc/kallsyms shows only zeros to
+//! (kptr_restrict=1), read as it comes, with a progress line on a terminal.
+
+use crate::error::{child, usage};
+use anyhow::{Context, Result};
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The argv for `perf script` over `data`, with an optional kallsyms snapshot.
+/// `force` passes `-f`: perf refuses a file owned by another user unless told.
+pub fn argv(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = vec![perf.into(), "script".into(), "-i".into(), data.into()];
+    if force {
+        a.push("-f".into());
+    }
+    if let Some(k) = kallsyms {
+        let mut opt = std::ffi::OsString::from("--kallsyms=");
+        opt.push(k);
+        a.push(opt);
+    }
+    a
+}
+
+/// A running `perf script`: read its output from [`Script::reader`], then call [`Script::finish`].
+pub struct Script {
+    child: Child,
+    stderr: Option<JoinHandle<String>>,
+    line: String,
+}
+
+impl Script {
+    /// Start `perf script`.
+    pub fn start(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Result<Script> {
+        let a = argv(perf, data, kallsyms, force);
+        let line = a.iter().map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        let mut child = Command::new(&a[0])
+            .args(&a[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", perf.display()))?;
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = e.read_to_string(&mut s);
+                s
+            })
+        });
+        Ok(Script { child, stderr, line })
+    }
+
+    /// perf's stdout, wrapped in a progress indicator when stderr is a terminal.
+    pub fn reader(&mut self) -> Result<Progress<ChildStdout>> {
+        let out = self.child.stdout.take().context("perf script stdout already taken")?;
+        Ok(Progress::new(out, "perf script"))
+    }
+
+    /// Wait for perf; a failure carries its command line and stderr.
+    pub fn finish(mut self) -> Result<()> {
+        let status = self.child.wait()?;
+        let err = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        if status.success() {
+            return Ok(());
+        }
+        let msg = err.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ");
+        if msg.contains("not owned by current user") {
+            return Err(usage(format!("{msg} (the file belongs to another user: run as that user, or as root)")));
+        }
+        Err(child(format!("`{}` failed ({status}): {msg}", self.line)))
+    }
+}
+
+/// A reader that shows bytes read so far on stderr, at most ten times a second, when stderr is a
+/// terminal; it clears its line when dropped.
+pub struct Progress<R> {
+    inner: R,
+    label: &'static str,
+    bytes: u64,
+    last: Instant,
+    shown: bool,
+    enabled: bool,
+}
+
+impl<R> Progress<R> {
+    /// Wrap `inner`.
+    pub fn new(inner: R, label: &'static str) -> Progress<R> {
+        let enabled = std::io::stderr().is_terminal();
+        Progress { inner, label, bytes: 0, last: Instant::now(), shown: false, enabled }
+    }
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        if self.enabled && self.last.elapsed() > Duration::from_millis(100) {
+            const SPIN: [char; 4] = ['|', '/', '-', '\\'];
+            let c = SPIN[(self.bytes as usize / 4096) % 4];
+            eprint!("\r{c} {}: {:.1} MB read", self.label, self.bytes as f64 / 1e6);
+            let _ = std::io::stderr().flush();
+            self.last = Instant::now();
+            self.shown = true;
+        }
+        Ok(n)
+    }
+}
+
+impl<R> Drop for Progress<R> {
+    fn drop(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_carries_kallsyms() {
+        let a = argv(Path::new("perf"), Path::new("p.data"), Some(Path::new("p.data.kallsyms")), false);
+        let s: Vec<_> = a.iter().map(|x| x.to_string_lossy().into_owned()).collect();
+        assert_eq!(s, ["perf", "script", "-i", "p.data", "--kallsyms=p.data.kallsyms"]);
+        assert_eq!(argv(Path::new("perf"), Path::new("p"), None, true).len(), 5);
+    }
+}

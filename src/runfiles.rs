@@ -1,0 +1,196 @@
+//! The files a run leaves beside perf.data, and writing them safely: created without following
+//! symlinks (no clobbering through a link planted in a shared directory), old copies rotated the
+//! way perf rotates perf.data, and handed to the invoking user under sudo.
+
+use crate::error::usage;
+use anyhow::{Context, Result};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The family of files of one recording, named after its perf.data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFiles {
+    pub data: PathBuf,
+}
+
+impl RunFiles {
+    /// The files for `data` (e.g. `perf.data`).
+    pub fn new(data: impl Into<PathBuf>) -> RunFiles {
+        RunFiles { data: data.into() }
+    }
+
+    fn sidecar(&self, suffix: &str) -> PathBuf {
+        let mut s = self.data.clone().into_os_string();
+        s.push(suffix);
+        PathBuf::from(s)
+    }
+
+    /// The benchmark's stdout: one latency in ns per line.
+    pub fn samples(&self) -> PathBuf {
+        self.sidecar(".samples")
+    }
+
+    /// The /proc/kallsyms snapshot (mode 0600).
+    pub fn kallsyms(&self) -> PathBuf {
+        self.sidecar(".kallsyms")
+    }
+
+    /// The JSON record of the run's conditions.
+    pub fn json(&self) -> PathBuf {
+        self.sidecar(".json")
+    }
+
+    /// Every file of the family, perf.data first.
+    pub fn all(&self) -> Vec<PathBuf> {
+        vec![self.data.clone(), self.samples(), self.kallsyms(), self.json()]
+    }
+
+    /// The family an `.old` rotation moves these files to (`perf.data.old`, `perf.data.old.json`, …).
+    pub fn old(&self) -> RunFiles {
+        RunFiles::new(self.sidecar(".old"))
+    }
+
+    /// Check the directory exists and nothing in the family is a directory, before anything runs.
+    pub fn check_writable(&self) -> Result<()> {
+        let dir = parent_dir(&self.data);
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "output directory {} does not exist: create it or give another -o",
+                dir.display()
+            )));
+        }
+        for f in self.all() {
+            if f.is_dir() {
+                return Err(usage(format!("{} is a directory: give another -o", f.display())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Move an existing family aside to `.old` (perf's convention for perf.data, extended to the
+    /// sidecars), replacing a previous `.old` family. Returns whether anything moved.
+    pub fn rotate(&self) -> Result<bool> {
+        let old = self.old();
+        let mut moved = false;
+        for (cur, prev) in self.all().into_iter().zip(old.all()) {
+            if std::fs::symlink_metadata(&cur).is_ok() {
+                std::fs::rename(&cur, &prev).with_context(|| {
+                    format!("cannot move {} to {}", cur.display(), prev.display())
+                })?;
+                moved = true;
+            } else if std::fs::symlink_metadata(&prev).is_ok() {
+                // A stale sidecar of an older family must not pair with the new .old data.
+                let _ = std::fs::remove_file(&prev);
+            }
+        }
+        Ok(moved)
+    }
+}
+
+/// The directory a path lives in (`.` for a bare file name).
+pub fn parent_dir(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Create a new file: fails if anything (a file or a symlink) is already there; never follows a
+/// symlink; `mode` applies from the first instant (no window with wider permissions).
+pub fn create_new(path: &Path, mode: u32) -> Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// The user to hand files to: the one who ran sudo (SUDO_UID/SUDO_GID), when we run as root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Owner {
+    /// The invoking user under sudo, from `SUDO_UID`/`SUDO_GID`; `None` when not under sudo.
+    pub fn from_sudo_env() -> Option<Owner> {
+        Owner::from_vars(std::env::var("SUDO_UID").ok(), std::env::var("SUDO_GID").ok())
+    }
+
+    /// Parse the two variables (pure, for tests).
+    pub fn from_vars(uid: Option<String>, gid: Option<String>) -> Option<Owner> {
+        let uid: u32 = uid?.trim().parse().ok()?;
+        let gid: u32 = gid?.trim().parse().ok()?;
+        (uid != 0).then_some(Owner { uid, gid })
+    }
+
+    /// Give `path` to this user without following a symlink at it.
+    pub fn give(&self, path: &Path) -> Result<()> {
+        std::os::unix::fs::lchown(path, Some(self.uid), Some(self.gid))
+            .with_context(|| format!("cannot hand {} to uid {}", path.display(), self.uid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn sidecar_names() {
+        let f = RunFiles::new("/tmp/x/perf.data");
+        assert_eq!(f.samples(), PathBuf::from("/tmp/x/perf.data.samples"));
+        assert_eq!(f.old().json(), PathBuf::from("/tmp/x/perf.data.old.json"));
+    }
+
+    #[test]
+    fn rotate_moves_family_and_drops_stale_old_sidecars() {
+        let d = tempfile::tempdir().unwrap();
+        let f = RunFiles::new(d.path().join("perf.data"));
+        std::fs::write(&f.data, "new").unwrap();
+        std::fs::write(f.json(), "{}").unwrap();
+        std::fs::write(f.old().samples(), "stale").unwrap();
+        assert!(f.rotate().unwrap());
+        assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "new");
+        assert!(f.old().json().exists());
+        assert!(!f.old().samples().exists(), "stale sidecar would pair with the wrong data");
+        assert!(!f.data.exists());
+        assert!(!f.rotate().unwrap());
+    }
+
+    #[test]
+    fn create_new_refuses_symlinks_and_existing_files() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("victim");
+        std::fs::write(&target, "keep").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(create_new(&link, 0o600).is_err());
+        assert!(create_new(&target, 0o600).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        let p = d.path().join("fresh");
+        create_new(&p, 0o600).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn missing_directory_is_a_usage_error() {
+        let f = RunFiles::new("/nonexistent-dir-xyz/perf.data");
+        let e = f.check_writable().unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("does not exist"));
+    }
+
+    #[test]
+    fn sudo_owner() {
+        assert_eq!(Owner::from_vars(Some("1000".into()), Some("100".into())), Some(Owner { uid: 1000, gid: 100 }));
+        assert_eq!(Owner::from_vars(Some("0".into()), Some("0".into())), None);
+        assert_eq!(Owner::from_vars(None, Some("1".into())), None);
+        assert_eq!(Owner::from_vars(Some("x".into()), Some("1".into())), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! `perf.data.json`: the conditions of a recording, written by `record` and read back by `flame`
+//! (title) and later commands.
+
+use crate::host::sysctl::Saved;
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A BPF program present during the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProgramSeen {
+    /// The kernel's program id, when we loaded it ourselves (`--load`).
+    pub id: Option<u32>,
+    pub name: String,
+    pub tag: String,
+    /// Address of its symbol in /proc/kallsyms, hex.
+    pub addr: String,
+}
+
+/// The perf binary that recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PerfUsed {
+    pub path: String,
+    pub version: String,
+    pub source: String,
+    pub matches_kernel: bool,
+}
+
+/// Everything about one recording.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub tool: String,
+    /// Unix time (s) the recording started.
+    pub started_at: u64,
+    pub kernel: String,
+    pub perf: PerfUsed,
+    /// The event asked for, and the one perf actually sampled (cpu-clock without a PMU).
+    pub event_requested: String,
+    pub event_sampled: String,
+    pub event_note: String,
+    pub freq: u32,
+    pub cpu: u32,
+    pub cpu_reason: String,
+    /// SCHED_FIFO priority, none when run with --no-fifo.
+    pub priority: Option<u8>,
+    /// Sysctls as found, and what they were set to during the run.
+    pub sysctls: Vec<Saved>,
+    /// Sysctl values during the run (all of them, changed or not).
+    pub sysctls_during: Vec<(String, String)>,
+    pub bpf_programs: Vec<ProgramSeen>,
+    /// The benchmark command.
+    pub command: Vec<String>,
+    /// The perf command line as printed, for rerunning by hand.
+    pub command_line: String,
+    pub perf_exit: Option<i32>,
+    pub interrupted: bool,
+    /// Summary of the samples file, when it held latencies.
+    pub samples: Option<Summary>,
+}
+
+impl RunRecord {
+    /// Read a run record; `None` when absent or unreadable (a profile recorded elsewhere).
+    pub fn load(path: &Path) -> Option<RunRecord> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// A one-line title for graphs: event, kernel, command.
+    pub fn title(&self) -> String {
+        let cmd = self.command.iter().map(|a| short(a)).collect::<Vec<_>>().join(" ");
+        format!("{} on Linux {} — {}", self.event_sampled, self.kernel, cmd)
+    }
+}
+
+/// The file name of an argv word that is a path, the word itself otherwise.
+fn short(arg: &str) -> &str {
+    if arg.starts_with('/') {
+        arg.rsplit('/').next().unwrap_or(arg)
+    } else {
+        arg
+    }
+}

@@ -1,0 +1,103 @@
+//! Signals during a run that changes the machine. SIGINT, SIGTERM and SIGHUP are caught (not
+//! obeyed at once) so the run can finish perf's file and put everything back; the counters are
+//! read at phase boundaries and while waiting for children.
+//!
+//! While perf runs, a terminal's Ctrl-C reaches perf directly (same process group) and perf
+//! finishes perf.data; a SIGTERM/SIGHUP sent to us alone is forwarded to perf as SIGINT. A second
+//! signal means "abort now".
+
+use anyhow::Result;
+use signal_hook::SigId;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Catches SIGINT/SIGTERM/SIGHUP for as long as it lives.
+pub struct Interrupts {
+    count: Arc<AtomicUsize>,
+    last: Arc<AtomicI32>,
+    ids: Vec<SigId>,
+}
+
+/// The signals we catch.
+pub const CAUGHT: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+impl Interrupts {
+    /// Start catching.
+    pub fn install() -> Result<Interrupts> {
+        let count = Arc::new(AtomicUsize::new(0));
+        let last = Arc::new(AtomicI32::new(0));
+        let mut ids = Vec::new();
+        for sig in CAUGHT {
+            let (c, l) = (count.clone(), last.clone());
+            // SAFETY: the handler only touches atomics, which is async-signal-safe.
+            let id = unsafe {
+                signal_hook::low_level::register(sig, move || {
+                    l.store(sig, Ordering::SeqCst);
+                    c.fetch_add(1, Ordering::SeqCst);
+                })
+            }?;
+            ids.push(id);
+        }
+        Ok(Interrupts { count, last, ids })
+    }
+
+    /// How many signals arrived so far.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// The last signal received, if any.
+    pub fn last(&self) -> Option<i32> {
+        match self.last.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    /// An error if a signal has arrived: call between phases so a run stops cleanly.
+    pub fn check(&self) -> Result<()> {
+        match self.last() {
+            Some(s) => Err(Interrupted(s).into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Interrupts {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// A run stopped by a signal; exits 128 + signal number.
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupted(pub i32);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by {}; everything changed was put back", signal_name(self.0))
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// SIGINT, SIGTERM, … for a number.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Send `sig` to a process we started.
+pub fn send(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions; the pid is one of our children.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
