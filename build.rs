@@ -68,7 +68,9 @@ impl Target {
 fn collect(dir: &Path, sources: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     for entry in entries {
-        let path = entry.map_err(|e| format!("reading {}: {e}", dir.display()))?.path();
+        let path = entry
+            .map_err(|e| format!("reading {}: {e}", dir.display()))?
+            .path();
         if path.is_dir() {
             println!("cargo:rerun-if-changed={}", path.display());
             collect(&path, sources)?;

@@ -157,7 +157,10 @@ pub struct DemoArgs {
 
 impl From<&PerfArgs> for commands::PerfChoice {
     fn from(a: &PerfArgs) -> Self {
-        commands::PerfChoice { explicit: a.perf.clone(), trust: a.trust_perf }
+        commands::PerfChoice {
+            explicit: a.perf.clone(),
+            trust: a.trust_perf,
+        }
     }
 }
 
@@ -185,7 +188,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             kallsyms: a.kallsyms,
             title: a.title,
         }),
-        Command::Hook(a) => commands::hook::run(&commands::hook::HookOptions { load: a.load, seconds: a.seconds }),
+        Command::Hook(a) => commands::hook::run(&commands::hook::HookOptions {
+            load: a.load,
+            seconds: a.seconds,
+        }),
         Command::Demo(a) => commands::demo::run(&commands::demo::DemoOptions {
             perf: (&a.perf).into(),
             dir: a.dir,
@@ -206,7 +212,10 @@ fn record_options(a: RecordArgs) -> commands::record::RecordOptions {
         iterations: a.iterations,
         filter: a.filter,
         allow_no_bpf: a.allow_no_bpf,
-        load: a.load,
+        load: a.load.map_or(
+            commands::record::Load::Nothing,
+            commands::record::Load::Object,
+        ),
         perf_args: a.perf_args,
         command: a.command,
     }
@@ -233,8 +242,11 @@ mod tests {
 
     #[test]
     fn record_takes_command_after_dashes() {
-        let c = Cli::try_parse_from(["ebpf-prof", "record", "--cpu", "1", "--", "./bench", "-x"]).unwrap();
-        let Command::Record(r) = c.command else { panic!() };
+        let c = Cli::try_parse_from(["ebpf-prof", "record", "--cpu", "1", "--", "./bench", "-x"])
+            .unwrap();
+        let Command::Record(r) = c.command else {
+            panic!()
+        };
         assert_eq!(r.cpu, Some(1));
         assert_eq!(r.command, ["./bench", "-x"]);
         assert_eq!(r.priority, 99);
@@ -250,7 +262,12 @@ mod tests {
     #[test]
     fn bench_defaults() {
         let c = Cli::try_parse_from(["ebpf-prof", "bench"]).unwrap();
-        let Command::Bench(b) = c.command else { panic!() };
-        assert_eq!((b.iterations, b.path.to_str()), (100_000, Some("/etc/hostname")));
+        let Command::Bench(b) = c.command else {
+            panic!()
+        };
+        assert_eq!(
+            (b.iterations, b.path.to_str()),
+            (100_000, Some("/etc/hostname"))
+        );
     }
 }

@@ -70,7 +70,10 @@ pub fn child(message: impl Into<String>) -> anyhow::Error {
 
 /// The exit code for an error chain: the first `Failure` in it decides, else 4.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if let Some(i) = err.chain().find_map(|e| e.downcast_ref::<crate::signals::Interrupted>()) {
+    if let Some(i) = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<crate::signals::Interrupted>())
+    {
         return 128 + i.0;
     }
     err.chain()

@@ -42,7 +42,9 @@ pub fn is_bpf(name: &str) -> bool {
 }
 
 fn hash(s: &str) -> u32 {
-    s.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619))
+    s.bytes().fold(2166136261u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16777619)
+    })
 }
 
 /// The colour of a frame: a hue for its kind, a shade from its name.
@@ -50,9 +52,21 @@ pub fn colour(frame: &str) -> Color {
     let v = hash(bare(frame));
     let (a, b) = ((v & 0xff) as u8, ((v >> 8) & 0xff) as u8);
     match classify(frame) {
-        FrameKind::Bpf => Color { r: 110 + a % 50, g: 80 + b % 50, b: 230 + a % 25 },
-        FrameKind::Kernel => Color { r: 205 + a % 50, g: 80 + b % 130, b: 40 + a % 40 },
-        FrameKind::Other => Color { r: 90 + a % 50, g: 190 + b % 50, b: 90 + a % 40 },
+        FrameKind::Bpf => Color {
+            r: 110 + a % 50,
+            g: 80 + b % 50,
+            b: 230 + a % 25,
+        },
+        FrameKind::Kernel => Color {
+            r: 205 + a % 50,
+            g: 80 + b % 130,
+            b: 40 + a % 40,
+        },
+        FrameKind::Other => Color {
+            r: 90 + a % 50,
+            g: 190 + b % 50,
+            b: 90 + a % 40,
+        },
     }
 }
 
@@ -61,6 +75,8 @@ pub fn colour(frame: &str) -> Color {
 pub struct FlameOptions {
     pub title: String,
     pub subtitle: Option<String>,
+    /// What the counts are (`ns`, `cycles`, `samples`).
+    pub count_name: String,
 }
 
 /// Render folded text as an SVG into `out`.
@@ -79,7 +95,11 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
     o.colors = Palette::Basic(BasicPalette::Hot);
     o.title = sanitize(&opts.title).into_owned();
     o.subtitle = opts.subtitle.as_deref().map(|s| sanitize(s).into_owned());
-    o.count_name = "samples".into();
+    o.count_name = if opts.count_name.is_empty() {
+        "samples".into()
+    } else {
+        opts.count_name.clone()
+    };
     o.deterministic = true;
     o.palette_map = Some(&mut palette);
     flamegraph::from_lines(&mut o, clean.lines(), out).context("cannot render the flame graph")
@@ -91,7 +111,10 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(classify("bpf_prog_0d05a1b2c3d4e5f6_enforce_access_policy"), FrameKind::Bpf);
+        assert_eq!(
+            classify("bpf_prog_0d05a1b2c3d4e5f6_enforce_access_policy"),
+            FrameKind::Bpf
+        );
         assert_eq!(classify("bpf_trampoline_6442491220"), FrameKind::Bpf);
         assert_eq!(classify("do_syscall_64_[k]"), FrameKind::Kernel);
         assert_eq!(classify("bpf_prog_run_array_[k]"), FrameKind::Kernel);
@@ -110,9 +133,18 @@ mod tests {
 
     #[test]
     fn hostile_names_give_a_valid_inert_svg() {
-        let folded = "bench;<script>alert(1)</script>_[k];a\x1b[31m&b 5\nbench;do_syscall_64_[k] 3\n";
+        let folded =
+            "bench;<script>alert(1)</script>_[k];a\x1b[31m&b 5\nbench;do_syscall_64_[k] 3\n";
         let mut out = Vec::new();
-        render(folded, &FlameOptions { title: "t <x>".into(), subtitle: None }, &mut out).unwrap();
+        render(
+            folded,
+            &FlameOptions {
+                title: "t <x>".into(),
+                ..Default::default()
+            },
+            &mut out,
+        )
+        .unwrap();
         let svg = String::from_utf8(out).unwrap();
         assert!(!svg.contains("<script>alert"), "frame name must be escaped");
         assert!(!svg.contains('\x1b'));

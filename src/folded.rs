@@ -26,7 +26,10 @@ pub fn detect(head: &[u8]) -> Option<InputKind> {
         // A cut in the middle of a UTF-8 sequence at the end of the head is fine.
         std::str::from_utf8(&head[..head.len().saturating_sub(3)]).ok()
     })?;
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).peekable();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .peekable();
     lines.peek()?;
     let mut folded_like = 0;
     for l in lines.take(20) {
@@ -68,7 +71,10 @@ pub fn parse_line(line: &str) -> Option<Stack> {
     if stack.is_empty() {
         return None;
     }
-    Some(Stack { frames: stack.split(';').map(str::to_string).collect(), count })
+    Some(Stack {
+        frames: stack.split(';').map(str::to_string).collect(),
+        count,
+    })
 }
 
 /// Folded stacks parsed, with the number of lines that could not be read.
@@ -111,13 +117,18 @@ impl Folded {
 
 /// A frame name with `_[k]`/`_[j]` annotations removed.
 pub fn bare(frame: &str) -> &str {
-    frame.strip_suffix("_[k]").or_else(|| frame.strip_suffix("_[j]")).unwrap_or(frame)
+    frame
+        .strip_suffix("_[k]")
+        .or_else(|| frame.strip_suffix("_[j]"))
+        .unwrap_or(frame)
 }
 
 /// Drop characters XML 1.0 cannot hold (C0 controls but tab), so any frame name renders into a
 /// valid SVG.
 pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}';
+    let bad = |c: char| {
+        (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}'
+    };
     if text.chars().any(bad) {
         text.chars().filter(|&c| !bad(c)).collect::<String>().into()
     } else {
@@ -135,7 +146,10 @@ mod tests {
     fn detects_each_kind() {
         assert_eq!(detect(b"PERFILE2\x10\x00"), Some(InputKind::PerfData));
         assert_eq!(detect(SCRIPT.as_bytes()), Some(InputKind::PerfScript));
-        assert_eq!(detect(b"bench;do_syscall_64_[k] 12\nbench;x 3\n"), Some(InputKind::Folded));
+        assert_eq!(
+            detect(b"bench;do_syscall_64_[k] 12\nbench;x 3\n"),
+            Some(InputKind::Folded)
+        );
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"\x00\x01\x02garbage"), None);
         assert_eq!(detect(b"hello world\n"), None);
@@ -147,10 +161,20 @@ mod tests {
         let f = Folded::parse(&out);
         assert_eq!(f.skipped, 0);
         assert!(f.total() > 0);
-        let bpf = f.stacks.iter().filter(|s| s.frames.iter().any(|fr| fr.contains("path_check_callback"))).count();
+        let bpf = f
+            .stacks
+            .iter()
+            .filter(|s| s.frames.iter().any(|fr| fr.contains("path_check_callback")))
+            .count();
         assert!(bpf > 0, "{out}");
-        assert!(out.contains("do_syscall_64_[k]"), "kernel frames are annotated");
-        assert!(!out.contains("path_check_callback_[k]"), "BPF frames are not");
+        assert!(
+            out.contains("do_syscall_64_[k]"),
+            "kernel frames are annotated"
+        );
+        assert!(
+            !out.contains("path_check_callback_[k]"),
+            "BPF frames are not"
+        );
     }
 
     #[test]

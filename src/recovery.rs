@@ -37,7 +37,11 @@ pub fn save(host: &Host, sysctls: &[Saved]) -> Result<()> {
     let pid = std::process::id();
     let dir = host.path(STATE_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let st = State { pid, start_time: start_time(host, pid), sysctls: sysctls.to_vec() };
+    let st = State {
+        pid,
+        start_time: start_time(host, pid),
+        sysctls: sysctls.to_vec(),
+    };
     let tmp = dir.join(format!(".{pid}.tmp"));
     std::fs::write(&tmp, serde_json::to_vec_pretty(&st)?)?;
     std::fs::rename(&tmp, state_path(host, pid))?;
@@ -50,7 +54,10 @@ pub fn clear(host: &Host) {
 }
 
 fn owner_alive(host: &Host, st: &State) -> bool {
-    match (host.path(&format!("proc/{}", st.pid)).exists(), st.start_time) {
+    match (
+        host.path(&format!("proc/{}", st.pid)).exists(),
+        st.start_time,
+    ) {
         (false, _) => false,
         (true, None) => true,
         (true, Some(t)) => start_time(host, st.pid) == Some(t),
@@ -112,21 +119,36 @@ mod tests {
         std::fs::create_dir_all(&core).unwrap();
         std::fs::write(core.join("bpf_jit_kallsyms"), "1").unwrap();
         let host = Host::at(d.path());
-        let saved = vec![Saved { name: "net.core.bpf_jit_kallsyms".into(), before: "0".into(), during: "1".into() }];
+        let saved = vec![Saved {
+            name: "net.core.bpf_jit_kallsyms".into(),
+            before: "0".into(),
+            during: "1".into(),
+        }];
         // A dead owner: pid 999999 has no /proc entry in the fake tree.
         let dir = d.path().join(STATE_DIR);
         std::fs::create_dir_all(&dir).unwrap();
-        let st = State { pid: 999_999, start_time: None, sysctls: saved.clone() };
+        let st = State {
+            pid: 999_999,
+            start_time: None,
+            sysctls: saved.clone(),
+        };
         std::fs::write(dir.join("999999.json"), serde_json::to_vec(&st).unwrap()).unwrap();
         // A live owner.
         std::fs::create_dir_all(d.path().join("proc/4242")).unwrap();
-        let live = State { pid: 4242, start_time: None, sysctls: saved };
+        let live = State {
+            pid: 4242,
+            start_time: None,
+            sysctls: saved,
+        };
         std::fs::write(dir.join("4242.json"), serde_json::to_vec(&live).unwrap()).unwrap();
 
         let lines = recover(&host);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].contains("999999"));
-        assert_eq!(std::fs::read_to_string(core.join("bpf_jit_kallsyms")).unwrap(), "0");
+        assert_eq!(
+            std::fs::read_to_string(core.join("bpf_jit_kallsyms")).unwrap(),
+            "0"
+        );
         assert!(!dir.join("999999.json").exists());
         assert!(dir.join("4242.json").exists());
     }

@@ -43,7 +43,12 @@ impl RunFiles {
 
     /// Every file of the family, perf.data first.
     pub fn all(&self) -> Vec<PathBuf> {
-        vec![self.data.clone(), self.samples(), self.kallsyms(), self.json()]
+        vec![
+            self.data.clone(),
+            self.samples(),
+            self.kallsyms(),
+            self.json(),
+        ]
     }
 
     /// The family an `.old` rotation moves these files to (`perf.data.old`, `perf.data.old.json`, …).
@@ -62,7 +67,10 @@ impl RunFiles {
         }
         for f in self.all() {
             if f.is_dir() {
-                return Err(usage(format!("{} is a directory: give another -o", f.display())));
+                return Err(usage(format!(
+                    "{} is a directory: give another -o",
+                    f.display()
+                )));
             }
         }
         Ok(())
@@ -118,7 +126,10 @@ pub struct Owner {
 impl Owner {
     /// The invoking user under sudo, from `SUDO_UID`/`SUDO_GID`; `None` when not under sudo.
     pub fn from_sudo_env() -> Option<Owner> {
-        Owner::from_vars(std::env::var("SUDO_UID").ok(), std::env::var("SUDO_GID").ok())
+        Owner::from_vars(
+            std::env::var("SUDO_UID").ok(),
+            std::env::var("SUDO_GID").ok(),
+        )
     }
 
     /// Parse the two variables (pure, for tests).
@@ -157,7 +168,10 @@ mod tests {
         assert!(f.rotate().unwrap());
         assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "new");
         assert!(f.old().json().exists());
-        assert!(!f.old().samples().exists(), "stale sidecar would pair with the wrong data");
+        assert!(
+            !f.old().samples().exists(),
+            "stale sidecar would pair with the wrong data"
+        );
         assert!(!f.data.exists());
         assert!(!f.rotate().unwrap());
     }
@@ -188,7 +202,13 @@ mod tests {
 
     #[test]
     fn sudo_owner() {
-        assert_eq!(Owner::from_vars(Some("1000".into()), Some("100".into())), Some(Owner { uid: 1000, gid: 100 }));
+        assert_eq!(
+            Owner::from_vars(Some("1000".into()), Some("100".into())),
+            Some(Owner {
+                uid: 1000,
+                gid: 100
+            })
+        );
         assert_eq!(Owner::from_vars(Some("0".into()), Some("0".into())), None);
         assert_eq!(Owner::from_vars(None, Some("1".into())), None);
         assert_eq!(Owner::from_vars(Some("x".into()), Some("1".into())), None);

@@ -53,6 +53,9 @@ pub struct RunRecord {
     /// The perf command line as printed, for rerunning by hand.
     pub command_line: String,
     pub perf_exit: Option<i32>,
+    /// Samples perf reported writing.
+    #[serde(default)]
+    pub perf_samples: Option<u64>,
     pub interrupted: bool,
     /// Summary of the samples file, when it held latencies.
     pub samples: Option<Summary>,
@@ -65,9 +68,20 @@ impl RunRecord {
         serde_json::from_str(&text).ok()
     }
 
+    /// What the folded counts measure: perf script weights each sample by its period, which is
+    /// ns for the clock events and cycles for `cycles`.
+    pub fn count_unit(&self) -> &'static str {
+        count_unit(&self.event_sampled)
+    }
+
     /// A one-line title for graphs: event, kernel, command.
     pub fn title(&self) -> String {
-        let cmd = self.command.iter().map(|a| short(a)).collect::<Vec<_>>().join(" ");
+        let cmd = self
+            .command
+            .iter()
+            .map(|a| short(a))
+            .collect::<Vec<_>>()
+            .join(" ");
         format!("{} on Linux {} — {}", self.event_sampled, self.kernel, cmd)
     }
 }
@@ -78,5 +92,41 @@ fn short(arg: &str) -> &str {
         arg.rsplit('/').next().unwrap_or(arg)
     } else {
         arg
+    }
+}
+
+/// The unit of a sample's period for an event name.
+pub fn count_unit(event: &str) -> &'static str {
+    if event.contains("clock") {
+        "ns"
+    } else if event.contains("cycles") {
+        "cycles"
+    } else {
+        "events"
+    }
+}
+
+/// The sample count in perf record's closing line: `[ perf record: Captured and wrote 0.079 MB
+/// perf.data (584 samples) ]`.
+pub fn samples_written(perf_stderr: &str) -> Option<u64> {
+    let line = perf_stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("Captured and wrote"))?;
+    let open = line.rfind('(')?;
+    line[open + 1..].split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_closing_line() {
+        let e = "[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured and wrote 0.079 MB ebpf-prof-demo/perf.data (584 samples) ]\n";
+        assert_eq!(samples_written(e), Some(584));
+        assert_eq!(samples_written("nothing"), None);
+        assert_eq!(count_unit("cpu-clock:k"), "ns");
+        assert_eq!(count_unit("cycles:k"), "cycles");
     }
 }

@@ -77,7 +77,11 @@ pub struct Interrupted(pub i32);
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "interrupted by {}; everything changed was put back", signal_name(self.0))
+        write!(
+            f,
+            "interrupted by {}; everything changed was put back",
+            signal_name(self.0)
+        )
     }
 }
 

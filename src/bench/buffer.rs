@@ -28,11 +28,19 @@ impl SampleBuffer {
             )
         };
         if ptr == libc::MAP_FAILED {
-            bail!("cannot map a {bytes}-byte sample buffer: {}", std::io::Error::last_os_error());
+            bail!(
+                "cannot map a {bytes}-byte sample buffer: {}",
+                std::io::Error::last_os_error()
+            );
         }
         // SAFETY: ptr..ptr+bytes is the mapping just made.
         let locked = unsafe { libc::mlock(ptr, bytes) } == 0;
-        let mut buf = SampleBuffer { ptr: ptr.cast(), len, bytes, locked };
+        let mut buf = SampleBuffer {
+            ptr: ptr.cast(),
+            len,
+            bytes,
+            locked,
+        };
         for slot in buf.as_mut_slice().iter_mut() {
             // SAFETY: writing through a valid &mut; volatile so the touch is not optimised away.
             unsafe { std::ptr::write_volatile(slot, 0) };

@@ -40,7 +40,10 @@ pub struct BenchResult {
 /// Reads CLOCK_MONOTONIC in ns. glibc answers it from the vDSO: no system call.
 #[inline(always)]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -68,8 +71,15 @@ pub fn run(opts: &BenchOptions) -> Result<BenchResult> {
     let locked = buf.locked();
     op::with_op(&opts.op, |run_loop| run_loop(buf.as_mut_slice()))?;
     let dropped = (opts.iterations as f64 * opts.warmup_fraction) as usize;
-    let samples = buf.as_mut_slice()[dropped..].iter().map(|&d| u64::from(d)).collect();
-    Ok(BenchResult { samples, dropped, locked })
+    let samples = buf.as_mut_slice()[dropped..]
+        .iter()
+        .map(|&d| u64::from(d))
+        .collect();
+    Ok(BenchResult {
+        samples,
+        dropped,
+        locked,
+    })
 }
 
 /// The timed loop itself: two clock readings around the operation, cleanup outside the span.
@@ -143,7 +153,11 @@ mod tests {
 
     #[test]
     fn warmup_fraction_is_checked() {
-        let mut o = BenchOptions { op: OpKind::Openat("/etc/hostname".into()), iterations: 10, warmup_fraction: 1.0 };
+        let mut o = BenchOptions {
+            op: OpKind::Openat("/etc/hostname".into()),
+            iterations: 10,
+            warmup_fraction: 1.0,
+        };
         assert!(validate(&o).is_err());
         o.warmup_fraction = 0.1;
         assert!(validate(&o).is_ok());
@@ -153,16 +167,27 @@ mod tests {
 
     #[test]
     fn loop_drops_warmup_and_times_something() {
-        let o = BenchOptions { op: OpKind::Openat("/etc/hostname".into()), iterations: 1000, warmup_fraction: 0.1 };
+        let o = BenchOptions {
+            op: OpKind::Openat("/etc/hostname".into()),
+            iterations: 1000,
+            warmup_fraction: 0.1,
+        };
         let r = run(&o).unwrap();
         assert_eq!(r.samples.len(), 900);
         assert_eq!(r.dropped, 100);
-        assert!(r.samples.iter().all(|&s| s > 0), "an openat takes more than 0 ns");
+        assert!(
+            r.samples.iter().all(|&s| s > 0),
+            "an openat takes more than 0 ns"
+        );
     }
 
     #[test]
     fn unopenable_path_fails_before_the_loop() {
-        let o = BenchOptions { op: OpKind::Openat("/nonexistent/x".into()), iterations: 100000, warmup_fraction: 0.1 };
+        let o = BenchOptions {
+            op: OpKind::Openat("/nonexistent/x".into()),
+            iterations: 100000,
+            warmup_fraction: 0.1,
+        };
         let e = run(&o).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x"), "{e}");
     }

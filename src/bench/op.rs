@@ -32,7 +32,14 @@ impl Op for Openat {
     #[inline(always)]
     fn run(&mut self) -> i64 {
         // SAFETY: path is a valid NUL-terminated string that outlives the call.
-        unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, self.path.as_ptr(), libc::O_RDONLY) }
+        unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                self.path.as_ptr(),
+                libc::O_RDONLY,
+            )
+        }
     }
 
     #[inline(always)]

@@ -57,7 +57,9 @@ pub(crate) fn check_elf(object: &str, bytes: &[u8]) -> anyhow::Result<()> {
 /// libbpf could not open (parse) the object.
 pub(crate) fn open_error(object: &str, error: &libbpf_rs::Error, log: &[String]) -> anyhow::Error {
     let detail = last_warning(log).unwrap_or_else(|| error.to_string());
-    usage(format!("{object} could not be opened as a BPF object: {detail}"))
+    usage(format!(
+        "{object} could not be opened as a BPF object: {detail}"
+    ))
 }
 
 /// The object has maps or data but no program to load.
@@ -102,7 +104,7 @@ pub(crate) fn attach_error(
         return permission_error(object, Some(prog));
     }
     let mut detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
-    if errno == libc::ENOENT && !super::tracefs::tracefs_visible() {
+    if errno == libc::ENOENT && !super::mounts::tracefs_visible() {
         detail.push_str(" (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing)");
     }
     usage(format!(
@@ -113,7 +115,7 @@ pub(crate) fn attach_error(
     ))
 }
 
-/// EPERM: either we lack the privileges, or (as root) kernel lockdown refuses the type.
+/// EPERM: either we lack the privileges, or (as root) this kernel refuses the program type.
 fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
     if !has_bpf_privileges() {
         return usage(
@@ -126,23 +128,36 @@ fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
              (kernel lockdown? an LSM policy on bpf()?)"
         );
     };
-    let what = format!(
-        "loading {} programs: program '{}' (SEC(\"{}\")) of {object} was refused with EPERM even as root",
-        prog.kind(),
-        prog.name,
-        prog.section
+    let kind = prog.kind();
+    let cause = refusal_cause(kind, read_lockdown_mode().as_deref());
+    usage(format!(
+        "this kernel forbids loading {kind} programs: program '{}' (SEC(\"{}\")) of {object} \
+         was refused with EPERM even as root; {cause}",
+        prog.name, prog.section
+    ))
+}
+
+/// Why a root EPERM on `kind` programs happens, as far as we can tell from here.
+///
+/// Mainline lockdown only removes helpers (bpf_probe_read_kernel in confidentiality mode,
+/// which the verifier reports as an unknown function), but vendor kernels patch lockdown
+/// to refuse bpf() outright; and a kernel that cannot patch its text (no ftrace direct
+/// calls, as on some microVM guests) refuses the trampoline-based types with EPERM too.
+pub(crate) fn refusal_cause(kind: &str, lockdown: Option<&str>) -> String {
+    let trampoline = matches!(
+        kind.trim_end_matches(".s"),
+        "lsm" | "fentry" | "fexit" | "fmod_ret" | "freplace"
     );
-    let message = match read_lockdown_mode() {
-        Some(mode) if mode == "none" => format!(
-            "the kernel forbids {what} (lockdown is off: look for an LSM or seccomp policy on bpf())"
-        ),
-        Some(mode) => format!("kernel lockdown ({mode}) forbids {what}"),
-        None => format!(
-            "kernel lockdown (mode unknown: /sys/kernel/security/lockdown is not readable; \
-             `mount -t securityfs none /sys/kernel/security` shows it) most likely forbids {what}"
-        ),
+    let lockdown = match lockdown {
+        Some("none") => "kernel lockdown is off".to_string(),
+        Some(mode) => format!("kernel lockdown ({mode}) forbids them"),
+        None => "kernel lockdown, mode unknown, may forbid them".to_string(),
     };
-    usage(message)
+    if trampoline {
+        format!("{lockdown}, or the kernel cannot build BPF trampolines (which refuses lsm and fentry alike)")
+    } else {
+        format!("{lockdown}, or an LSM policy on bpf() refuses them")
+    }
 }
 
 /// A verifier rejection: the fault in the first line, the log's tail below it.
@@ -183,7 +198,10 @@ pub(crate) fn trim_log(lines: &[String], keep: usize) -> Vec<String> {
 
 /// The lines between libbpf's `-- BEGIN PROG LOAD LOG --` and `-- END PROG LOAD LOG --`.
 pub(crate) fn verifier_log(log: &[String]) -> Vec<String> {
-    let Some(begin) = log.iter().position(|l| l.contains("-- BEGIN PROG LOAD LOG --")) else {
+    let Some(begin) = log
+        .iter()
+        .position(|l| l.contains("-- BEGIN PROG LOAD LOG --"))
+    else {
         return Vec::new();
     };
     log[begin + 1..]
@@ -216,8 +234,7 @@ fn errno_text(errno: i32) -> String {
 
 /// The active mode of `/sys/kernel/security/lockdown` (`none integrity [confidentiality]`).
 fn read_lockdown_mode() -> Option<String> {
-    let text = fs::read_to_string("/sys/kernel/security/lockdown").ok()?;
-    parse_lockdown(&text)
+    parse_lockdown(&super::mounts::read_securityfs("lockdown")?)
 }
 
 pub(crate) fn parse_lockdown(text: &str) -> Option<String> {
@@ -228,7 +245,8 @@ pub(crate) fn parse_lockdown(text: &str) -> Option<String> {
 
 /// Whether this process may load and attach tracing BPF programs at all.
 pub(crate) fn has_bpf_privileges() -> bool {
-    let Ok(status) = fs::read_to_string("/proc/self/status") else {
+    // thread-self: credentials are per thread, and /proc/self shows the main thread's.
+    let Ok(status) = fs::read_to_string("/proc/thread-self/status") else {
         // SAFETY: geteuid has no preconditions and cannot fail.
         return unsafe { libc::geteuid() } == 0;
     };
@@ -289,7 +307,10 @@ mod tests {
         }];
         let err = load_error("x", libc::EACCES, &log, &progs).to_string();
         let first = err.lines().next().unwrap_or_default();
-        assert!(first.ends_with("R0 invalid mem access 'map_value_or_null'"), "{err}");
+        assert!(
+            first.ends_with("R0 invalid mem access 'map_value_or_null'"),
+            "{err}"
+        );
         assert_eq!(err.lines().count(), 5, "{err}");
     }
 
@@ -298,6 +319,15 @@ mod tests {
         let text = "none integrity [confidentiality]\n";
         assert_eq!(parse_lockdown(text).as_deref(), Some("confidentiality"));
         assert_eq!(parse_lockdown("none").as_deref(), None);
+    }
+
+    #[test]
+    fn refusal_names_lockdown_and_trampolines() {
+        let lsm = refusal_cause("lsm", Some("integrity"));
+        assert!(lsm.starts_with("kernel lockdown (integrity)"), "{lsm}");
+        assert!(lsm.contains("trampolines"), "{lsm}");
+        let tp = refusal_cause("tracepoint", Some("none"));
+        assert!(tp.starts_with("kernel lockdown is off") && !tp.contains("trampolines"));
     }
 
     #[test]

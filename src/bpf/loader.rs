@@ -17,7 +17,7 @@ use libbpf_rs::{
 
 use super::diagnose::{self, ProgMeta};
 use super::libbpf_log::Capture;
-use super::tracefs::with_tracefs;
+use super::mounts::{self, tracefs_visible, with_private_mount};
 use super::{ObjectSource, ProgramInfo};
 use crate::error::usage;
 
@@ -76,7 +76,12 @@ pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
     let bytes = src.bytes()?;
     let capture = Capture::start();
     let object = load(&name, &bytes, &capture)?;
-    let (links, programs) = with_tracefs(|| attach_all(&name, &object, &capture))?;
+    let attach = || attach_all(&name, &object, &capture);
+    let (links, programs) = if tracefs_visible() {
+        attach()
+    } else {
+        with_private_mount(c"tracefs", mounts::TRACEFS, attach)
+    }?;
     Ok(Attached {
         _links: links,
         object,
@@ -102,9 +107,9 @@ impl ObjectSource<'_> {
     fn bytes(&self) -> anyhow::Result<Cow<'_, [u8]>> {
         match self {
             ObjectSource::Bytes { bytes, .. } => Ok(Cow::Borrowed(bytes)),
-            ObjectSource::Path(path) => std::fs::read(path).map(Cow::Owned).map_err(|e| {
-                usage(format!("cannot read BPF object {}: {e}", path.display()))
-            }),
+            ObjectSource::Path(path) => std::fs::read(path)
+                .map(Cow::Owned)
+                .map_err(|e| usage(format!("cannot read BPF object {}: {e}", path.display()))),
         }
     }
 }
@@ -235,7 +240,9 @@ fn kernel_id_and_tag(fd: BorrowedFd<'_>) -> anyhow::Result<(u32, String)> {
 /// A little-endian-agnostic read of up to 8 native-endian bytes (4-byte ids, 8-byte counters).
 fn u64_from(bytes: &[u8]) -> u64 {
     match bytes.len() {
-        4 => bytes.try_into().map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
+        4 => bytes
+            .try_into()
+            .map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
         8 => bytes.try_into().map_or(0, u64::from_ne_bytes),
         _ => 0,
     }

@@ -9,7 +9,7 @@
 mod diagnose;
 mod libbpf_log;
 mod loader;
-mod tracefs;
+mod mounts;
 
 use std::sync::OnceLock;
 
@@ -90,8 +90,7 @@ fn probe_lsm() -> (bool, String) {
 }
 
 fn active_lsms() -> Option<String> {
-    let text = std::fs::read_to_string("/sys/kernel/security/lsm").ok()?;
-    Some(text.trim().to_string())
+    Some(mounts::read_securityfs("lsm")?.trim().to_string())
 }
 
 fn first_line(err: &anyhow::Error) -> String {

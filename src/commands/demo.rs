@@ -3,8 +3,8 @@
 //! and what the profile shows, and detaches the hook.
 
 use super::flame::load;
-use super::record::{record, RecordOptions};
-use super::{hook, say, PerfChoice};
+use super::record::{Load, RecordOptions};
+use super::{say, PerfChoice};
 use crate::bench;
 use crate::error::{child, usage};
 use crate::flame::{is_bpf, render, FlameOptions};
@@ -30,18 +30,20 @@ pub const HOOK_FILTER: &str = "tail_call_security_check|enforce_access_policy|pa
 /// Run the demo.
 pub fn run(opts: &DemoOptions) -> Result<()> {
     if !crate::host::security::is_root() {
-        return Err(usage("demo loads a BPF program and sets sysctls: run it with sudo"));
+        return Err(usage(
+            "demo loads a BPF program and sets sysctls: run it with sudo",
+        ));
     }
     let owner = Owner::from_sudo_env();
     prepare_dir(&opts.dir, owner)?;
     let cpu = crate::host::cpu::default_cpu(&crate::host::Host::live()).context("no online CPU")?;
-    say(format!("1/4 baseline: {} openats with no hook, pinned to CPU {cpu} at SCHED_FIFO 99", opts.iterations));
+    say(format!(
+        "1/4 baseline: {} openats with no hook, pinned to CPU {cpu} at SCHED_FIFO 99",
+        opts.iterations
+    ));
     let baseline = pinned_bench(cpu, opts.iterations)?;
     say(format!("    {baseline}"));
-    say("2/4 loading the sample hook");
-    let attached = hook::attach(None)?;
-    hook::describe(&attached);
-    say("3/4 recording");
+    say("2/4 recording with the sample hook loaded");
     let rec_opts = RecordOptions {
         output: opts.dir.join("perf.data"),
         event: "cycles:k".into(),
@@ -51,25 +53,27 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         iterations: opts.iterations,
         filter: HOOK_FILTER.into(),
         allow_no_bpf: false,
-        load: None,
+        load: Load::SampleHook,
         perf_args: vec![],
         perf: opts.perf.clone(),
         command: vec![],
     };
-    let recorded = record(&rec_opts, Some(&attached))?;
-    drop(attached);
-    say("    sample hook detached");
+    let recorded = super::record::run(&rec_opts)?;
+    say("3/4 sample hook detached, sysctls restored");
     say("4/4 flame graph");
     let profile = load(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
-    write_svg(&svg, &profile.folded, &recorded.record.title(), owner)?;
+    write_svg(&svg, &profile.folded, &recorded.record, owner)?;
     summarise(&recorded, &baseline, &profile.folded, &svg);
     Ok(())
 }
 
 fn prepare_dir(dir: &Path, owner: Option<Owner>) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!("{} exists and is not a directory: pick another --dir", dir.display())));
+        return Err(usage(format!(
+            "{} exists and is not a directory: pick another --dir",
+            dir.display()
+        )));
     }
     if !dir.exists() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -83,26 +87,50 @@ fn prepare_dir(dir: &Path, owner: Option<Owner>) -> Result<()> {
 /// The built-in bench, pinned and SCHED_FIFO like the recording, as a child process.
 fn pinned_bench(cpu: u32, n: usize) -> Result<Summary> {
     let me = std::env::current_exe()?;
-    let out = duct::cmd!("taskset", "-c", cpu.to_string(), "chrt", "-f", "99", me, "bench", "-n", n.to_string())
-        .stderr_capture()
-        .stdout_capture()
-        .unchecked()
-        .run()?;
+    let out = duct::cmd!(
+        "taskset",
+        "-c",
+        cpu.to_string(),
+        "chrt",
+        "-f",
+        "99",
+        me,
+        "bench",
+        "-n",
+        n.to_string()
+    )
+    .stderr_capture()
+    .stdout_capture()
+    .unchecked()
+    .run()?;
     if !out.status.success() {
-        return Err(child(format!("the baseline bench failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(child(format!(
+            "the baseline bench failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     let s = bench::parse_samples(&String::from_utf8_lossy(&out.stdout), "baseline bench")?;
     Summary::of(&s).context("baseline bench printed no samples")
 }
 
-fn write_svg(path: &Path, folded: &str, title: &str, owner: Option<Owner>) -> Result<()> {
+fn write_svg(
+    path: &Path,
+    folded: &str,
+    rec: &crate::runrecord::RunRecord,
+    owner: Option<Owner>,
+) -> Result<()> {
     if std::fs::symlink_metadata(path).is_ok() {
         let mut old = path.as_os_str().to_owned();
         old.push(".old");
         std::fs::rename(path, &old)?;
     }
     let f = create_new(path, 0o644)?;
-    render(folded, &FlameOptions { title: title.into(), subtitle: Some("ebpf-prof demo: the bundled sample hook".into()) }, std::io::BufWriter::new(f))?;
+    let opts = FlameOptions {
+        title: rec.title(),
+        subtitle: Some("ebpf-prof demo: the bundled sample hook".into()),
+        count_name: rec.count_unit().into(),
+    };
+    render(folded, &opts, std::io::BufWriter::new(f))?;
     if let Some(o) = owner {
         o.give(path)?;
     }
@@ -117,7 +145,8 @@ pub fn bpf_shares(folded: &Folded) -> (f64, BTreeMap<String, u64>) {
     for s in &folded.stacks {
         let mut seen = Vec::new();
         for f in s.frames.iter().map(|f| bare(f)).filter(|f| is_bpf(f)) {
-            let name = crate::host::kallsyms::split_bpf_symbol(f).map_or_else(|| f.to_string(), |(_, n)| n);
+            let name = crate::host::kallsyms::split_bpf_symbol(f)
+                .map_or_else(|| f.to_string(), |(_, n)| n);
             if !seen.contains(&name) {
                 *per.entry(name.clone()).or_default() += s.count;
                 seen.push(name);
@@ -139,10 +168,17 @@ fn summarise(rec: &super::record::Recorded, baseline: &Summary, folded: &str, sv
         println!("  {}", p.display());
     }
     println!("  {}", svg.display());
-    println!("what it shows ({} samples of {}):", f.total(), rec.record.event_sampled);
+    let n = rec
+        .record
+        .perf_samples
+        .map_or_else(|| "?".into(), |n| n.to_string());
+    println!(
+        "what it shows ({n} samples of {}, weighted by period):",
+        rec.record.event_sampled
+    );
     println!("  {share:.1}% of sampled kernel time is inside BPF programs");
     let mut rows: Vec<_> = per.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     for (name, n) in rows {
         println!("  {:>5.1}%  {name}", n as f64 * 100.0 / total);
     }

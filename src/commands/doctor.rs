@@ -27,15 +27,30 @@ pub struct Check {
 }
 
 fn ok(name: &str, detail: impl Into<String>) -> Check {
-    Check { name: name.into(), status: Status::Ok, detail: detail.into(), fix: None }
+    Check {
+        name: name.into(),
+        status: Status::Ok,
+        detail: detail.into(),
+        fix: None,
+    }
 }
 
 fn warn(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-    Check { name: name.into(), status: Status::Warn, detail: detail.into(), fix: Some(fix.into()) }
+    Check {
+        name: name.into(),
+        status: Status::Warn,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
 }
 
 fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-    Check { name: name.into(), status: Status::Fail, detail: detail.into(), fix: Some(fix.into()) }
+    Check {
+        name: name.into(),
+        status: Status::Fail,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
 }
 
 /// What doctor takes.
@@ -69,7 +84,10 @@ fn privileges(host: &Host) -> Check {
     if security::is_root() {
         ok("privileges", "running as root")
     } else if security::can_record(caps) {
-        ok("privileges", "CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are effective")
+        ok(
+            "privileges",
+            "CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are effective",
+        )
     } else {
         fail("privileges", "not root and missing CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN: record cannot set sysctls or load programs", "sudo ebpf-prof doctor   (and sudo ebpf-prof record …)")
     }
@@ -77,11 +95,25 @@ fn privileges(host: &Host) -> Check {
 
 fn jit_sysctls(host: &Host) -> Vec<Check> {
     let mut v = Vec::new();
-    for (name, what) in [("net.core.bpf_jit_enable", "the JIT"), ("net.core.bpf_jit_kallsyms", "program symbols in /proc/kallsyms")] {
+    for (name, what) in [
+        ("net.core.bpf_jit_enable", "the JIT"),
+        (
+            "net.core.bpf_jit_kallsyms",
+            "program symbols in /proc/kallsyms",
+        ),
+    ] {
         v.push(match sysctl::read(host, name).ok().as_deref() {
             Some("1") => ok(name, format!("1 ({what} on)")),
-            Some(val) => warn(name, format!("{val}: record sets it to 1 for the run and restores it"), format!("sudo sysctl -w {name}=1")),
-            None => fail(name, "missing: this kernel has no BPF JIT (CONFIG_BPF_JIT)", "use a kernel built with CONFIG_BPF_JIT=y"),
+            Some(val) => warn(
+                name,
+                format!("{val}: record sets it to 1 for the run and restores it"),
+                format!("sudo sysctl -w {name}=1"),
+            ),
+            None => fail(
+                name,
+                "missing: this kernel has no BPF JIT (CONFIG_BPF_JIT)",
+                "use a kernel built with CONFIG_BPF_JIT=y",
+            ),
         });
     }
     let h = "net.core.bpf_jit_harden";
@@ -109,11 +141,23 @@ fn programs(host: &Host, filter: &regex::Regex) -> Check {
         Ok(s) => kallsyms::bpf_programs(&s),
         Err(e) => return fail(name, format!("{e:#}"), "sudo ebpf-prof doctor"),
     };
-    let hits: Vec<String> = syms.iter().filter(|p| filter.is_match(&p.symbol)).map(|p| p.symbol.clone()).collect();
+    let hits: Vec<String> = syms
+        .iter()
+        .filter(|p| filter.is_match(&p.symbol))
+        .map(|p| p.symbol.clone())
+        .collect();
     if hits.is_empty() {
         warn(name, format!("no bpf_prog_<tag>_<name> symbol matches /{}/ ({} BPF symbols in all): record will refuse", filter.as_str(), syms.len()), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter")
     } else {
-        ok(name, format!("{} matching /{}/: {}", hits.len(), filter.as_str(), hits.join(", ")))
+        ok(
+            name,
+            format!(
+                "{} matching /{}/: {}",
+                hits.len(),
+                filter.as_str(),
+                hits.join(", ")
+            ),
+        )
     }
 }
 
@@ -138,7 +182,11 @@ fn pmu(host: &Host) -> Check {
 
 fn lockdown(host: &Host) -> Check {
     let (lsm_ok, why) = crate::bpf::lsm_supported();
-    let lsm_note = if lsm_ok { "LSM programs load".to_string() } else { format!("LSM programs cannot load ({why}); the demo uses the tracepoint hook") };
+    let lsm_note = if lsm_ok {
+        "LSM programs load".to_string()
+    } else {
+        format!("LSM programs cannot load ({why}); the demo uses the tracepoint hook")
+    };
     match security::lockdown(host) {
         security::Lockdown::Mode(m) if m == "none" => ok("lockdown", format!("none; {lsm_note}")),
         security::Lockdown::Mode(m) => warn("lockdown", format!("{m}: blocks LSM, fentry and kprobe programs and bpf_probe_read_kernel; tracepoint programs still load; {lsm_note}"), "boot with lockdown=none (or without Secure Boot) to profile LSM hooks"),
@@ -149,8 +197,16 @@ fn lockdown(host: &Host) -> Check {
 fn lsm(host: &Host) -> Check {
     match security::lsm_list(host) {
         Some(l) if l.iter().any(|x| x == "bpf") => ok("lsm list", l.join(",")),
-        Some(l) => warn("lsm list", format!("{}: no `bpf`, so BPF LSM programs never run", l.join(",")), "add bpf to the kernel's lsm= boot parameter"),
-        None => warn("lsm list", "unreadable (securityfs not mounted)", "sudo mount -t securityfs none /sys/kernel/security"),
+        Some(l) => warn(
+            "lsm list",
+            format!("{}: no `bpf`, so BPF LSM programs never run", l.join(",")),
+            "add bpf to the kernel's lsm= boot parameter",
+        ),
+        None => warn(
+            "lsm list",
+            "unreadable (securityfs not mounted)",
+            "sudo mount -t securityfs none /sys/kernel/security",
+        ),
     }
 }
 
@@ -166,8 +222,20 @@ fn tools() -> Vec<Check> {
 
 fn cpu_check(host: &Host) -> Check {
     match cpu::default_cpu(host) {
-        Some(c) => ok("cpu", format!("benchmark pinned to CPU {c} ({}); online: {}", cpu::default_reason(host), host.read("sys/devices/system/cpu/online").unwrap_or_default())),
-        None => fail("cpu", "no online CPU listed in /sys/devices/system/cpu/online", "mount /sys"),
+        Some(c) => ok(
+            "cpu",
+            format!(
+                "benchmark pinned to CPU {c} ({}); online: {}",
+                cpu::default_reason(host),
+                host.read("sys/devices/system/cpu/online")
+                    .unwrap_or_default()
+            ),
+        ),
+        None => fail(
+            "cpu",
+            "no online CPU listed in /sys/devices/system/cpu/online",
+            "mount /sys",
+        ),
     }
 }
 
@@ -185,7 +253,14 @@ fn stale_state(host: &Host) -> Check {
     if stale.is_empty() {
         ok("state", "no changes left behind by a killed run")
     } else {
-        warn("state", format!("{} state file(s) of killed runs under /run/ebpf-prof", stale.len()), "sudo ebpf-prof doctor   (any command as root restores them)")
+        warn(
+            "state",
+            format!(
+                "{} state file(s) of killed runs under /run/ebpf-prof",
+                stale.len()
+            ),
+            "sudo ebpf-prof doctor   (any command as root restores them)",
+        )
     }
 }
 
@@ -198,7 +273,11 @@ pub fn run(opts: &DoctorOptions) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for c in &v {
-            let tag = match c.status { Status::Ok => "ok  ", Status::Warn => "warn", Status::Fail => "FAIL" };
+            let tag = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+            };
             println!("{tag} {:<26} {}", c.name, c.detail);
             if let Some(f) = &c.fix {
                 println!("     {:<26} fix: {f}", "");
@@ -206,7 +285,9 @@ pub fn run(opts: &DoctorOptions) -> Result<()> {
         }
     }
     if blocked > 0 {
-        return Err(check(format!("{blocked} blocker(s): record cannot run until they are fixed")));
+        return Err(check(format!(
+            "{blocked} blocker(s): record cannot run until they are fixed"
+        )));
     }
     Ok(())
 }

@@ -36,13 +36,22 @@ pub struct Profile {
 /// Read the first bytes of a file, with input errors worded for the user.
 fn head(path: &Path) -> Result<Vec<u8>> {
     let meta = std::fs::metadata(path).map_err(|e| {
-        usage(format!("cannot read {}: {e} (give the perf.data written by `ebpf-prof record`)", path.display()))
+        usage(format!(
+            "cannot read {}: {e} (give the perf.data written by `ebpf-prof record`)",
+            path.display()
+        ))
     })?;
     if meta.is_dir() {
-        return Err(usage(format!("{} is a directory: give a perf.data file", path.display())));
+        return Err(usage(format!(
+            "{} is a directory: give a perf.data file",
+            path.display()
+        )));
     }
     if meta.len() == 0 {
-        return Err(usage(format!("{} is empty: the recording did not finish; record again", path.display())));
+        return Err(usage(format!(
+            "{} is empty: the recording did not finish; record again",
+            path.display()
+        )));
     }
     let mut buf = vec![0u8; 4096];
     let mut f = std::fs::File::open(path)
@@ -72,13 +81,27 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
             .map_err(|e| usage(format!("cannot read {}: {e}", input.display())))?,
     };
     if folded.trim().is_empty() {
-        return Err(usage(format!("{} holds no samples with call chains (was it recorded with -g?)", input.display())));
+        return Err(usage(format!(
+            "{} holds no samples with call chains (was it recorded with -g?)",
+            input.display()
+        )));
     }
-    Ok(Profile { folded, record, kind })
+    Ok(Profile {
+        folded,
+        record,
+        kind,
+    })
 }
 
-fn collapse_perf_data(input: &Path, files: &RunFiles, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<String> {
-    let snapshot = kallsyms.map(Path::to_path_buf).or_else(|| Some(files.kallsyms()).filter(|p| p.exists()));
+fn collapse_perf_data(
+    input: &Path,
+    files: &RunFiles,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+) -> Result<String> {
+    let snapshot = kallsyms
+        .map(Path::to_path_buf)
+        .or_else(|| Some(files.kallsyms()).filter(|p| p.exists()));
     if snapshot.is_none() {
         say(format!(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
@@ -86,7 +109,12 @@ fn collapse_perf_data(input: &Path, files: &RunFiles, kallsyms: Option<&Path>, p
         ));
     }
     let found = perf.find(true)?;
-    let mut script = Script::start(&found.path, input, snapshot.as_deref(), sudo_users_own(input))?;
+    let mut script = Script::start(
+        &found.path,
+        input,
+        snapshot.as_deref(),
+        sudo_users_own(input),
+    )?;
     let reader = BufReader::with_capacity(1 << 16, script.reader()?);
     let collapsed = folded::collapse_perf_script(reader);
     script.finish()?;
@@ -99,7 +127,8 @@ fn sudo_users_own(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let owner = crate::runfiles::Owner::from_sudo_env();
     let meta = std::fs::metadata(path).ok();
-    crate::host::security::is_root() && matches!((owner, meta), (Some(o), Some(m)) if m.uid() == o.uid)
+    crate::host::security::is_root()
+        && matches!((owner, meta), (Some(o), Some(m)) if m.uid() == o.uid)
 }
 
 /// The graph's title: the user's, else event, kernel and command from the run record.
@@ -118,9 +147,19 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
     };
     let p = load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
     let written = if opts.folded {
-        out.write_all(p.folded.as_bytes()).map_err(anyhow::Error::from)
+        out.write_all(p.folded.as_bytes())
+            .map_err(anyhow::Error::from)
     } else {
-        let fo = FlameOptions { title: title(opts, &p), subtitle: subtitle(&p) };
+        let count_name = p
+            .record
+            .as_ref()
+            .map_or("samples", |r| r.count_unit())
+            .to_string();
+        let fo = FlameOptions {
+            title: title(opts, &p),
+            subtitle: subtitle(&p),
+            count_name,
+        };
         render(&p.folded, &fo, &mut out)
     };
     match written.and_then(|()| out.flush().map_err(Into::into)) {
@@ -132,27 +171,48 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
 fn subtitle(p: &Profile) -> Option<String> {
     let r = p.record.as_ref()?;
     let progs: Vec<&str> = r.bpf_programs.iter().map(|b| b.name.as_str()).collect();
-    Some(format!("{} Hz, CPU {}, programs: {}", r.freq, r.cpu, if progs.is_empty() { "none".into() } else { progs.join(", ") }))
+    Some(format!(
+        "{} Hz, CPU {}, programs: {}",
+        r.freq,
+        r.cpu,
+        if progs.is_empty() {
+            "none".into()
+        } else {
+            progs.join(", ")
+        }
+    ))
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Open the -o file: a new file, or with --force an existing regular one (never through a symlink).
 fn open_output(path: &Path, force: bool) -> Result<std::fs::File> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !force {
-            return Err(usage(format!("{} exists: pass --force to overwrite it, or pick another -o", path.display())));
+            return Err(usage(format!(
+                "{} exists: pass --force to overwrite it, or pick another -o",
+                path.display()
+            )));
         }
         if !meta.is_file() {
-            return Err(usage(format!("{} is not a regular file: pick another -o", path.display())));
+            return Err(usage(format!(
+                "{} is not a regular file: pick another -o",
+                path.display()
+            )));
         }
         std::fs::remove_file(path).with_context(|| format!("cannot replace {}", path.display()))?;
     }
     let dir = crate::runfiles::parent_dir(path);
     if !dir.is_dir() {
-        return Err(usage(format!("output directory {} does not exist", dir.display())));
+        return Err(usage(format!(
+            "output directory {} does not exist",
+            dir.display()
+        )));
     }
     create_new(path, 0o644)
 }

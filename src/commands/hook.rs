@@ -31,8 +31,15 @@ pub fn attach(load: Option<&std::path::Path>) -> Result<Attached> {
 /// Print the programs of an attached object.
 pub fn describe(a: &Attached) {
     for p in a.programs() {
-        let state = if p.attached { "attached" } else { "loaded (tail-call target or no attach point)" };
-        say(format!("  id {:<6} bpf_prog_{}_{} [{}] {state}", p.id, p.tag, p.name, p.section));
+        let state = if p.attached {
+            "attached"
+        } else {
+            "loaded (tail-call target or no attach point)"
+        };
+        say(format!(
+            "  id {:<6} bpf_prog_{}_{} [{}] {state}",
+            p.id, p.tag, p.name, p.section
+        ));
     }
 }
 
@@ -42,7 +49,9 @@ pub fn run(opts: &HookOptions) -> Result<()> {
     let a = attach(opts.load.as_deref())?;
     say(format!("{} loaded:", a.name()));
     describe(&a);
-    let until = opts.seconds.map(|s| Instant::now() + Duration::from_secs(s));
+    let until = opts
+        .seconds
+        .map(|s| Instant::now() + Duration::from_secs(s));
     match until {
         Some(_) => say("holding; detaching when the time is up or on Ctrl-C"),
         None => say("holding until Ctrl-C (or SIGTERM)"),

@@ -39,7 +39,15 @@ impl PerfChoice {
 
 /// Compile a user's --filter regex, with a clear error.
 pub fn filter_regex(filter: &str) -> Result<Regex> {
-    Regex::new(filter).map_err(|e| usage(format!("--filter {filter:?} is not a valid regex: {e}")))
+    Regex::new(filter).map_err(|e| {
+        let text = e.to_string();
+        let why = text
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("invalid")
+            .trim_start_matches("error: ");
+        usage(format!("--filter {filter:?} is not a valid regex: {why}"))
+    })
 }
 
 /// Print a progress line on stderr.

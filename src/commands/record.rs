@@ -18,8 +18,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// The sysctls the method needs, and the value it needs.
-pub const JIT_SYSCTLS: [(&str, &str); 2] =
-    [("net.core.bpf_jit_enable", "1"), ("net.core.bpf_jit_kallsyms", "1")];
+pub const JIT_SYSCTLS: [(&str, &str); 2] = [
+    ("net.core.bpf_jit_enable", "1"),
+    ("net.core.bpf_jit_kallsyms", "1"),
+];
 
 /// Everything `record` takes.
 #[derive(Debug, Clone)]
@@ -33,7 +35,9 @@ pub struct RecordOptions {
     pub iterations: usize,
     pub filter: String,
     pub allow_no_bpf: bool,
-    pub load: Option<PathBuf>,
+    /// What to load and attach for the recording (after the JIT sysctls are set: a program
+    /// loaded while bpf_jit_kallsyms=0 never gets a symbol).
+    pub load: Load,
     pub perf_args: Vec<String>,
     pub perf: PerfChoice,
     /// The benchmark; empty runs `ebpf-prof bench`.
@@ -47,22 +51,38 @@ pub struct Recorded {
     pub record: RunRecord,
 }
 
-/// Record, with an object held attached for the duration when `--load` is given.
-pub fn run(opts: &RecordOptions) -> Result<Recorded> {
-    let attached = match &opts.load {
-        Some(p) => Some(bpf::attach(ObjectSource::Path(p))?),
-        None => None,
-    };
-    record(opts, attached.as_ref())
+/// What `record` loads for the duration of the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Load {
+    /// Nothing: the user's programs are already loaded.
+    Nothing,
+    /// A libbpf-style object file (`--load`).
+    Object(PathBuf),
+    /// The bundled sample hook this kernel can run (demo).
+    SampleHook,
 }
 
-/// Record while the programs of `attached` (if any) are loaded.
-pub fn record(opts: &RecordOptions, attached: Option<&Attached>) -> Result<Recorded> {
+fn load(what: &Load) -> Result<Option<Attached>> {
+    let a = match what {
+        Load::Nothing => return Ok(None),
+        Load::Object(p) => bpf::attach(ObjectSource::Path(p))?,
+        Load::SampleHook => super::hook::attach(None)?,
+    };
+    say(format!("{} loaded:", a.name()));
+    super::hook::describe(&a);
+    Ok(Some(a))
+}
+
+/// Record: set the sysctls, load what was asked, check the symbols, run perf, put back.
+pub fn run(opts: &RecordOptions) -> Result<Recorded> {
     let ints = Interrupts::install()?;
     let host = Host::live();
     require_privileges(&host)?;
     let filter = filter_regex(&opts.filter)?;
-    let cpu = opts.cpu.map_or_else(|| cpu::default_cpu(&host).context("no online CPU found"), Ok)?;
+    let cpu = opts.cpu.map_or_else(
+        || cpu::default_cpu(&host).context("no online CPU found"),
+        Ok,
+    )?;
     cpu::validate(&host, cpu)?;
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
@@ -78,7 +98,15 @@ pub fn record(opts: &RecordOptions, attached: Option<&Attached>) -> Result<Recor
             guard.set(name, value)?;
         }
         ints.check()?;
-        let programs = matching_programs(&host, &filter, opts.allow_no_bpf, attached)?;
+        let attached = load(&opts.load)?;
+        ints.check()?;
+        let programs = matching_programs(
+            &host,
+            &filter,
+            opts.allow_no_bpf,
+            attached.as_ref(),
+            guard.changed(),
+        )?;
         let plan = RecordPlan {
             perf: perf.path.clone(),
             event: opts.event.clone(),
@@ -94,6 +122,7 @@ pub fn record(opts: &RecordOptions, attached: Option<&Attached>) -> Result<Recor
         rec.sysctls = guard.changed().to_vec();
         rec.sysctls_during = read_sysctls(&host);
         run_perf(&host, &plan, &files, &ints, &mut rec)?;
+        drop(attached);
         Ok::<_, anyhow::Error>(rec)
     })();
     let restored = guard.restore();
@@ -101,7 +130,10 @@ pub fn record(opts: &RecordOptions, attached: Option<&Attached>) -> Result<Recor
     let rec = result?;
     restored.context("could not restore the JIT sysctls")?;
     if rec.interrupted {
-        say(format!("the profile was finished and kept in {}", files.data.display()));
+        say(format!(
+            "the profile was finished and kept in {}",
+            files.data.display()
+        ));
         return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
     }
     Ok(Recorded { files, record: rec })
@@ -122,7 +154,12 @@ fn require_privileges(host: &Host) -> Result<()> {
 fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
     if opts.command.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
-        return Ok(vec![me.into(), "bench".into(), "-n".into(), opts.iterations.to_string().into()]);
+        return Ok(vec![
+            me.into(),
+            "bench".into(),
+            "-n".into(),
+            opts.iterations.to_string().into(),
+        ]);
     }
     let prog = &opts.command[0];
     let found = which::which(prog).map_err(|_| {
@@ -142,13 +179,19 @@ fn matching_programs(
     filter: &regex::Regex,
     allow_none: bool,
     attached: Option<&Attached>,
+    changed: &[sysctl::Saved],
 ) -> Result<Vec<ProgramSeen>> {
     let syms = kallsyms::read(host)?;
     if kallsyms::addresses_hidden(&syms) {
         return Err(check("/proc/kallsyms shows only zero addresses even to us: set kernel.kptr_restrict=1 or 0 (sudo sysctl -w kernel.kptr_restrict=1)"));
     }
     let ids: Vec<(String, u32)> = attached
-        .map(|a| a.programs().iter().map(|p| (p.name.clone(), p.id)).collect())
+        .map(|a| {
+            a.programs()
+                .iter()
+                .map(|p| (p.name.clone(), p.id))
+                .collect()
+        })
         .unwrap_or_default();
     let progs: Vec<ProgramSeen> = kallsyms::bpf_programs(&syms)
         .into_iter()
@@ -161,22 +204,39 @@ fn matching_programs(
         })
         .collect();
     if progs.is_empty() && !allow_none {
+        let late = changed
+            .iter()
+            .any(|s| s.name == "net.core.bpf_jit_kallsyms");
+        let hint = if late {
+            " (bpf_jit_kallsyms was 0 until now, and programs loaded before it was set never get a symbol: reload your hook, or pass --load OBJ.bpf.o)"
+        } else {
+            ""
+        };
         return Err(check(format!(
-            "no BPF program symbol in /proc/kallsyms matches /{}/: load your hook first (or pass --load OBJ.bpf.o), widen --filter, or pass --allow-no-bpf to record anyway",
+            "no BPF program symbol in /proc/kallsyms matches /{}/{hint}: load your hook first (or pass --load OBJ.bpf.o), widen --filter, or pass --allow-no-bpf to record anyway",
             filter.as_str()
         )));
     }
     for p in &progs {
-        say(format!("program bpf_prog_{}_{} at {}", p.tag, p.name, p.addr));
+        say(format!(
+            "program bpf_prog_{}_{} at {}",
+            p.tag, p.name, p.addr
+        ));
     }
     Ok(progs)
 }
 
 fn read_sysctls(host: &Host) -> Vec<(String, String)> {
-    ["net.core.bpf_jit_enable", "net.core.bpf_jit_kallsyms", "net.core.bpf_jit_harden", "kernel.kptr_restrict", "kernel.perf_event_paranoid"]
-        .iter()
-        .filter_map(|n| Some((n.to_string(), sysctl::read(host, n).ok()?)))
-        .collect()
+    [
+        "net.core.bpf_jit_enable",
+        "net.core.bpf_jit_kallsyms",
+        "net.core.bpf_jit_harden",
+        "kernel.kptr_restrict",
+        "kernel.perf_event_paranoid",
+    ]
+    .iter()
+    .filter_map(|n| Some((n.to_string(), sysctl::read(host, n).ok()?)))
+    .collect()
 }
 
 fn base_record(
@@ -188,7 +248,9 @@ fn base_record(
     cpu: u32,
     programs: Vec<ProgramSeen>,
 ) -> RunRecord {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     RunRecord {
         tool: format!("ebpf-prof {}", env!("CARGO_PKG_VERSION")),
         started_at: now,
@@ -204,14 +266,23 @@ fn base_record(
         event_note: String::new(),
         freq: opts.freq,
         cpu,
-        cpu_reason: if opts.cpu.is_some() { "--cpu".into() } else { cpu::default_reason(host) },
+        cpu_reason: if opts.cpu.is_some() {
+            "--cpu".into()
+        } else {
+            cpu::default_reason(host)
+        },
         priority: opts.priority,
         sysctls: Vec::new(),
         sysctls_during: Vec::new(),
         bpf_programs: programs,
-        command: plan.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        command: plan
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         command_line: plan.display(&files.samples()),
         perf_exit: None,
+        perf_samples: None,
         interrupted: false,
         samples: None,
     }
@@ -219,9 +290,19 @@ fn base_record(
 
 /// Rotate old files, snapshot kallsyms, run perf, then write the run record and hand every file
 /// to the invoking user.
-fn run_perf(host: &Host, plan: &RecordPlan, files: &RunFiles, ints: &Interrupts, rec: &mut RunRecord) -> Result<()> {
+fn run_perf(
+    host: &Host,
+    plan: &RecordPlan,
+    files: &RunFiles,
+    ints: &Interrupts,
+    rec: &mut RunRecord,
+) -> Result<()> {
     if files.rotate()? {
-        say(format!("moved the previous {} and its sidecars to {}", files.data.display(), files.old().data.display()));
+        say(format!(
+            "moved the previous {} and its sidecars to {}",
+            files.data.display(),
+            files.old().data.display()
+        ));
     }
     let owner = Owner::from_sudo_env();
     let mut snap = create_new(&files.kallsyms(), 0o600)?;
@@ -235,13 +316,17 @@ fn run_perf(host: &Host, plan: &RecordPlan, files: &RunFiles, ints: &Interrupts,
     rec.interrupted = out.signals > 0;
     if out.aborted {
         let _ = std::fs::remove_file(&files.data);
-        say(format!("perf was stopped before it could finish {}; the incomplete file was removed", files.data.display()));
+        say(format!(
+            "perf was stopped before it could finish {}; the incomplete file was removed",
+            files.data.display()
+        ));
         return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
     }
     if !out.status.success() && !rec.interrupted {
         return Err(perf_failure(plan, &out, files));
     }
     eprint!("{}", out.stderr);
+    rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
     finish_record(plan, files, rec);
     let mut json = create_new(&files.json(), 0o644)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
@@ -259,7 +344,10 @@ fn give(owner: Option<Owner>, path: &std::path::Path) -> Result<()> {
 
 /// Fill in what is known only after perf: the event actually sampled and the samples summary.
 fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
-    if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data).stderr_null().read() {
+    if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data)
+        .stderr_null()
+        .read()
+    {
         if let Some(ev) = out.lines().next().filter(|l| !l.trim().is_empty()) {
             rec.event_sampled = ev.trim().to_string();
         }
@@ -274,14 +362,23 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
     let text = std::fs::read_to_string(files.samples()).unwrap_or_default();
     match crate::bench::parse_samples(&text, &files.samples().display().to_string()) {
         Ok(s) => rec.samples = crate::stats::Summary::of(&s),
-        Err(e) => say(format!("note: the samples file holds no latencies ({e:#}); perf.data is fine")),
+        Err(e) => say(format!(
+            "note: the samples file holds no latencies ({e:#}); perf.data is fine"
+        )),
     }
 }
 
 /// A failed perf run: remove what it left half-done and explain, quoting perf's stderr.
-fn perf_failure(plan: &RecordPlan, out: &perf_record::RecordOutcome, files: &RunFiles) -> anyhow::Error {
+fn perf_failure(
+    plan: &RecordPlan,
+    out: &perf_record::RecordOutcome,
+    files: &RunFiles,
+) -> anyhow::Error {
     let stderr = out.stderr.trim();
-    let code = out.status.code().map_or_else(|| format!("{}", out.status), |c| format!("exit status {c}"));
+    let code = out
+        .status
+        .code()
+        .map_or_else(|| format!("{}", out.status), |c| format!("exit status {c}"));
     let _ = std::fs::remove_file(&files.data);
     if stderr.contains("chrt: failed to set") {
         return usage(format!(
@@ -290,11 +387,18 @@ fn perf_failure(plan: &RecordPlan, out: &perf_record::RecordOutcome, files: &Run
         ));
     }
     if stderr.contains("taskset: failed") {
-        return usage(format!("taskset could not pin to CPU {}: {stderr}", plan.cpu));
+        return usage(format!(
+            "taskset could not pin to CPU {}: {stderr}",
+            plan.cpu
+        ));
     }
     child(format!(
         "the recording failed ({code}); perf.data removed. Command: {}\nperf/benchmark stderr: {}",
-        plan.argv().iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
+        plan.argv()
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
         if stderr.is_empty() { "(empty)" } else { stderr }
     ))
 }

@@ -67,7 +67,9 @@ pub fn validate(host: &Host, cpu: u32) -> Result<()> {
         return Ok(());
     }
     let possible = list(host, "possible");
-    let online_text = host.read("sys/devices/system/cpu/online").unwrap_or_default();
+    let online_text = host
+        .read("sys/devices/system/cpu/online")
+        .unwrap_or_default();
     if possible.contains(&cpu) {
         Err(usage(format!(
             "CPU {cpu} is offline; online CPUs: {online_text} (pick one with --cpu, or bring it up: echo 1 | sudo tee /sys/devices/system/cpu/cpu{cpu}/online)"
@@ -110,7 +112,11 @@ mod tests {
         let (_d, h) = host("0-3\n", "\n", "0-3\n");
         assert_eq!(default_cpu(&h), Some(3));
         let (_d, h) = host("0-1\n", "5\n", "0-7\n");
-        assert_eq!(default_cpu(&h), Some(1), "an offline isolated CPU is not chosen");
+        assert_eq!(
+            default_cpu(&h),
+            Some(1),
+            "an offline isolated CPU is not chosen"
+        );
     }
 
     #[test]

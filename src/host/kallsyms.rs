@@ -31,9 +31,8 @@ pub struct BpfSymbol {
     pub symbol: String,
 }
 
-static BPF_PROG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^bpf_prog_([0-9a-f]{16})_?(.*)$").expect("static regex")
-});
+static BPF_PROG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^bpf_prog_([0-9a-f]{16})_?(.*)$").expect("static regex"));
 
 /// Parse one kallsyms line; `None` for lines that are not `ADDR TYPE NAME [MODULE]`.
 pub fn parse_line(line: &str) -> Option<Symbol> {
@@ -44,7 +43,12 @@ pub fn parse_line(line: &str) -> Option<Symbol> {
     let module = it
         .next()
         .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string());
-    Some(Symbol { addr, kind, name, module })
+    Some(Symbol {
+        addr,
+        kind,
+        name,
+        module,
+    })
 }
 
 /// Parse a whole kallsyms text, skipping malformed lines.
@@ -64,7 +68,12 @@ pub fn bpf_programs(syms: &[Symbol]) -> Vec<BpfSymbol> {
         .filter(|s| s.module.as_deref() == Some("bpf"))
         .filter_map(|s| {
             let (tag, name) = split_bpf_symbol(&s.name)?;
-            Some(BpfSymbol { addr: s.addr, tag, name, symbol: s.name.clone() })
+            Some(BpfSymbol {
+                addr: s.addr,
+                tag,
+                name,
+                symbol: s.name.clone(),
+            })
         })
         .collect()
 }

@@ -19,7 +19,9 @@ pub struct Host {
 impl Host {
     /// The running machine.
     pub fn live() -> Host {
-        Host { root: PathBuf::from("/") }
+        Host {
+            root: PathBuf::from("/"),
+        }
     }
 
     /// A fake machine rooted at `root` (tests).
@@ -44,6 +46,7 @@ impl Host {
 
     /// The running kernel's release (`uname -r`); `proc/sys/kernel/osrelease` under the root.
     pub fn kernel_release(&self) -> String {
-        self.read("proc/sys/kernel/osrelease").unwrap_or_else(|_| "unknown".into())
+        self.read("proc/sys/kernel/osrelease")
+            .unwrap_or_else(|_| "unknown".into())
     }
 }

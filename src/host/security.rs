@@ -28,7 +28,9 @@ pub fn has_cap(mask: u64, cap: u32) -> bool {
 /// Whether the capabilities needed by `record` are there: all of CAP_BPF, CAP_PERFMON and
 /// CAP_SYS_ADMIN (sysctls and /proc/kallsyms addresses need the latter).
 pub fn can_record(mask: u64) -> bool {
-    [CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN].iter().all(|&c| has_cap(mask, c))
+    [CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN]
+        .iter()
+        .all(|&c| has_cap(mask, c))
 }
 
 /// Whether the effective user id is 0.
@@ -87,8 +89,14 @@ mod tests {
 
     #[test]
     fn lockdown_mode_is_the_bracketed_word() {
-        assert_eq!(parse_lockdown("none integrity [confidentiality]\n").as_deref(), Some("confidentiality"));
-        assert_eq!(parse_lockdown("[none] integrity confidentiality").as_deref(), Some("none"));
+        assert_eq!(
+            parse_lockdown("none integrity [confidentiality]\n").as_deref(),
+            Some("confidentiality")
+        );
+        assert_eq!(
+            parse_lockdown("[none] integrity confidentiality").as_deref(),
+            Some("none")
+        );
         assert_eq!(parse_lockdown("garbage"), None);
     }
 

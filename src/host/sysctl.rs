@@ -34,6 +34,9 @@ pub struct Saved {
     pub during: String,
 }
 
+/// Called with every pending restoration before a change.
+type Journal = Box<dyn Fn(&[Saved]) -> Result<()>>;
+
 /// Sets sysctls and restores their previous values when dropped (or on [`SysctlGuard::restore`]).
 ///
 /// Only values that actually change are recorded, so a setting that was already right is never
@@ -42,19 +45,25 @@ pub struct Saved {
 pub struct SysctlGuard {
     host: Host,
     saved: Vec<Saved>,
-    on_change: Option<Box<dyn Fn(&[Saved]) -> Result<()>>>,
+    on_change: Option<Journal>,
 }
 
 impl std::fmt::Debug for SysctlGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SysctlGuard").field("saved", &self.saved).finish()
+        f.debug_struct("SysctlGuard")
+            .field("saved", &self.saved)
+            .finish()
     }
 }
 
 impl SysctlGuard {
     /// A guard that has changed nothing yet.
     pub fn new(host: Host) -> SysctlGuard {
-        SysctlGuard { host, saved: Vec::new(), on_change: None }
+        SysctlGuard {
+            host,
+            saved: Vec::new(),
+            on_change: None,
+        }
     }
 
     /// Call `f` with the full list of pending restorations before every change, so it can be
@@ -70,7 +79,11 @@ impl SysctlGuard {
         if before == value {
             return Ok(());
         }
-        let entry = Saved { name: name.into(), before, during: value.into() };
+        let entry = Saved {
+            name: name.into(),
+            before,
+            during: value.into(),
+        };
         let mut pending = self.saved.clone();
         pending.push(entry.clone());
         if let Some(journal) = &self.on_change {

@@ -41,7 +41,12 @@ impl RecordPlan {
         a.extend(["-F".into(), self.freq.to_string().into()]);
         a.extend(["-o".into(), self.output.clone().into()]);
         a.extend(self.extra.iter().map(OsString::from));
-        a.extend(["--".into(), "taskset".into(), "-c".into(), self.cpu.to_string().into()]);
+        a.extend([
+            "--".into(),
+            "taskset".into(),
+            "-c".into(),
+            self.cpu.to_string().into(),
+        ]);
         if let Some(p) = self.priority {
             a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
         }
@@ -51,7 +56,12 @@ impl RecordPlan {
 
     /// The command line as a person would type it, stdout redirected to `samples`.
     pub fn display(&self, samples: &Path) -> String {
-        let mut s = self.argv().iter().map(|a| shell_quote(&a.to_string_lossy())).collect::<Vec<_>>().join(" ");
+        let mut s = self
+            .argv()
+            .iter()
+            .map(|a| shell_quote(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ");
         s.push_str(" > ");
         s.push_str(&shell_quote(&samples.to_string_lossy()));
         s
@@ -61,7 +71,8 @@ impl RecordPlan {
 /// Quote a word for a POSIX shell, only when it needs it.
 pub fn shell_quote(w: &str) -> String {
     let plain = !w.is_empty()
-        && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
     if plain {
         w.to_string()
     } else {
@@ -120,7 +131,12 @@ pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Resul
         std::thread::sleep(Duration::from_millis(20));
     };
     let stderr = err_reader.and_then(|h| h.join().ok()).unwrap_or_default();
-    Ok(RecordOutcome { status, stderr, signals: ints.count() - start, aborted })
+    Ok(RecordOutcome {
+        status,
+        stderr,
+        signals: ints.count() - start,
+        aborted,
+    })
 }
 
 #[cfg(test)]
@@ -143,7 +159,11 @@ mod tests {
 
     #[test]
     fn default_argv_is_the_reference_line() {
-        let line: Vec<String> = plan().argv().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let line: Vec<String> = plan()
+            .argv()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             line.join(" "),
             "/usr/bin/perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data -- taskset -c 1 chrt -f 99 ./bench /etc/hostname 200000"
@@ -158,7 +178,12 @@ mod tests {
         p.freq = 20000;
         p.extra = vec!["--no-buildid".into()];
         let line = p.display(Path::new("out dir/perf.data.samples"));
-        assert!(line.contains("-e cpu-clock:k -F 20000 -o perf.data --no-buildid -- taskset -c 1 ./bench"), "{line}");
+        assert!(
+            line.contains(
+                "-e cpu-clock:k -F 20000 -o perf.data --no-buildid -- taskset -c 1 ./bench"
+            ),
+            "{line}"
+        );
         assert!(!line.contains("chrt"));
         assert!(line.ends_with("> 'out dir/perf.data.samples'"), "{line}");
     }

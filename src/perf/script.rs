@@ -12,8 +12,14 @@ use std::time::{Duration, Instant};
 
 /// The argv for `perf script` over `data`, with an optional kallsyms snapshot.
 /// `force` passes `-f`: perf refuses a file owned by another user unless told.
-pub fn argv(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> = vec![perf.into(), "script".into(), "-i".into(), data.into()];
+pub fn argv(
+    perf: &Path,
+    data: &Path,
+    kallsyms: Option<&Path>,
+    force: bool,
+) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> =
+        vec![perf.into(), "script".into(), "-i".into(), data.into()];
     if force {
         a.push("-f".into());
     }
@@ -36,7 +42,11 @@ impl Script {
     /// Start `perf script`.
     pub fn start(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Result<Script> {
         let a = argv(perf, data, kallsyms, force);
-        let line = a.iter().map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        let line = a
+            .iter()
+            .map(|s| s.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
         let mut child = Command::new(&a[0])
             .args(&a[1..])
             .stdin(Stdio::null())
@@ -51,25 +61,43 @@ impl Script {
                 s
             })
         });
-        Ok(Script { child, stderr, line })
+        Ok(Script {
+            child,
+            stderr,
+            line,
+        })
     }
 
     /// perf's stdout, wrapped in a progress indicator when stderr is a terminal.
     pub fn reader(&mut self) -> Result<Progress<ChildStdout>> {
-        let out = self.child.stdout.take().context("perf script stdout already taken")?;
+        let out = self
+            .child
+            .stdout
+            .take()
+            .context("perf script stdout already taken")?;
         Ok(Progress::new(out, "perf script"))
     }
 
     /// Wait for perf; a failure carries its command line and stderr.
     pub fn finish(mut self) -> Result<()> {
         let status = self.child.wait()?;
-        let err = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let err = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
         if status.success() {
             return Ok(());
         }
-        let msg = err.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ");
+        let msg = err
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" | ");
         if msg.contains("not owned by current user") {
-            return Err(usage(format!("{msg} (the file belongs to another user: run as that user, or as root)")));
+            return Err(usage(format!(
+                "{msg} (the file belongs to another user: run as that user, or as root)"
+            )));
         }
         Err(child(format!("`{}` failed ({status}): {msg}", self.line)))
     }
@@ -90,7 +118,14 @@ impl<R> Progress<R> {
     /// Wrap `inner`.
     pub fn new(inner: R, label: &'static str) -> Progress<R> {
         let enabled = std::io::stderr().is_terminal();
-        Progress { inner, label, bytes: 0, last: Instant::now(), shown: false, enabled }
+        Progress {
+            inner,
+            label,
+            bytes: 0,
+            last: Instant::now(),
+            shown: false,
+            enabled,
+        }
     }
 }
 
@@ -101,7 +136,11 @@ impl<R: Read> Read for Progress<R> {
         if self.enabled && self.last.elapsed() > Duration::from_millis(100) {
             const SPIN: [char; 4] = ['|', '/', '-', '\\'];
             let c = SPIN[(self.bytes as usize / 4096) % 4];
-            eprint!("\r{c} {}: {:.1} MB read", self.label, self.bytes as f64 / 1e6);
+            eprint!(
+                "\r{c} {}: {:.1} MB read",
+                self.label,
+                self.bytes as f64 / 1e6
+            );
             let _ = std::io::stderr().flush();
             self.last = Instant::now();
             self.shown = true;
@@ -124,9 +163,23 @@ mod tests {
 
     #[test]
     fn argv_carries_kallsyms() {
-        let a = argv(Path::new("perf"), Path::new("p.data"), Some(Path::new("p.data.kallsyms")), false);
+        let a = argv(
+            Path::new("perf"),
+            Path::new("p.data"),
+            Some(Path::new("p.data.kallsyms")),
+            false,
+        );
         let s: Vec<_> = a.iter().map(|x| x.to_string_lossy().into_owned()).collect();
-        assert_eq!(s, ["perf", "script", "-i", "p.data", "--kallsyms=p.data.kallsyms"]);
+        assert_eq!(
+            s,
+            [
+                "perf",
+                "script",
+                "-i",
+                "p.data",
+                "--kallsyms=p.data.kallsyms"
+            ]
+        );
         assert_eq!(argv(Path::new("perf"), Path::new("p"), None, true).len(), 5);
     }
 }

@@ -1,0 +1,87 @@
+//! Reaches pseudo-filesystems that this system has not mounted, without mounting them on the
+//! host.
+//!
+//! libbpf resolves `SEC("tracepoint/<category>/<name>")` through tracefs
+//! (`/sys/kernel/tracing/events/<category>/<name>/id`), and the lockdown mode is only readable
+//! from securityfs (`/sys/kernel/security/lockdown`). Minimal systems (containers, microVMs)
+//! boot with neither mounted. There the work runs on a helper thread that unshares its mount
+//! namespace and mounts the filesystem in it only: the host's mount table is unchanged, and
+//! file descriptors created there (perf events, links) outlive the thread.
+//! Check with `mount | grep -E 'tracefs|securityfs'` before and after.
+
+use std::ffi::CStr;
+use std::io;
+use std::path::Path;
+
+/// Where libbpf looks for tracepoint ids.
+pub(crate) const TRACEFS: &CStr = c"/sys/kernel/tracing";
+/// Where the lockdown mode and the active LSM list are.
+pub(crate) const SECURITYFS: &CStr = c"/sys/kernel/security";
+
+/// Whether libbpf can find tracepoint ids (tracefs or the old debugfs location is mounted).
+pub(crate) fn tracefs_visible() -> bool {
+    Path::new("/sys/kernel/tracing/events").is_dir()
+        || Path::new("/sys/kernel/debug/tracing/events").is_dir()
+}
+
+/// Runs `f` on a thread that sees a private mount of `fstype` at `target`. If the mount fails
+/// (no privileges), `f` still runs there and meets the missing files itself.
+pub(crate) fn with_private_mount<T: Send>(
+    fstype: &CStr,
+    target: &CStr,
+    f: impl FnOnce() -> T + Send,
+) -> T {
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            let _mounted = mount_privately(fstype, target);
+            f()
+        });
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// `unshare -m`, `mount --make-rprivate /`, `mount -t <fstype> nodev <target>`, for the
+/// calling thread only.
+fn mount_privately(fstype: &CStr, target: &CStr) -> io::Result<()> {
+    // SAFETY: unshare(2) with CLONE_NEWNS affects only this thread (it implies CLONE_FS).
+    check(unsafe { libc::unshare(libc::CLONE_NEWNS) })?;
+    // Without this, mounts below a shared "/" would propagate back to the host.
+    let private = libc::MS_REC | libc::MS_PRIVATE;
+    let null = std::ptr::null();
+    // SAFETY: valid NUL-terminated strings, NULL where mount(2) allows it.
+    check(unsafe { libc::mount(null, c"/".as_ptr(), null, private, null.cast()) })?;
+    // SAFETY: as above.
+    check(unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            null.cast(),
+        )
+    })
+}
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A securityfs file such as `lockdown` or `lsm`, mounting securityfs privately if needed.
+pub(crate) fn read_securityfs(name: &str) -> Option<String> {
+    let path = Path::new("/sys/kernel/security").join(name);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        return Some(text);
+    }
+    if Path::new("/sys/kernel/security/lsm").exists() {
+        return None; // mounted: the file is absent or unreadable, not hidden
+    }
+    with_private_mount(c"securityfs", SECURITYFS, || {
+        std::fs::read_to_string(&path).ok()
+    })
+}

@@ -1,0 +1,286 @@
+//! The binary's behaviour on bad input and on the inputs `flame` accepts: one clear line, the
+//! documented exit code, no panic, nothing overwritten.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn no_panic(r: &Run) {
+    let e = r.stderr();
+    assert!(
+        !e.contains("panicked") && !e.contains("RUST_BACKTRACE"),
+        "{r:?}"
+    );
+}
+
+/// Exit 2 and one `error:` line mentioning `needle`.
+fn usage_error(r: &Run, needle: &str) {
+    no_panic(r);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    let errors: Vec<_> = r
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("error"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(errors.len(), 1, "{r:?}");
+    assert!(errors[0].contains(needle), "wanted {needle:?} in {r:?}");
+}
+
+#[test]
+fn flame_rejects_bad_inputs_with_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("empty.data"), "").unwrap();
+    std::fs::write(
+        p.join("random.data"),
+        [0x13u8, 0x37, 0, 0xff, 0xfe, 1, 2, 3, 0, 0, 9],
+    )
+    .unwrap();
+    std::fs::write(p.join("words.txt"), "hello there\nnothing to see\n").unwrap();
+    std::fs::create_dir(p.join("dir.data")).unwrap();
+    let cases = [
+        ("missing.data", "cannot read"),
+        ("dir.data", "is a directory"),
+        ("empty.data", "is empty"),
+        ("random.data", "neither a perf.data"),
+        ("words.txt", "neither a perf.data"),
+    ];
+    for (file, needle) in cases {
+        usage_error(&run(ebpf_prof(&["flame", file], p)), needle);
+    }
+}
+
+#[test]
+fn flame_truncated_perf_data_is_an_error_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.extend_from_slice(&[0u8; 100]);
+    std::fs::write(d.path().join("t.data"), bytes).unwrap();
+    let r = run(ebpf_prof(&["flame", "t.data"], d.path()));
+    no_panic(&r);
+    assert_ne!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stderr().contains("perf"),
+        "the failing perf command is named: {r:?}"
+    );
+}
+
+#[test]
+fn flame_renders_folded_and_script_text() {
+    let d = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-script/openat-hook.txt");
+    std::fs::copy(&script, d.path().join("s.txt")).unwrap();
+    let r = run(ebpf_prof(&["flame", "--folded", "s.txt"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stdout()
+            .contains("bpf_prog_01d3040eaf485f66_path_check_callback"),
+        "{r:?}"
+    );
+    std::fs::write(d.path().join("f.folded"), r.stdout()).unwrap();
+    let svg = run(ebpf_prof(&["flame", "f.folded", "--title", "T"], d.path()));
+    assert_eq!(svg.code(), Some(0), "{svg:?}");
+    let s = svg.stdout();
+    assert!(s.starts_with("<?xml") && s.contains("</svg>"), "{svg:?}");
+    assert!(s.contains("path_check_callback") && s.contains("do_syscall_64"));
+}
+
+#[test]
+fn flame_output_file_is_not_overwritten_without_force() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f.folded"), "a;b 1\n").unwrap();
+    std::fs::write(d.path().join("out.svg"), "precious").unwrap();
+    let r = run(ebpf_prof(&["flame", "f.folded", "-o", "out.svg"], d.path()));
+    usage_error(&r, "--force");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("out.svg")).unwrap(),
+        "precious"
+    );
+    let r = run(ebpf_prof(
+        &["flame", "f.folded", "-o", "out.svg", "--force"],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(std::fs::read_to_string(d.path().join("out.svg"))
+        .unwrap()
+        .contains("</svg>"));
+    usage_error(
+        &run(ebpf_prof(
+            &["flame", "f.folded", "-o", "no/such/dir/x.svg"],
+            d.path(),
+        )),
+        "does not exist",
+    );
+}
+
+#[test]
+fn bench_prints_samples_and_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let r = run(ebpf_prof(&["bench", "-n", "2000"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert_eq!(r.stdout().lines().count(), 1800, "10% warm-up dropped");
+    assert!(r.stdout().lines().all(|l| l.parse::<u64>().is_ok()));
+    assert!(
+        r.stderr().contains("p50=") && r.stderr().contains("p99.9="),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn bench_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    usage_error(
+        &run(ebpf_prof(&["bench", "--path", "/no/such/file"], d.path())),
+        "/no/such/file",
+    );
+    usage_error(
+        &run(ebpf_prof(&["bench", "--warmup-fraction", "1.5"], d.path())),
+        "warmup",
+    );
+    usage_error(&run(ebpf_prof(&["bench", "-n", "0"], d.path())), "-n");
+    let r = run(ebpf_prof(&["bench", "-n", "lots"], d.path()));
+    assert_eq!(r.code(), Some(2), "{r:?}");
+}
+
+#[test]
+fn record_bad_input_is_refused_before_anything_runs() {
+    if !need_root("record_bad_input_is_refused_before_anything_runs") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let perf = fake_perf();
+    let perf = perf.to_str().unwrap();
+    let base = ["record", "--perf", perf, "--allow-no-bpf", "-n", "1000"];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        run(ebpf_prof(&a, d.path()))
+    };
+    usage_error(&with(&["--cpu", "4096"]), "does not exist");
+    usage_error(&with(&["-o", "missing/perf.data"]), "does not exist");
+    usage_error(&with(&["--", "./no-such-bench"]), "not found");
+    usage_error(&with(&["--filter", "("]), "not a valid regex");
+    let r = with(&["--priority", "0"]);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(!d.path().join("perf.data").exists());
+    assert!(!d.path().join("perf.data.kallsyms").exists());
+}
+
+#[test]
+fn record_failing_perf_restores_and_removes() {
+    if !need_root("record_failing_perf_restores_and_removes") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let perf = fake_perf();
+    let before = sysctl("net.core.bpf_jit_kallsyms");
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "--perf",
+            perf.to_str().unwrap(),
+            "--allow-no-bpf",
+            "-n",
+            "1000",
+        ],
+        d.path(),
+    );
+    c.env("FAKE_PERF_MODE", "fail");
+    let r = run(c);
+    no_panic(&r);
+    assert_eq!(r.code(), Some(3), "{r:?}");
+    assert!(
+        r.stderr().contains("something went badly wrong"),
+        "perf's stderr is quoted: {r:?}"
+    );
+    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), before);
+
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "--perf",
+            perf.to_str().unwrap(),
+            "--allow-no-bpf",
+            "-n",
+            "1000",
+        ],
+        d.path(),
+    );
+    c.env("FAKE_PERF_MODE", "chrt-eperm");
+    usage_error(&run(c), "--no-fifo");
+
+    let mut c = ebpf_prof(
+        &["record", "--perf", perf.to_str().unwrap(), "--allow-no-bpf"],
+        d.path(),
+    );
+    c.env("FAKE_PERF_MODE", "wrapper");
+    let r = run(c);
+    no_panic(&r);
+    assert_ne!(r.code(), Some(0), "{r:?}");
+}
+
+#[test]
+fn record_refuses_without_matching_programs() {
+    if !need_root("record_refuses_without_matching_programs") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let perf = fake_perf();
+    let r = run(ebpf_prof(
+        &[
+            "record",
+            "--perf",
+            perf.to_str().unwrap(),
+            "--filter",
+            "^no_such_program_xyz$",
+        ],
+        d.path(),
+    ));
+    no_panic(&r);
+    assert_eq!(r.code(), Some(1), "{r:?}");
+    assert!(r.stderr().contains("--allow-no-bpf"), "{r:?}");
+}
+
+#[test]
+fn doctor_json_parses_and_names_every_check() {
+    let d = tempfile::tempdir().unwrap();
+    let r = run(ebpf_prof(&["doctor", "--json"], d.path()));
+    no_panic(&r);
+    let v: serde_json::Value =
+        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    let names: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "privileges",
+        "net.core.bpf_jit_enable",
+        "net.core.bpf_jit_kallsyms",
+        "net.core.bpf_jit_harden",
+        "kallsyms",
+        "bpf programs",
+        "perf",
+        "pmu",
+        "lockdown",
+        "lsm list",
+        "taskset",
+        "chrt",
+        "cpu",
+        "kernel.sched_rt_runtime_us",
+    ] {
+        assert!(names.contains(&want), "missing {want}: {names:?}");
+    }
+    let can = v["can_record"].as_bool().unwrap();
+    assert_eq!(r.code(), Some(if can { 0 } else { 1 }), "{r:?}");
+    for c in v["checks"].as_array().unwrap() {
+        if c["status"] != "ok" {
+            assert!(
+                c["fix"].as_str().is_some_and(|f| !f.is_empty()),
+                "warn/fail carries a fix: {c}"
+            );
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Shared test harness: run the binary, show everything when an assertion fails, and gate tests
+//! that need root (skipped with a reason outside CI, a failure under CI=true).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The built binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ebpf-prof"))
+}
+
+/// The fake perf script for error paths.
+pub fn fake_perf() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-perf/perf")
+}
+
+/// A finished run of the binary, printed in full by `Debug` so failed asserts say everything.
+pub struct Run {
+    pub cmd: String,
+    pub out: Output,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "\n$ {}\nexit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n",
+            self.cmd,
+            self.out.status,
+            truncate(&self.stdout()),
+            self.stderr()
+        )
+    }
+}
+
+fn truncate(s: &str) -> &str {
+    &s[..s.len().min(4000)]
+}
+
+/// Run `cmd` and capture it.
+pub fn run(mut cmd: Command) -> Run {
+    let line = format!("{cmd:?}");
+    let out = cmd.output().expect("spawn");
+    Run { cmd: line, out }
+}
+
+/// The binary with `args`, in `cwd`.
+pub fn ebpf_prof(args: &[&str], cwd: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args)
+        .current_dir(cwd)
+        .env_remove("PERF")
+        .env_remove("SUDO_UID")
+        .env_remove("SUDO_GID");
+    c
+}
+
+/// Whether we run under CI.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// True when the test may go on as root. Outside CI a non-root run skips with a reason; under
+/// CI=true not being root fails the test: the end-to-end tests must run there.
+pub fn need_root(test: &str) -> bool {
+    if unsafe_is_root() {
+        return true;
+    }
+    if under_ci() {
+        panic!("{test}: needs root, and CI=true: end-to-end tests must run under CI, not skip");
+    }
+    eprintln!("SKIP {test}: needs root (run the tests with sudo, see README)");
+    false
+}
+
+fn unsafe_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A sysctl's value.
+pub fn sysctl(name: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/{}", name.replace('.', "/")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Sets a sysctl for the life of the value, then puts it back.
+pub struct SysctlSet {
+    name: String,
+    before: String,
+}
+
+impl SysctlSet {
+    pub fn new(name: &str, value: &str) -> SysctlSet {
+        let before = sysctl(name);
+        std::fs::write(format!("/proc/sys/{}", name.replace('.', "/")), value).unwrap();
+        SysctlSet {
+            name: name.into(),
+            before,
+        }
+    }
+}
+
+impl Drop for SysctlSet {
+    fn drop(&mut self) {
+        let _ = std::fs::write(
+            format!("/proc/sys/{}", self.name.replace('.', "/")),
+            &self.before,
+        );
+    }
+}
+
+/// A temp dir anyone can enter (for runs as `nobody`).
+pub fn open_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::Builder::new()
+        .prefix("ebpf-prof-test")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}

@@ -1,0 +1,215 @@
+//! End to end, as root, against the real kernel and the real perf: record the sample hook, then
+//! render it as an unprivileged user with kptr_restrict=1; and the demo. Under CI=true these run
+//! (a skip there is a failure); elsewhere they skip without root, saying so.
+
+mod common;
+use common::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The tests here change the same sysctls and load the same hook: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn nobody() -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let o = Command::new("id").args([flag, "nobody"]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"))
+}
+
+/// Program symbols of the sample hook now in /proc/kallsyms.
+fn hook_symbols() -> Vec<String> {
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.ends_with("[bpf]")
+                && (l.contains("_path_check_callback") || l.contains("_tail_call_security_check"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn flame_as_nobody(dir: &Path, bin: &Path) -> Run {
+    let mut c = Command::new("runuser");
+    c.args(["-u", "nobody", "--"])
+        .arg(bin)
+        .args(["flame", "perf.data"])
+        .current_dir(dir);
+    run(c)
+}
+
+#[test]
+fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
+    if !need_root("record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        hook_symbols().is_empty(),
+        "the sample hook is already loaded by someone else"
+    );
+    let d = open_tempdir();
+    let obj = d.path().join("hook.bpf.o");
+    std::fs::write(&obj, ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let enable_before = sysctl("net.core.bpf_jit_enable");
+    // Start from bpf_jit_kallsyms=0, so record has to set it, load after, and restore it.
+    let kallsyms_off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
+    let (uid, gid) = nobody();
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "-o",
+            "perf.data",
+            "--load",
+            "hook.bpf.o",
+            "-n",
+            "100000",
+            "-F",
+            "4999",
+        ],
+        d.path(),
+    );
+    c.env("SUDO_UID", uid.to_string())
+        .env("SUDO_GID", gid.to_string());
+    let r = run(c);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stderr().contains(
+            "perf record -g --call-graph fp -e cycles:k -F 4999 -o perf.data -- taskset -c"
+        ),
+        "{r:?}"
+    );
+
+    // Put back: the sysctl as it was, nothing attached.
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "0",
+        "record restores bpf_jit_kallsyms"
+    );
+    assert_eq!(sysctl("net.core.bpf_jit_enable"), enable_before);
+    assert!(
+        hook_symbols().is_empty(),
+        "hook still loaded: {:?}",
+        hook_symbols()
+    );
+    drop(kallsyms_off);
+
+    // The files, owned by the invoking user, the snapshot private.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("perf.data.json")).unwrap()).unwrap();
+    let changed = json["sysctls"].as_array().unwrap();
+    assert!(
+        changed
+            .iter()
+            .any(|s| s["name"] == "net.core.bpf_jit_kallsyms"
+                && s["before"] == "0"
+                && s["during"] == "1"),
+        "{json}"
+    );
+    let names: Vec<&str> = json["bpf_programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"path_check_callback") && names.contains(&"tail_call_security_check"),
+        "{names:?}"
+    );
+    assert!(json["samples"]["n"].as_u64().unwrap() == 90_000, "{json}");
+    for f in [
+        "perf.data",
+        "perf.data.samples",
+        "perf.data.kallsyms",
+        "perf.data.json",
+    ] {
+        let m = std::fs::metadata(d.path().join(f)).unwrap();
+        assert_eq!(
+            (m.uid(), m.gid()),
+            (uid, gid),
+            "{f} belongs to the invoking user"
+        );
+    }
+    let snap = std::fs::metadata(d.path().join("perf.data.kallsyms")).unwrap();
+    assert_eq!(snap.permissions().mode() & 0o777, 0o600);
+
+    // flame as nobody, with kptr_restrict=1: /proc/kallsyms shows nobody zeros.
+    let bin = d.path().join("ebpf-prof");
+    std::fs::copy(bin_path(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _kr = SysctlSet::new("kernel.kptr_restrict", "1");
+    let r = flame_as_nobody(d.path(), &bin);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let svg = r.stdout();
+    for name in [
+        "path_check_callback",
+        "enforce_access_policy",
+        "do_syscall_64",
+    ] {
+        assert!(svg.contains(name), "{name} missing from the SVG");
+    }
+    assert!(
+        svg.contains("cpu-clock") || svg.contains("cycles"),
+        "title names the event"
+    );
+
+    // Without the snapshot the same reader loses the kernel's names: the snapshot is what works.
+    std::fs::rename(d.path().join("perf.data.kallsyms"), d.path().join("moved")).unwrap();
+    let r = flame_as_nobody(d.path(), &bin);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("no kallsyms snapshot"), "{r:?}");
+    assert!(
+        !r.stdout().contains("do_syscall_64"),
+        "kernel names should be hidden without the snapshot"
+    );
+    assert!(
+        r.stdout().contains("path_check_callback"),
+        "BPF names live in perf.data"
+    );
+}
+
+fn bin_path() -> std::path::PathBuf {
+    bin()
+}
+
+#[test]
+fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
+    if !need_root("demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = open_tempdir();
+    let before = (
+        sysctl("net.core.bpf_jit_enable"),
+        sysctl("net.core.bpf_jit_kallsyms"),
+    );
+    let r = run(ebpf_prof(
+        &["demo", "--dir", "demo", "-n", "60000", "-F", "4999"],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let svg = std::fs::read_to_string(d.path().join("demo/flame.svg")).unwrap();
+    for name in [
+        "tail_call_security_check",
+        "enforce_access_policy",
+        "path_check_callback",
+        "do_syscall_64",
+    ] {
+        // tail_call_security_check is replaced by its tail call on the stack; it is in the
+        // subtitle (programs present), the others are frames.
+        assert!(svg.contains(name), "{name} missing from the demo SVG");
+    }
+    assert!(r.stdout().contains("inside BPF programs"), "{r:?}");
+    assert!(hook_symbols().is_empty(), "demo left the hook loaded");
+    assert_eq!(
+        (
+            sysctl("net.core.bpf_jit_enable"),
+            sysctl("net.core.bpf_jit_kallsyms")
+        ),
+        before
+    );
+}
