@@ -11,7 +11,7 @@ use std::process::Command;
 
 const HOOKS_DIR: &str = "fixtures/hooks";
 const INSTALL_HINT: &str = "the bundled BPF hooks need clang and the libbpf headers: \
-                            apt-get install clang libbpf-dev (or point $CLANG at a clang with a BPF target)";
+    apt-get install clang libbpf-dev (or point $CLANG at a clang with a BPF target)";
 
 fn main() {
     if let Err(message) = run() {

@@ -154,7 +154,10 @@ pub(crate) fn refusal_cause(kind: &str, lockdown: Option<&str>) -> String {
         None => "kernel lockdown, mode unknown, may forbid them".to_string(),
     };
     if trampoline {
-        format!("{lockdown}, or the kernel cannot build BPF trampolines (which refuses lsm and fentry alike)")
+        format!(
+            "{lockdown}, or the kernel cannot build BPF trampolines \
+             (which refuses lsm and fentry alike)"
+        )
     } else {
         format!("{lockdown}, or an LSM policy on bpf() refuses them")
     }

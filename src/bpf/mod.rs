@@ -4,7 +4,7 @@
 //! Also bundles the sample hooks that `build.rs` compiles from `fixtures/hooks/`:
 //! `tail_call_security_check` tail-calls `enforce_access_policy`, which calls the
 //! `path_check_callback` subprogram, the shape of the hook in "Profiling eBPF Code".
-//! Loading needs root; kernel lockdown refuses LSM programs (see `lsm_supported`).
+//! Loading needs root; some kernels refuse LSM programs even to root (see `lsm_supported`).
 
 mod diagnose;
 mod libbpf_log;
@@ -66,25 +66,33 @@ pub struct ProgramInfo {
 
 /// Whether this kernel lets us load LSM programs, with a human reason string.
 ///
-/// Probed by loading (not attaching) the bundled LSM sample hook, which tells lockdown's EPERM
-/// apart from a kernel without BPF LSM; the answer is cached for the process.
+/// Probed by loading (not attaching) the bundled LSM sample hook rather than with
+/// `libbpf_probe_bpf_prog_type`: a real load meets whatever refuses LSM programs (EPERM from
+/// lockdown or from a kernel without BPF trampolines) and its error says which. Then `bpf`
+/// must be in the active LSM list for the hook to run. The answer is cached for the process.
 pub fn lsm_supported() -> (bool, String) {
     static ANSWER: OnceLock<(bool, String)> = OnceLock::new();
     ANSWER.get_or_init(probe_lsm).clone()
 }
 
 fn probe_lsm() -> (bool, String) {
-    match loader::load_only(SAMPLE_HOOK_LSM_NAME, SAMPLE_HOOK_LSM) {
-        Ok(_object) => match active_lsms() {
-            Some(list) if !list.split(',').any(|l| l == "bpf") => (
-                false,
-                format!("LSM programs load, but `bpf` is not an active LSM ({list}): boot with lsm=...,bpf"),
-            ),
-            _ => (true, "the LSM sample hook loads (probed by loading it, not attached)".to_string()),
-        },
-        Err(err) => (
+    if let Err(err) = loader::load_only(SAMPLE_HOOK_LSM_NAME, SAMPLE_HOOK_LSM) {
+        let reason = format!(
+            "{} (probed by loading the LSM sample hook)",
+            first_line(&err)
+        );
+        return (false, reason);
+    }
+    match active_lsms() {
+        Some(list) if !list.split(',').any(|l| l == "bpf") => (
             false,
-            format!("{} (probed by loading the LSM sample hook)", first_line(&err)),
+            format!(
+                "LSM programs load, but `bpf` is not an active LSM ({list}): boot with lsm=...,bpf"
+            ),
+        ),
+        _ => (
+            true,
+            "the LSM sample hook loads (probed by loading it, not attached)".to_string(),
         ),
     }
 }
