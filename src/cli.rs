@@ -27,10 +27,25 @@ pub enum Command {
     Hook(HookArgs),
     /// The whole method on the bundled sample hook: load, record, flame graph, detach.
     Demo(DemoArgs),
+    /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 95% intervals.
+    #[cfg(any())] // WIP-OVERHEAD: enabled once the stats and bpf helpers land
+    Overhead(OverheadArgs),
+}
+
+/// The operation the bench times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpName {
+    /// openat(2) of --path (file hooks: LSM file_open, tracepoints on openat).
+    Openat,
+    /// TCP connect(2) to a loopback listener the bench opens (socket hooks).
+    Connect,
 }
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// The operation to time.
+    #[arg(long, value_enum, default_value = "openat")]
+    pub op: OpName,
     /// File to open in the loop.
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
@@ -141,6 +156,73 @@ pub struct HookArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct OverheadArgs {
+    /// Attach every program of this libbpf-style object in the attached arm.
+    #[arg(long, value_name = "OBJ.bpf.o")]
+    pub load: Option<PathBuf>,
+    /// Start this loader (your agent) for the attached arm; stopped by its pid after each round.
+    #[arg(long, value_name = "CMD")]
+    pub attach_cmd: Option<String>,
+    /// Compare two versions of a hook: --load A attached against this B attached.
+    #[arg(long, value_name = "B.bpf.o")]
+    pub compare: Option<PathBuf>,
+    /// Both arms detached: the noise floor of this box.
+    #[arg(long)]
+    pub aa: bool,
+    /// Rounds per arm.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Iterations per round of the built-in bench.
+    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
+    pub iterations: usize,
+    /// Operation of the built-in bench.
+    #[arg(long, value_enum, default_value = "openat")]
+    pub op: OpName,
+    /// File the built-in bench opens.
+    #[arg(long, default_value = "/etc/hostname")]
+    pub path: PathBuf,
+    /// CPU to pin to (default: an isolated CPU, else the highest online one).
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// SCHED_FIFO priority (1..99).
+    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: u8,
+    /// Run without chrt.
+    #[arg(long)]
+    pub no_fifo: bool,
+    /// Extra attached rounds with BPF run stats on (0 to skip).
+    #[arg(long, default_value_t = 1)]
+    pub stats_rounds: usize,
+    /// Print every figure as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the two latency CDFs as an SVG.
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+    /// Keep every round's samples in this (new or empty) directory.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Exit 1 when the p50 delta is confidently above N ns.
+    #[arg(long, value_name = "N")]
+    pub max_p50_ns: Option<f64>,
+    /// Exit 1 when the p99 delta is confidently above N ns.
+    #[arg(long, value_name = "N")]
+    pub max_p99_ns: Option<f64>,
+    /// Exit 1 when the p50 delta is confidently above P percent.
+    #[arg(long, value_name = "P")]
+    pub max_p50_pct: Option<f64>,
+    /// Exit 1 when the p99 delta is confidently above P percent.
+    #[arg(long, value_name = "P")]
+    pub max_p99_pct: Option<f64>,
+    /// Seed of the bootstrap (same seed, same interval for the same samples).
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Your benchmark and its arguments (prints one latency in ns per line).
+    #[arg(last = true)]
+    pub bench: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Directory for perf.data, its sidecars and the SVG.
     #[arg(long, default_value = "ebpf-prof-demo")]
@@ -169,7 +251,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     recover_stale();
     match cli.command {
         Command::Bench(a) => commands::bench::run(&crate::bench::BenchOptions {
-            op: crate::bench::OpKind::Openat(a.path),
+            op: match a.op {
+                OpName::Openat => crate::bench::OpKind::Openat(a.path),
+                OpName::Connect => crate::bench::OpKind::Connect,
+            },
             iterations: a.iterations,
             warmup_fraction: a.warmup_fraction,
         }),
@@ -192,12 +277,44 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             load: a.load,
             seconds: a.seconds,
         }),
+        #[cfg(any())] // WIP-OVERHEAD
+        Command::Overhead(a) => commands::overhead::run(&overhead_options(a)),
         Command::Demo(a) => commands::demo::run(&commands::demo::DemoOptions {
             perf: (&a.perf).into(),
             dir: a.dir,
             iterations: a.iterations,
             freq: a.freq,
         }),
+    }
+}
+
+#[cfg(any())] // WIP-OVERHEAD
+fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
+    commands::overhead::OverheadOptions {
+        load: a.load,
+        attach_cmd: a.attach_cmd,
+        compare: a.compare,
+        aa: a.aa,
+        rounds: a.rounds,
+        iterations: a.iterations,
+        op: match a.op {
+            OpName::Openat => crate::bench::OpKind::Openat(a.path),
+            OpName::Connect => crate::bench::OpKind::Connect,
+        },
+        cpu: a.cpu,
+        priority: (!a.no_fifo).then_some(a.priority),
+        stats_rounds: a.stats_rounds,
+        json: a.json,
+        plot: a.plot,
+        keep: a.keep,
+        gates: commands::overhead::Gates {
+            max_p50_ns: a.max_p50_ns,
+            max_p99_ns: a.max_p99_ns,
+            max_p50_pct: a.max_p50_pct,
+            max_p99_pct: a.max_p99_pct,
+        },
+        bench: a.bench,
+        seed: a.seed,
     }
 }
 

@@ -5,6 +5,7 @@
 //! the loop is over. Cleanup (close) happens after the second clock reading, outside the span.
 
 mod buffer;
+mod connect;
 pub mod op;
 
 use crate::error::usage;
@@ -86,6 +87,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchResult> {
 #[inline(never)]
 fn timed_loop<O: Op>(op: &mut O, d: &mut [u32]) {
     for slot in d.iter_mut() {
+        op.setup();
         let t0 = now_ns();
         let ret = op.run();
         let t1 = now_ns();
@@ -179,6 +181,18 @@ mod tests {
             r.samples.iter().all(|&s| s > 0),
             "an openat takes more than 0 ns"
         );
+    }
+
+    #[test]
+    fn connect_loop_runs_without_exhausting_ports() {
+        let o = BenchOptions {
+            op: OpKind::Connect,
+            iterations: 3000,
+            warmup_fraction: 0.1,
+        };
+        let r = run(&o).unwrap();
+        assert_eq!(r.samples.len(), 2700);
+        assert!(r.samples.iter().all(|&s| s > 0));
     }
 
     #[test]

@@ -12,11 +12,18 @@ use std::path::PathBuf;
 pub enum OpKind {
     /// `syscall(SYS_openat, AT_FDCWD, path, O_RDONLY)`; the fd is closed outside the timed span.
     Openat(PathBuf),
+    /// `syscall(SYS_connect, …)` of a fresh TCP socket to a loopback listener the bench opens
+    /// itself; the socket is made before and closed (with RST, no TIME_WAIT) after the span,
+    /// and the listener's side accepted and closed, untimed.
+    Connect,
 }
 
 /// One timed operation. `run` is the whole timed span; `cleanup` runs after the second clock
 /// reading.
 pub trait Op {
+    /// Untimed preparation before each run (e.g. making the socket to connect).
+    #[inline(always)]
+    fn setup(&mut self) {}
     /// The operation itself; returns the raw syscall result.
     fn run(&mut self) -> i64;
     /// Undo what `run` did (close the fd), untimed.
@@ -76,6 +83,10 @@ pub fn with_op<R>(kind: &OpKind, f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R
     match kind {
         OpKind::Openat(p) => {
             let mut op = Openat::new(p)?;
+            Ok(f(&mut |d| super::timed_loop(&mut op, d)))
+        }
+        OpKind::Connect => {
+            let mut op = super::connect::Connect::new()?;
             Ok(f(&mut |d| super::timed_loop(&mut op, d)))
         }
     }

@@ -5,6 +5,8 @@ pub mod demo;
 pub mod doctor;
 pub mod flame;
 pub mod hook;
+#[cfg(any())] // WIP-OVERHEAD
+pub mod overhead;
 pub mod record;
 
 use crate::error::usage;
