@@ -51,6 +51,8 @@ pub fn save(host: &Host, sysctls: &[Saved]) -> Result<()> {
 /// Remove this process's state file (everything was restored).
 pub fn clear(host: &Host) {
     let _ = std::fs::remove_file(state_path(host, std::process::id()));
+    // Leave no empty directory behind (fails harmlessly while another run's file is there).
+    let _ = std::fs::remove_dir(host.path(STATE_DIR));
 }
 
 fn owner_alive(host: &Host, st: &State) -> bool {
@@ -98,6 +100,7 @@ pub fn recover(host: &Host) -> Vec<String> {
         }
         if ok {
             let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_dir(host.path(STATE_DIR));
         }
     }
     lines

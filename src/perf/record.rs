@@ -92,11 +92,22 @@ pub struct RecordOutcome {
     pub aborted: bool,
 }
 
-/// Run the plan with stdout going to `stdout`. While it runs, a SIGTERM/SIGHUP sent to us is
-/// passed to perf as SIGINT so it finishes its file; a second signal kills perf.
+/// Run the plan with stdout going to `stdout`. While it runs, a signal sent to us is passed to
+/// perf as SIGINT so it finishes its file (perf takes a repeated SIGINT, as from a terminal that
+/// signalled the whole group, as one); a second signal kills perf. Should we be SIGKILLed, the
+/// kernel sends perf SIGTERM (PR_SET_PDEATHSIG), which perf also answers by finishing its file.
 pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Result<RecordOutcome> {
+    use std::os::unix::process::CommandExt;
     let argv = plan.argv();
-    let mut child = Command::new(&argv[0])
+    let mut cmd = Command::new(&argv[0]);
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -123,8 +134,7 @@ pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Resul
             if got >= 2 {
                 let _ = child.kill();
                 aborted = true;
-            } else if ints.last() != Some(libc::SIGINT) {
-                // A terminal's Ctrl-C already reached perf through the process group.
+            } else {
                 signals::send(child.id(), libc::SIGINT);
             }
         }

@@ -1,0 +1,111 @@
+//! A small seeded random number generator for the bootstrap and for simulations.
+//!
+//! SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA
+//! 2014): one 64-bit state, passes BigCrush, and is reproducible from a seed, which is all a
+//! bootstrap needs. Not for cryptography.
+
+/// SplitMix64 with the samplers the statistics need.
+#[derive(Debug, Clone)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    /// A generator whose stream is fixed by `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform on the open interval (0, 1): never 0, so `ln` of it is finite.
+    pub fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform integer in `0..n` (`n > 0`); the modulo bias is below 2^-40 for n < 2^24.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Standard normal (Marsaglia's polar method; the second value is dropped for simplicity).
+    pub fn normal(&mut self) -> f64 {
+        loop {
+            let u = 2.0 * self.uniform() - 1.0;
+            let v = 2.0 * self.uniform() - 1.0;
+            let s = u * u + v * v;
+            if s < 1.0 && s > 0.0 {
+                return u * (-2.0 * s.ln() / s).sqrt();
+            }
+        }
+    }
+
+    /// Gamma(shape, 1) for `shape >= 1` (Marsaglia & Tsang, ACM TOMS 26(3), 2000).
+    pub fn gamma(&mut self, shape: f64) -> f64 {
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+
+    /// Beta(a, b) for `a, b >= 1`, as X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b).
+    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
+        let x = self.gamma(a);
+        x / (x + self.gamma(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mean_var(xs: &[f64]) -> (f64, f64) {
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        (m, v)
+    }
+
+    #[test]
+    fn same_seed_same_stream() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        assert!((0..100).all(|_| a.next_u64() == b.next_u64()));
+    }
+
+    #[test]
+    fn sampler_moments_table() {
+        // (name, sampler, mean, variance) with known answers.
+        type Sampler = fn(&mut Rng) -> f64;
+        let cases: &[(&str, Sampler, f64, f64)] = &[
+            ("uniform", |r| r.uniform(), 0.5, 1.0 / 12.0),
+            ("normal", |r| r.normal(), 0.0, 1.0),
+            ("gamma(3)", |r| r.gamma(3.0), 3.0, 3.0),
+            ("beta(2,5)", |r| r.beta(2.0, 5.0), 2.0 / 7.0, 10.0 / (49.0 * 8.0)),
+            // The order statistic the bootstrap draws: Beta(k, n-k+1), k = 5000, n = 10000.
+            ("beta(5000,5001)", |r| r.beta(5000.0, 5001.0), 0.5, 0.25 / 10002.0),
+        ];
+        let mut rng = Rng::new(42);
+        for (name, f, mean, var) in cases {
+            let xs: Vec<f64> = (0..40_000).map(|_| f(&mut rng)).collect();
+            let (m, v) = mean_var(&xs);
+            let se = (var / xs.len() as f64).sqrt();
+            assert!((m - mean).abs() < 5.0 * se, "{name}: mean {m} vs {mean}");
+            assert!((v / var - 1.0).abs() < 0.05, "{name}: var {v} vs {var}");
+        }
+    }
+}
