@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use inferno::collapse::perf::{Folder, Options};
 use inferno::collapse::Collapse;
-use std::io::BufRead;
+use std::io::{BufReader, Read};
 
 /// What a profile input file holds, told by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,15 +46,33 @@ pub fn detect(head: &[u8]) -> Option<InputKind> {
 /// Collapse `perf script` text into folded lines. Kernel frames get inferno's `_[k]` suffix so
 /// the flame graph can tell them from user and BPF frames (BPF frames' DSO is their own symbol,
 /// not `[kernel.kallsyms]`, so they stay unannotated).
-pub fn collapse_perf_script(reader: impl BufRead) -> Result<Vec<u8>> {
+///
+/// Bytes outside ASCII are replaced by `?` on the way in: inferno 0.12 slices symbol names at
+/// byte offsets and panics inside a multi-byte character (found by tests/parsers_prop.rs).
+pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     let mut opts = Options::default();
     opts.annotate_kernel = true;
     opts.annotate_jit = true;
     let mut out = Vec::new();
     Folder::from(opts)
-        .collapse(reader, &mut out)
+        .collapse(BufReader::with_capacity(1 << 16, AsciiOnly(reader)), &mut out)
         .context("cannot collapse perf script output")?;
     Ok(out)
+}
+
+/// A reader that turns every byte ≥ 0x80 into `?`.
+struct AsciiOnly<R>(R);
+
+impl<R: Read> Read for AsciiOnly<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        for b in &mut buf[..n] {
+            if *b >= 0x80 {
+                *b = b'?';
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// One folded stack: frames from the root (the command) to the leaf, and its sample count.
@@ -175,6 +193,13 @@ mod tests {
             !out.contains("path_check_callback_[k]"),
             "BPF frames are not"
         );
+    }
+
+    #[test]
+    fn regression_non_ascii_symbol_panicked_inferno() {
+        let text = "bench 1 1.0: 1 cpu-clock:k:\n\tffffffff81000130 entry_SYSCALL\u{fffd}64_after_hwframe+0x76 ([kernel.kallsyms])\n\n";
+        let out = String::from_utf8(collapse_perf_script(text.as_bytes()).unwrap()).unwrap();
+        assert!(out.contains("entry_SYSCALL???64_after_hwframe"), "{out}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::perf::script::Script;
 use crate::runfiles::{create_new, RunFiles};
 use crate::runrecord::RunRecord;
 use anyhow::{Context, Result};
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Everything `flame` takes.
@@ -75,7 +75,7 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
         InputKind::PerfData => collapse_perf_data(input, &files, kallsyms, perf)?,
         InputKind::PerfScript => {
             let f = std::fs::File::open(input)?;
-            String::from_utf8_lossy(&folded::collapse_perf_script(BufReader::new(f))?).into_owned()
+            String::from_utf8_lossy(&folded::collapse_perf_script(f)?).into_owned()
         }
         InputKind::Folded => std::fs::read_to_string(input)
             .map_err(|e| usage(format!("cannot read {}: {e}", input.display())))?,
@@ -115,8 +115,7 @@ fn collapse_perf_data(
         snapshot.as_deref(),
         sudo_users_own(input),
     )?;
-    let reader = BufReader::with_capacity(1 << 16, script.reader()?);
-    let collapsed = folded::collapse_perf_script(reader);
+    let collapsed = folded::collapse_perf_script(script.reader()?);
     script.finish()?;
     Ok(String::from_utf8_lossy(&collapsed?).into_owned())
 }

@@ -1,0 +1,176 @@
+//! Frames as `report` sees them: a BPF program's function, BPF glue (trampolines, dispatchers),
+//! a kernel function, an unresolved address, or anything else (user space, the command name).
+//!
+//! Unresolved frames come in several spellings, depending on who folded the stacks:
+//! `[unknown]` (inferno, perf script printed `ffffffffc0288c18 [unknown] ([unknown])`),
+//! `[unknown <ffffffffc0288c18>]` (inferno with `--addrs`), `[kernel.kallsyms]_[k]` (a kernel
+//! address perf could not name), `0xffffffffc0288c18` (perf report's call graphs, as in the
+//! reference), or a bare hex address. Only the last three forms carry an address that can be
+//! looked up in a kallsyms snapshot.
+
+use crate::flame::is_bpf;
+use crate::folded::bare;
+use crate::host::kallsyms::split_bpf_symbol;
+
+/// What a frame is, for attribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A JIT-ed BPF program or sub-function: `bpf_prog_<tag>_<name>`.
+    Program,
+    /// BPF glue: `bpf_trampoline_*`, `bpf_dispatcher_*`.
+    Glue,
+    /// A named kernel function (annotated `_[k]` by the collapser).
+    Kernel,
+    /// An address nobody could name.
+    Unresolved,
+    /// User space, the command name, anything unannotated.
+    Other,
+}
+
+/// The kind of a folded frame.
+pub fn kind(frame: &str) -> Kind {
+    let name = bare(frame);
+    if is_bpf(name) {
+        if name.starts_with("bpf_prog_") {
+            Kind::Program
+        } else {
+            Kind::Glue
+        }
+    } else if is_unresolved(name) {
+        Kind::Unresolved
+    } else if frame.ends_with("_[k]") {
+        Kind::Kernel
+    } else {
+        Kind::Other
+    }
+}
+
+/// Whether a bare frame name is an address perf (or whoever folded) could not name.
+pub fn is_unresolved(name: &str) -> bool {
+    name == "[unknown]"
+        || name == "[kernel.kallsyms]"
+        || name.starts_with("[unknown <")
+        || name.starts_with("[kernel.kallsyms <")
+        || parse_hex(name).is_some()
+}
+
+/// The address an unresolved frame carries, if any.
+pub fn address(frame: &str) -> Option<u64> {
+    let name = bare(frame);
+    if let Some(inner) = name.strip_prefix('[').and_then(|n| n.strip_suffix(">]")) {
+        let (_, addr) = inner.rsplit_once('<')?;
+        return u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok();
+    }
+    parse_hex(name)
+}
+
+/// `0x…` with at least one digit, or a bare run of at least 8 hex digits (a kernel address).
+fn parse_hex(name: &str) -> Option<u64> {
+    let digits = match name.strip_prefix("0x") {
+        Some(d) if !d.is_empty() => d,
+        Some(_) => return None,
+        None if name.len() >= 8 => name,
+        None => return None,
+    };
+    if digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// The name a person reads: a program's or sub-function's own name (the tag dropped: perf and
+/// /proc/kallsyms may tag the same function differently), else the bare frame.
+pub fn display(frame: &str) -> String {
+    let name = bare(frame);
+    match split_bpf_symbol(name) {
+        Some((_, n)) if is_bpf(name) => n,
+        _ => name.to_string(),
+    }
+}
+
+/// The tag of a `bpf_prog_<tag>_<name>` frame.
+pub fn tag(frame: &str) -> Option<String> {
+    split_bpf_symbol(bare(frame)).map(|(t, _)| t)
+}
+
+/// Kernel functions that run BPF programs or sit right above them: an unresolved frame right
+/// under one of these is most likely a program perf could not name.
+const RUNNERS: [&str; 12] = [
+    "trace_call_bpf",
+    "__bpf_trace_run",
+    "bpf_trace_run",
+    "bpf_prog_run",
+    "__bpf_prog_run",
+    "__cgroup_bpf_run",
+    "bpf_lsm_",
+    "bpf_dispatcher_",
+    "bpf_trampoline_",
+    "bpf_struct_ops",
+    "sk_filter",
+    "bpf_test_run",
+];
+
+/// Whether a bare kernel function name is one that calls into BPF programs.
+pub fn is_runner(name: &str) -> bool {
+    RUNNERS.iter().any(|r| name.starts_with(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_of_real_frames() {
+        assert_eq!(
+            kind("bpf_prog_01d3040eaf485f66_path_check_callback"),
+            Kind::Program
+        );
+        assert_eq!(kind("bpf_trampoline_6442491220"), Kind::Glue);
+        assert_eq!(kind("bpf_dispatcher_xdp"), Kind::Glue);
+        assert_eq!(kind("htab_map_hash_[k]"), Kind::Kernel);
+        assert_eq!(kind("bpf_prog_run_array_[k]"), Kind::Kernel);
+        assert_eq!(kind("[unknown]"), Kind::Unresolved);
+        assert_eq!(kind("[kernel.kallsyms]_[k]"), Kind::Unresolved);
+        assert_eq!(kind("0xffffffffc0288c18"), Kind::Unresolved);
+        assert_eq!(kind("[unknown <ffffffffc0025cd2>]"), Kind::Unresolved);
+        assert_eq!(kind("std::rt::lang_start"), Kind::Other);
+        assert_eq!(kind("ebpf-prof"), Kind::Other);
+        assert_eq!(kind("deadbeef"), Kind::Other, "short hex is a name");
+    }
+
+    #[test]
+    fn addresses_in_each_spelling() {
+        assert_eq!(address("0xffffffffc0288c18"), Some(0xffffffffc0288c18));
+        assert_eq!(address("ffffffffc0288c18"), Some(0xffffffffc0288c18));
+        assert_eq!(
+            address("[unknown <ffffffffc0025cd2>]"),
+            Some(0xffffffffc0025cd2)
+        );
+        assert_eq!(
+            address("[kernel.kallsyms <ffffffff8151b231>]_[k]"),
+            Some(0xffffffff8151b231)
+        );
+        assert_eq!(address("[unknown]"), None);
+        assert_eq!(address("0x"), None);
+        assert_eq!(address("0x1ffffffffc0288c18"), None, "too long");
+    }
+
+    #[test]
+    fn display_drops_tags_only_from_programs() {
+        assert_eq!(
+            display("bpf_prog_e03e9930c8521773_enforce_access_policy"),
+            "enforce_access_policy"
+        );
+        assert_eq!(display("htab_map_hash_[k]"), "htab_map_hash");
+        assert_eq!(
+            display("bpf_trampoline_6442491220"),
+            "bpf_trampoline_6442491220"
+        );
+        assert_eq!(
+            tag("bpf_prog_e03e9930c8521773_enforce_access_policy").as_deref(),
+            Some("e03e9930c8521773")
+        );
+        assert!(is_runner("trace_call_bpf") && is_runner("bpf_lsm_file_open"));
+        assert!(!is_runner("do_dentry_open"));
+    }
+}

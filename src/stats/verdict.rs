@@ -1,0 +1,195 @@
+//! The comparison in words, and the CI gates (`--max-p50-ns` and friends).
+//!
+//! A gate is exceeded only when the *lower* end of the interval is above the limit: the hook is
+//! then confidently over it, and noise alone does not make CI flap. A gate on a quantile that
+//! was not compared (or had no samples) fails closed, with a message saying so.
+
+use super::compare::{Comparison, QuantileDiff};
+
+/// The outcome of one `--max-…` limit.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GateResult {
+    /// The limit as the user wrote it, e.g. "--max-p50-ns 100".
+    pub limit: String,
+    /// The percentile the limit is on.
+    pub q: f64,
+    /// The lower end of the interval, in the limit's unit (ns or %).
+    pub lower_bound: f64,
+    /// The limit, in its unit.
+    pub limit_value: f64,
+    /// True when `lower_bound > limit_value` (or the quantile could not be checked).
+    pub exceeded: bool,
+    /// One sentence: which limit, and by how much it is over or under.
+    pub message: String,
+}
+
+/// "p50", "p99.9".
+pub fn q_label(q: f64) -> String {
+    format!("p{q}")
+}
+
+/// "+212 ns at p50 [196, 228], +14.6%; p99 +410 ns [380, 440], +20.1%", or, when the p50
+/// interval holds zero, "no difference detectable above N ns at p50 …". `resolution_ns` (the
+/// measured cost of one clock reading, or its step) is mentioned when the figures come near it.
+pub fn verdict(c: &Comparison, resolution_ns: f64) -> String {
+    let Some(p50) = c.diff(50.0).filter(|d| d.lo.is_finite()) else {
+        return "no comparison: no pair of rounds with samples in both arms".to_string();
+    };
+    let conf = c.confidence * 100.0;
+    let (mut text, near) = if holds_zero(p50) {
+        let bound = p50.lo.abs().max(p50.hi.abs());
+        let head = format!(
+            "no difference detectable above {bound:.0} ns at p50 (the farther end of its {conf:.0}% \
+             interval [{:.0}, {:.0}]; estimate {:+.0} ns)",
+            p50.lo, p50.hi, p50.delta
+        );
+        (head, bound)
+    } else {
+        let head = format!("{:+.0} ns at p50 [{:.0}, {:.0}], {:+.1}%", p50.delta, p50.lo, p50.hi, p50.pct);
+        (head, p50.delta.abs().min(p50.lo.abs()))
+    };
+    for d in c.diffs.iter().filter(|d| d.q != 50.0 && d.lo.is_finite()) {
+        text.push_str(&format!("; {}", tail_part(d)));
+    }
+    if resolution_ns > 0.0 && near < 3.0 * resolution_ns {
+        text.push_str(&format!(
+            " — near the clock's resolution ({resolution_ns:.0} ns a reading), the finest step this \
+             measurement can show"
+        ));
+    }
+    text
+}
+
+fn holds_zero(d: &QuantileDiff) -> bool {
+    d.lo <= 0.0 && 0.0 <= d.hi
+}
+
+/// "p99 +410 ns [380, 440], +20.1%", with "(holds 0)" when its interval does.
+fn tail_part(d: &QuantileDiff) -> String {
+    let zero = if holds_zero(d) { " (holds 0)" } else { "" };
+    format!(
+        "{} {:+.0} ns [{:.0}, {:.0}], {:+.1}%{zero}",
+        q_label(d.q),
+        d.delta,
+        d.lo,
+        d.hi,
+        d.pct
+    )
+}
+
+/// `--max-pQ-ns max_ns`: exceeded when the interval's lower end is above `max_ns`.
+pub fn gate_ns(c: &Comparison, q: f64, max_ns: f64) -> GateResult {
+    let limit = format!("--max-{}-ns {max_ns}", q_label(q));
+    gate(c, q, limit, max_ns, |d| (d.lo, d.delta, d.hi), "ns")
+}
+
+/// `--max-pQ-pct max_pct`: exceeded when the interval's lower end, in % of the baseline's
+/// quantile, is above `max_pct`.
+pub fn gate_pct(c: &Comparison, q: f64, max_pct: f64) -> GateResult {
+    let limit = format!("--max-{}-pct {max_pct}", q_label(q));
+    gate(c, q, limit, max_pct, |d| (d.pct_lo, d.pct, d.pct_hi), "%")
+}
+
+fn gate(
+    c: &Comparison,
+    q: f64,
+    limit: String,
+    max: f64,
+    pick: fn(&QuantileDiff) -> (f64, f64, f64),
+    unit: &str,
+) -> GateResult {
+    let found = c.diff(q).map(pick).filter(|v| v.0.is_finite());
+    let Some((lo, est, hi)) = found else {
+        let message = format!(
+            "{limit} cannot be checked: {} was not measured (no samples, or not among the compared \
+             quantiles); failing closed",
+            q_label(q)
+        );
+        return GateResult { limit, q, lower_bound: f64::NAN, limit_value: max, exceeded: true, message };
+    };
+    let p = q_label(q);
+    let sp = if unit == "%" { "" } else { " " };
+    let fig = |x: f64| format!("{x:.1}{sp}{unit}");
+    let span = format!("{:+.1}{sp}{unit} [{:.1}, {:.1}]", est, lo, hi);
+    let message = if lo > max {
+        format!("{p} over {limit} by {}: the difference is {span}, and even its lower end is above the limit", fig(lo - max))
+    } else if est > max {
+        format!("{p} within {limit}, not confidently over: the difference {span} is above the limit, but its interval reaches {} below it", fig(max - lo))
+    } else {
+        format!("{p} within {limit}: the difference is {span}; its lower end is {} below the limit", fig(max - lo))
+    };
+    GateResult { limit, q, lower_bound: lo, limit_value: max, exceeded: lo > max, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::rank::RankTest;
+
+    fn diff(q: f64, delta: f64, lo: f64, hi: f64, base: f64) -> QuantileDiff {
+        let pct = |x: f64| 100.0 * x / base;
+        QuantileDiff {
+            q,
+            base,
+            treat: base + delta,
+            delta,
+            lo,
+            hi,
+            pct: pct(delta),
+            pct_lo: pct(lo),
+            pct_hi: pct(hi),
+            pair_deltas: vec![],
+            se_between: 0.0,
+            se_within: 0.0,
+        }
+    }
+
+    fn comparison(diffs: Vec<QuantileDiff>) -> Comparison {
+        let rank_test = RankTest { u: 0.0, z: 0.0, p_value: 1.0, prob_greater: 0.5 };
+        Comparison { diffs, rank_test, notes: vec![], rounds: 5, n_base: 10, n_treat: 10, confidence: 0.95 }
+    }
+
+    #[test]
+    fn verdict_table() {
+        let shifted = comparison(vec![diff(50.0, 212.0, 196.0, 228.0, 1452.0), diff(99.0, 410.0, 380.0, 440.0, 2040.0)]);
+        let null = comparison(vec![diff(50.0, 2.0, -8.0, 12.0, 1200.0), diff(99.0, -5.0, -40.0, 30.0, 2000.0)]);
+        let tiny = comparison(vec![diff(50.0, 14.0, 6.0, 22.0, 1200.0)]);
+        let cases = [
+            (&shifted, 10.0, "+212 ns at p50 [196, 228], +14.6%; p99 +410 ns [380, 440], +20.1%"),
+            (
+                &null,
+                0.0,
+                "no difference detectable above 12 ns at p50 (the farther end of its 95% interval [-8, 12]; \
+                 estimate +2 ns); p99 -5 ns [-40, 30], -0.2% (holds 0)",
+            ),
+            (&tiny, 10.0, "+14 ns at p50 [6, 22], +1.2% — near the clock's resolution (10 ns a reading)"),
+            (&null, 10.0, "holds 0) — near the clock's resolution (10 ns"),
+        ];
+        for (c, res, want) in cases {
+            let v = verdict(c, res);
+            assert!(v.contains(want), "got {v:?}\nwant {want:?}");
+        }
+    }
+
+    #[test]
+    fn gate_table() {
+        let c = comparison(vec![diff(50.0, 212.0, 196.0, 228.0, 1452.0), diff(99.0, 110.0, 90.0, 130.0, 2000.0)]);
+        // (gate, exceeded, message fragment)
+        let cases = [
+            (gate_ns(&c, 50.0, 100.0), true, "p50 over --max-p50-ns 100 by 96.0 ns"),
+            (gate_ns(&c, 50.0, 196.0), false, "not confidently over"),
+            (gate_ns(&c, 50.0, 300.0), false, "its lower end is 104.0 ns below the limit"),
+            (gate_ns(&c, 99.0, 100.0), false, "reaches 10.0 ns below it"),
+            (gate_ns(&c, 99.0, 80.0), true, "p99 over --max-p99-ns 80 by 10.0 ns"),
+            (gate_pct(&c, 50.0, 10.0), true, "p50 over --max-p50-pct 10 by 3.5%"),
+            (gate_pct(&c, 99.0, 5.0), false, "reaches 0.5% below it"),
+            (gate_ns(&c, 99.9, 100.0), true, "p99.9 was not measured"),
+        ];
+        for (g, exceeded, fragment) in cases {
+            assert_eq!(g.exceeded, exceeded, "{}", g.message);
+            assert!(g.message.contains(fragment), "{}", g.message);
+        }
+        assert_eq!(gate_ns(&c, 50.0, 100.0).limit, "--max-p50-ns 100");
+        assert_eq!(gate_ns(&c, 50.0, 100.0).lower_bound, 196.0);
+    }
+}

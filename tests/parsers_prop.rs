@@ -1,0 +1,124 @@
+//! Property tests of every parser of outside text, seeded from the fixtures: arbitrary bytes,
+//! fixture lines with bytes flipped, cut or spliced. None may panic, and the ones with an
+//! inverse round-trip. Case count: PROPTEST_CASES (default here 2000 per property), so CI runs a
+//! bounded number; `scripts/fuzz.sh` runs many more and prints executions and time.
+
+use ebpf_prof::bench::{parse_samples, write_samples};
+use ebpf_prof::folded::{self, Folded};
+use ebpf_prof::host::{cpu, kallsyms, security};
+use ebpf_prof::perf::version::{kernel_major_minor, parse_perf_version};
+use ebpf_prof::runrecord::{samples_written, RunRecord};
+use proptest::prelude::*;
+
+const KALLSYMS: &str = include_str!("../fixtures/kallsyms/bpf-excerpt.txt");
+const SCRIPT: &str = include_str!("../fixtures/perf-script/openat-hook.txt");
+const VERSION: &str = include_str!("../fixtures/perf/versions/debian-12.txt");
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(2000);
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+/// A fixture text with a few of its bytes replaced, removed or duplicated.
+fn mutated(seed: &'static str) -> impl Strategy<Value = String> {
+    let len = seed.len().max(1);
+    proptest::collection::vec((0..len, any::<u8>(), 0u8..3), 0..12).prop_map(move |edits| {
+        let mut b = seed.as_bytes().to_vec();
+        for (pos, byte, kind) in edits {
+            let p = pos.min(b.len().saturating_sub(1));
+            match kind {
+                0 if !b.is_empty() => b[p] = byte,
+                1 if !b.is_empty() => {
+                    b.remove(p);
+                }
+                _ => b.insert(p, byte),
+            }
+        }
+        String::from_utf8_lossy(&b).into_owned()
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn kallsyms_lines_never_panic(s in mutated(KALLSYMS)) {
+        let syms = kallsyms::parse(&s);
+        for p in kallsyms::bpf_programs(&syms) {
+            prop_assert_eq!(p.tag.len(), 16);
+        }
+        let _ = kallsyms::addresses_hidden(&syms);
+    }
+
+    #[test]
+    fn kallsyms_arbitrary_text(s in ".{0,200}") {
+        let _ = kallsyms::parse(&s);
+        let _ = kallsyms::split_bpf_symbol(&s);
+    }
+
+    #[test]
+    fn perf_version_never_panics(s in mutated(VERSION), t in ".{0,80}") {
+        let _ = parse_perf_version(&s);
+        let _ = parse_perf_version(&t);
+        let _ = kernel_major_minor(&t);
+    }
+
+    #[test]
+    fn perf_script_text_collapses_or_errors(s in mutated(SCRIPT)) {
+        if let Ok(out) = folded::collapse_perf_script(s.as_bytes()) {
+            let f = Folded::parse(&String::from_utf8_lossy(&out));
+            prop_assert_eq!(f.skipped, 0, "the collapser's own output parses");
+        }
+        let _ = folded::detect(s.as_bytes());
+    }
+
+    #[test]
+    fn folded_round_trips(stacks in proptest::collection::vec((proptest::collection::vec("[a-z_\\[\\]0-9]{1,12}", 1..6), 1u64..1_000_000), 0..20)) {
+        let text: String = stacks.iter().map(|(f, c)| format!("{} {c}\n", f.join(";"))).collect();
+        let f = Folded::parse(&text);
+        prop_assert_eq!(f.skipped, 0);
+        prop_assert_eq!(f.to_text(), text);
+        prop_assert_eq!(f.total(), stacks.iter().map(|s| s.1).sum::<u64>());
+    }
+
+    #[test]
+    fn folded_arbitrary_text(s in "(.{0,40}\n){0,8}", bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let f = Folded::parse(&s);
+        prop_assert!(f.stacks.len() + f.skipped <= s.lines().count());
+        let _ = folded::detect(&bytes);
+        let _ = folded::sanitize(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn samples_round_trip(v in proptest::collection::vec(any::<u64>(), 1..200)) {
+        let mut buf = Vec::new();
+        write_samples(&mut buf, &v).unwrap();
+        prop_assert_eq!(parse_samples(&String::from_utf8(buf).unwrap(), "p").unwrap(), v);
+    }
+
+    #[test]
+    fn samples_garbage_is_an_error_not_a_panic(s in ".{0,100}") {
+        let _ = parse_samples(&s, "p");
+    }
+
+    #[test]
+    fn run_json_never_panics(s in ".{0,200}") {
+        let _ = serde_json::from_str::<RunRecord>(&s);
+        let _ = samples_written(&s);
+    }
+
+    #[test]
+    fn small_sysfs_parsers(s in ".{0,40}") {
+        if let Some(v) = cpu::parse_cpulist(&s) {
+            prop_assert!(v.len() < 1 << 20 || s.contains('-'));
+        }
+        let _ = security::parse_lockdown(&s);
+        let _ = security::parse_cap_eff(&s);
+    }
+
+    #[test]
+    fn cpulists_round_trip(cpus in proptest::collection::btree_set(0u32..512, 0..40)) {
+        let text = cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        prop_assert_eq!(cpu::parse_cpulist(&text).unwrap(), cpus.into_iter().collect::<Vec<_>>());
+    }
+}
