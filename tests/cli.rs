@@ -284,3 +284,92 @@ fn doctor_json_parses_and_names_every_check() {
         }
     }
 }
+
+/// `record` with the real perf and `--allow-no-bpf`, around the given benchmark.
+fn record_real(dir: &Path, extra: &[&str]) -> Run {
+    let mut a = vec!["record", "--allow-no-bpf", "-F", "99"];
+    a.extend_from_slice(extra);
+    run(ebpf_prof(&a, dir))
+}
+
+#[test]
+fn record_bench_failures_are_reported_and_leave_no_half_file() {
+    if !need_root("record_bench_failures_are_reported_and_leave_no_half_file") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let before = sysctl("net.core.bpf_jit_kallsyms");
+    for bench in [&["--", "false"][..], &["--", "sh", "-c", "kill -9 $$"][..]] {
+        let r = record_real(d.path(), bench);
+        no_panic(&r);
+        assert_eq!(r.code(), Some(3), "{r:?}");
+        assert!(r.stderr().contains("the recording failed"), "{r:?}");
+        assert!(!d.path().join("perf.data").exists(), "no half-written perf.data: {r:?}");
+        assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), before);
+    }
+    // A benchmark printing garbage: the profile is fine, the samples are not latencies.
+    let r = record_real(d.path(), &["--", "echo", "hello"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("holds no latencies"), "{r:?}");
+    // Not executable.
+    std::fs::write(d.path().join("bench.sh"), "#!/bin/sh\necho 1\n").unwrap();
+    usage_error(&record_real(d.path(), &["--", "./bench.sh"]), "not found or not executable");
+}
+
+#[test]
+fn record_rotates_an_existing_perf_data_like_perf() {
+    if !need_root("record_rotates_an_existing_perf_data_like_perf") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(record_real(d.path(), &["--", "echo", "1"]).code(), Some(0));
+    let first = std::fs::read(d.path().join("perf.data.json")).unwrap();
+    let r = record_real(d.path(), &["--", "echo", "2"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("perf.data.old"), "{r:?}");
+    assert_eq!(std::fs::read(d.path().join("perf.data.old.json")).unwrap(), first);
+    assert_eq!(std::fs::read_to_string(d.path().join("perf.data.samples")).unwrap().trim(), "2");
+    assert_eq!(std::fs::read_to_string(d.path().join("perf.data.old.samples")).unwrap().trim(), "1");
+}
+
+#[test]
+fn record_bad_objects_and_perf() {
+    if !need_root("record_bad_objects_and_perf") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("notelf.o"), "hello").unwrap();
+    std::fs::write(d.path().join("noprogs.o"), ebpf_prof::bpf::SAMPLE_NO_PROGRAMS).unwrap();
+    std::fs::write(d.path().join("rejected.o"), ebpf_prof::bpf::SAMPLE_HOOK_REJECTED).unwrap();
+    usage_error(&record_real(d.path(), &["--load", "notelf.o"]), "not a BPF object");
+    usage_error(&record_real(d.path(), &["--load", "missing.o"]), "missing.o");
+    usage_error(&record_real(d.path(), &["--load", "noprogs.o"]), "no BPF programs");
+    let r = record_real(d.path(), &["--load", "rejected.o"]);
+    no_panic(&r);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("verifier"), "{r:?}");
+    usage_error(&record_real(d.path(), &["--perf", "/nonexistent/perf"]), "/nonexistent/perf");
+    assert!(!d.path().join("perf.data").exists());
+}
+
+#[test]
+fn flame_unreadable_input_for_an_ordinary_user() {
+    if !need_root("flame_unreadable_input_for_an_ordinary_user") {
+        return;
+    }
+    let d = open_tempdir();
+    let f = d.path().join("secret.data");
+    std::fs::write(&f, b"PERFILE2........").unwrap();
+    let mut c = std::process::Command::new("runuser");
+    let bin = d.path().join("ebpf-prof");
+    std::fs::copy(bin_path(), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    c.args(["-u", "nobody", "--"]).arg(&bin).args(["flame", "secret.data"]).current_dir(d.path());
+    usage_error(&run(c), "Permission denied");
+}
+
+fn bin_path() -> std::path::PathBuf {
+    bin()
+}

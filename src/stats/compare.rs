@@ -119,7 +119,11 @@ pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> 
 }
 
 /// Sort the rounds that have a partner with samples; note the rest.
-fn sorted_pairs(base: &[Vec<u64>], treat: &[Vec<u64>], names: &[String; 2]) -> (Vec<Pair>, Vec<String>) {
+fn sorted_pairs(
+    base: &[Vec<u64>],
+    treat: &[Vec<u64>],
+    names: &[String; 2],
+) -> (Vec<Pair>, Vec<String>) {
     let mut notes = Vec::new();
     if base.len() != treat.len() {
         notes.push(format!(
@@ -134,7 +138,10 @@ fn sorted_pairs(base: &[Vec<u64>], treat: &[Vec<u64>], names: &[String; 2]) -> (
     let mut pairs = Vec::new();
     for (i, (b, t)) in base.iter().zip(treat).enumerate() {
         if b.is_empty() || t.is_empty() {
-            notes.push(format!("Round {} is left out: one of its arms has no samples.", i + 1));
+            notes.push(format!(
+                "Round {} is left out: one of its arms has no samples.",
+                i + 1
+            ));
             continue;
         }
         pairs.push((sorted(b), sorted(t)));
@@ -177,7 +184,13 @@ fn quantile(sorted: &[u64], q: f64) -> f64 {
     sorted[nearest_rank(sorted.len(), q) - 1] as f64
 }
 
-fn quantile_diff(pairs: &[Pair], q: f64, mult: f64, resamples: usize, rng: &mut Rng) -> QuantileDiff {
+fn quantile_diff(
+    pairs: &[Pair],
+    q: f64,
+    mult: f64,
+    resamples: usize,
+    rng: &mut Rng,
+) -> QuantileDiff {
     let base: Vec<f64> = pairs.iter().map(|p| quantile(&p.0, q)).collect();
     let treat: Vec<f64> = pairs.iter().map(|p| quantile(&p.1, q)).collect();
     let pair_deltas: Vec<f64> = treat.iter().zip(&base).map(|(t, b)| t - b).collect();
@@ -251,7 +264,10 @@ mod tests {
             let body = 1000.0 + 150.0 * (-rng.uniform().ln()).powf(0.8);
             (body as u64 + d) / 10 * 10 + plus
         };
-        drift.iter().map(|&d| (0..20_000).map(|_| one(&mut rng, d)).collect()).collect()
+        drift
+            .iter()
+            .map(|&d| (0..20_000).map(|_| one(&mut rng, d)).collect())
+            .collect()
     }
 
     #[test]
@@ -260,7 +276,10 @@ mod tests {
         let base = rounds(1, &drift, 0);
         let same = base.clone();
         let other_draw = rounds(2, &drift, 0);
-        let plus100: Vec<Vec<u64>> = base.iter().map(|r| r.iter().map(|x| x + 100).collect()).collect();
+        let plus100: Vec<Vec<u64>> = base
+            .iter()
+            .map(|r| r.iter().map(|x| x + 100).collect())
+            .collect();
         // (what, treatment, expected delta or None, interval must hold 0, must hold expected)
         let cases: &[(&str, &[Vec<u64>], Option<f64>, bool)] = &[
             ("identical samples", &same, Some(0.0), true),
@@ -276,7 +295,12 @@ mod tests {
                     assert_eq!(d.delta, *w, "{what} p{}", d.q);
                     assert!(d.lo <= *w && *w <= d.hi, "{what} p{}: {d:?}", d.q);
                 }
-                assert_eq!(d.lo <= 0.0 && 0.0 <= d.hi, *holds_zero, "{what} p{}: {d:?}", d.q);
+                assert_eq!(
+                    d.lo <= 0.0 && 0.0 <= d.hi,
+                    *holds_zero,
+                    "{what} p{}: {d:?}",
+                    d.q
+                );
             }
         }
     }
@@ -287,7 +311,9 @@ mod tests {
         let steady = rounds(4, &[0, 0, 0, 0, 0], 0);
         let drifting = rounds(4, &[0, 40, 0, 40, 20], 0);
         let opts = CompareOptions::default();
-        let width = |t: &[Vec<u64>]| compare(&base, t, &opts).diffs[0].hi - compare(&base, t, &opts).diffs[0].lo;
+        let width = |t: &[Vec<u64>]| {
+            compare(&base, t, &opts).diffs[0].hi - compare(&base, t, &opts).diffs[0].lo
+        };
         assert!(width(&drifting) > 2.0 * width(&steady));
         assert!(compare(&base, &drifting, &opts).diffs[0].lo < 0.0);
     }

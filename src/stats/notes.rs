@@ -64,9 +64,9 @@ fn p50_max(round: &[u64]) -> Option<(u64, u64)> {
 
 /// Median and 1.4826 × MAD (a standard deviation for normal data, robust to one wild round).
 fn median_and_robust_sd(xs: &[f64]) -> (f64, f64) {
-    let median = median(xs.to_vec());
-    let mad = median(xs.iter().map(|x| (x - median).abs()).collect());
-    (median, 1.4826 * mad)
+    let mid = median(xs.to_vec());
+    let mad = median(xs.iter().map(|x| (x - mid).abs()).collect());
+    (mid, 1.4826 * mad)
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -94,7 +94,9 @@ pub(super) fn comparison_notes(c: &Comparison, pairs: &[(Vec<u64>, Vec<u64>)]) -
         );
     }
     notes.extend(trend_note(pairs));
-    let Some(p50) = c.diff(50.0) else { return notes };
+    let Some(p50) = c.diff(50.0) else {
+        return notes;
+    };
     if p50.lo <= 0.0 && 0.0 <= p50.hi && c.rank_test.p_value < 0.05 {
         notes.push(format!(
             "The rank test calls the arms different (p = {:.1e}) although the p50 interval \
@@ -114,7 +116,9 @@ fn trend_note(pairs: &[(Vec<u64>, Vec<u64>)]) -> Option<String> {
         return None;
     }
     let level = |p: &(Vec<u64>, Vec<u64>)| {
-        (percentile_sorted(&p.0, 50.0).unwrap_or(0) + percentile_sorted(&p.1, 50.0).unwrap_or(0)) as f64 / 2.0
+        (percentile_sorted(&p.0, 50.0).unwrap_or(0) + percentile_sorted(&p.1, 50.0).unwrap_or(0))
+            as f64
+            / 2.0
     };
     let levels: Vec<f64> = pairs.iter().map(level).collect();
     let steps: Vec<f64> = levels.windows(2).map(|w| w[1] - w[0]).collect();
@@ -148,10 +152,44 @@ mod tests {
         // (what, rounds as (p50, max), rounds expected to be flagged, 1-based)
         let cases: &[(&str, &[(u64, u64)], &[&str])] = &[
             ("steady", &[(1200, 9000); 5], &[]),
-            ("±20 ns drift is normal", &[(1200, 9000), (1220, 9000), (1180, 9000), (1210, 9000), (1190, 9000)], &[]),
-            ("one far round", &[(1200, 9000), (1210, 9000), (1700, 9000), (1190, 9000), (1200, 9000)], &["round 3: p50"]),
-            ("one far low round", &[(1200, 9000), (1210, 9000), (1200, 9000), (1190, 9000), (900, 9000)], &["round 5: p50"]),
-            ("a throttled round", &[(1200, 9000), (1200, 48_000_000), (1200, 9000)], &["round 2: longest sample 48.0 ms"]),
+            (
+                "±20 ns drift is normal",
+                &[
+                    (1200, 9000),
+                    (1220, 9000),
+                    (1180, 9000),
+                    (1210, 9000),
+                    (1190, 9000),
+                ],
+                &[],
+            ),
+            (
+                "one far round",
+                &[
+                    (1200, 9000),
+                    (1210, 9000),
+                    (1700, 9000),
+                    (1190, 9000),
+                    (1200, 9000),
+                ],
+                &["round 3: p50"],
+            ),
+            (
+                "one far low round",
+                &[
+                    (1200, 9000),
+                    (1210, 9000),
+                    (1200, 9000),
+                    (1190, 9000),
+                    (900, 9000),
+                ],
+                &["round 5: p50"],
+            ),
+            (
+                "a throttled round",
+                &[(1200, 9000), (1200, 48_000_000), (1200, 9000)],
+                &["round 2: longest sample 48.0 ms"],
+            ),
         ];
         for (what, spec, flagged) in cases {
             let rounds: Vec<Vec<u64>> = spec.iter().map(|&(p, m)| round(p, m)).collect();

@@ -47,7 +47,11 @@ pub fn mann_whitney_sorted(a: &[u64], b: &[u64]) -> RankTest {
     } else {
         0.0
     };
-    let z = if var > 0.0 { (u - mean) / var.sqrt() } else { 0.0 };
+    let z = if var > 0.0 {
+        (u - mean) / var.sqrt()
+    } else {
+        0.0
+    };
     RankTest {
         u,
         z,

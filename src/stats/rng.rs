@@ -95,9 +95,19 @@ mod tests {
             ("uniform", |r| r.uniform(), 0.5, 1.0 / 12.0),
             ("normal", |r| r.normal(), 0.0, 1.0),
             ("gamma(3)", |r| r.gamma(3.0), 3.0, 3.0),
-            ("beta(2,5)", |r| r.beta(2.0, 5.0), 2.0 / 7.0, 10.0 / (49.0 * 8.0)),
+            (
+                "beta(2,5)",
+                |r| r.beta(2.0, 5.0),
+                2.0 / 7.0,
+                10.0 / (49.0 * 8.0),
+            ),
             // The order statistic the bootstrap draws: Beta(k, n-k+1), k = 5000, n = 10000.
-            ("beta(5000,5001)", |r| r.beta(5000.0, 5001.0), 0.5, 0.25 / 10002.0),
+            (
+                "beta(5000,5001)",
+                |r| r.beta(5000.0, 5001.0),
+                0.5,
+                0.25 / 10002.0,
+            ),
         ];
         let mut rng = Rng::new(42);
         for (name, f, mean, var) in cases {

@@ -45,7 +45,10 @@ pub fn verdict(c: &Comparison, resolution_ns: f64) -> String {
         );
         (head, bound)
     } else {
-        let head = format!("{:+.0} ns at p50 [{:.0}, {:.0}], {:+.1}%", p50.delta, p50.lo, p50.hi, p50.pct);
+        let head = format!(
+            "{:+.0} ns at p50 [{:.0}, {:.0}], {:+.1}%",
+            p50.delta, p50.lo, p50.hi, p50.pct
+        );
         (head, p50.delta.abs().min(p50.lo.abs()))
     };
     for d in c.diffs.iter().filter(|d| d.q != 50.0 && d.lo.is_finite()) {
@@ -105,7 +108,14 @@ fn gate(
              quantiles); failing closed",
             q_label(q)
         );
-        return GateResult { limit, q, lower_bound: f64::NAN, limit_value: max, exceeded: true, message };
+        return GateResult {
+            limit,
+            q,
+            lower_bound: f64::NAN,
+            limit_value: max,
+            exceeded: true,
+            message,
+        };
     };
     let p = q_label(q);
     let sp = if unit == "%" { "" } else { " " };
@@ -116,9 +126,19 @@ fn gate(
     } else if est > max {
         format!("{p} within {limit}, not confidently over: the difference {span} is above the limit, but its interval reaches {} below it", fig(max - lo))
     } else {
-        format!("{p} within {limit}: the difference is {span}; its lower end is {} below the limit", fig(max - lo))
+        format!(
+            "{p} within {limit}: the difference is {span}; its lower end is {} below the limit",
+            fig(max - lo)
+        )
     };
-    GateResult { limit, q, lower_bound: lo, limit_value: max, exceeded: lo > max, message }
+    GateResult {
+        limit,
+        q,
+        lower_bound: lo,
+        limit_value: max,
+        exceeded: lo > max,
+        message,
+    }
 }
 
 #[cfg(test)]
@@ -145,14 +165,33 @@ mod tests {
     }
 
     fn comparison(diffs: Vec<QuantileDiff>) -> Comparison {
-        let rank_test = RankTest { u: 0.0, z: 0.0, p_value: 1.0, prob_greater: 0.5 };
-        Comparison { diffs, rank_test, notes: vec![], rounds: 5, n_base: 10, n_treat: 10, confidence: 0.95 }
+        let rank_test = RankTest {
+            u: 0.0,
+            z: 0.0,
+            p_value: 1.0,
+            prob_greater: 0.5,
+        };
+        Comparison {
+            diffs,
+            rank_test,
+            notes: vec![],
+            rounds: 5,
+            n_base: 10,
+            n_treat: 10,
+            confidence: 0.95,
+        }
     }
 
     #[test]
     fn verdict_table() {
-        let shifted = comparison(vec![diff(50.0, 212.0, 196.0, 228.0, 1452.0), diff(99.0, 410.0, 380.0, 440.0, 2040.0)]);
-        let null = comparison(vec![diff(50.0, 2.0, -8.0, 12.0, 1200.0), diff(99.0, -5.0, -40.0, 30.0, 2000.0)]);
+        let shifted = comparison(vec![
+            diff(50.0, 212.0, 196.0, 228.0, 1452.0),
+            diff(99.0, 410.0, 380.0, 440.0, 2040.0),
+        ]);
+        let null = comparison(vec![
+            diff(50.0, 2.0, -8.0, 12.0, 1200.0),
+            diff(99.0, -5.0, -40.0, 30.0, 2000.0),
+        ]);
         let tiny = comparison(vec![diff(50.0, 14.0, 6.0, 22.0, 1200.0)]);
         let cases = [
             (&shifted, 10.0, "+212 ns at p50 [196, 228], +14.6%; p99 +410 ns [380, 440], +20.1%"),
@@ -173,15 +212,34 @@ mod tests {
 
     #[test]
     fn gate_table() {
-        let c = comparison(vec![diff(50.0, 212.0, 196.0, 228.0, 1452.0), diff(99.0, 110.0, 90.0, 130.0, 2000.0)]);
+        let c = comparison(vec![
+            diff(50.0, 212.0, 196.0, 228.0, 1452.0),
+            diff(99.0, 110.0, 90.0, 130.0, 2000.0),
+        ]);
         // (gate, exceeded, message fragment)
         let cases = [
-            (gate_ns(&c, 50.0, 100.0), true, "p50 over --max-p50-ns 100 by 96.0 ns"),
+            (
+                gate_ns(&c, 50.0, 100.0),
+                true,
+                "p50 over --max-p50-ns 100 by 96.0 ns",
+            ),
             (gate_ns(&c, 50.0, 196.0), false, "not confidently over"),
-            (gate_ns(&c, 50.0, 300.0), false, "its lower end is 104.0 ns below the limit"),
+            (
+                gate_ns(&c, 50.0, 300.0),
+                false,
+                "its lower end is 104.0 ns below the limit",
+            ),
             (gate_ns(&c, 99.0, 100.0), false, "reaches 10.0 ns below it"),
-            (gate_ns(&c, 99.0, 80.0), true, "p99 over --max-p99-ns 80 by 10.0 ns"),
-            (gate_pct(&c, 50.0, 10.0), true, "p50 over --max-p50-pct 10 by 3.5%"),
+            (
+                gate_ns(&c, 99.0, 80.0),
+                true,
+                "p99 over --max-p99-ns 80 by 10.0 ns",
+            ),
+            (
+                gate_pct(&c, 50.0, 10.0),
+                true,
+                "p50 over --max-p50-pct 10 by 3.5%",
+            ),
             (gate_pct(&c, 99.0, 5.0), false, "reaches 0.5% below it"),
             (gate_ns(&c, 99.9, 100.0), true, "p99.9 was not measured"),
         ];

@@ -1,0 +1,327 @@
+//! Where each stack enters BPF, and the tallies `report` is built from.
+//!
+//! A stack's BPF part starts at its first BPF frame, or at an unresolved frame that sits right
+//! above BPF frames somewhere in the profile (JIT glue with no symbol: the reference's
+//! trampoline `0xffffffffc0288c18`). The frame above that start is the attach point. Then come
+//! the programs' code frames (glue, program, sub-functions, unresolved), then the kernel
+//! functions the code called (helpers and what they call).
+//!
+//! Grouping follows stack position: the first program frame is the entry, the program frames
+//! below it its sub-functions (BPF-to-BPF calls nest; a tail call replaces the caller's frame,
+//! so a tail-called program shows as an entry of its own). One correction: a sub-function seen
+//! more often below a program than directly under the attach point is kept with that program
+//! (a sample in its prologue, before it pushed its frame pointer, loses the caller's frame).
+
+use super::frames::{self, display, Kind};
+use super::kinds::{self, Category};
+use crate::folded::{bare, Stack};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// (parent, frame) pairs of unresolved frames found right above BPF frames.
+pub type GlueSet = HashSet<(String, String)>;
+
+/// The BPF part of one stack, as frame indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// First frame of the BPF part; the attach point is the one above.
+    pub start: usize,
+    /// The first program frame.
+    pub entry: Option<usize>,
+    /// One past the programs' code frames: kernel functions start here.
+    pub code_end: usize,
+}
+
+fn parent(frames: &[String], i: usize) -> &str {
+    i.checked_sub(1).map_or("", |p| bare(&frames[p]))
+}
+
+fn is_code(frame: &str) -> bool {
+    matches!(
+        frames::kind(frame),
+        Kind::Program | Kind::Glue | Kind::Unresolved
+    )
+}
+
+/// Unresolved frames that sit right above BPF frames (through other glue) in some stack.
+pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
+    let mut glue = GlueSet::new();
+    for s in stacks {
+        let f = &s.frames;
+        for i in 0..f.len() {
+            if frames::kind(&f[i]) != Kind::Unresolved {
+                continue;
+            }
+            let mut j = i;
+            while j < f.len() && matches!(frames::kind(&f[j]), Kind::Unresolved | Kind::Glue) {
+                j += 1;
+            }
+            if j < f.len() && frames::kind(&f[j]) == Kind::Program {
+                glue.insert((parent(f, i).to_string(), bare(&f[i]).to_string()));
+            }
+        }
+    }
+    glue
+}
+
+/// The BPF part of a stack, if it has one.
+pub fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
+    let start = (0..f.len()).find(|&i| match frames::kind(&f[i]) {
+        Kind::Program | Kind::Glue => true,
+        Kind::Unresolved => glue.contains(&(parent(f, i).to_string(), bare(&f[i]).to_string())),
+        _ => false,
+    })?;
+    let code_end = (start..f.len()).find(|&i| !is_code(&f[i])).unwrap_or(f.len());
+    let entry = (start..code_end).find(|&i| frames::kind(&f[i]) == Kind::Program);
+    Some(Segment {
+        start,
+        entry,
+        code_end,
+    })
+}
+
+/// Sub-functions seen more often below a program than as entries: name → that program.
+fn homes(stacks: &[Stack], glue: &GlueSet) -> HashMap<String, String> {
+    let mut as_entry: HashMap<String, u64> = HashMap::new();
+    let mut below: HashMap<String, HashMap<String, u64>> = HashMap::new();
+    for s in stacks {
+        let Some(Segment {
+            entry: Some(e),
+            code_end,
+            ..
+        }) = segment(&s.frames, glue)
+        else {
+            continue;
+        };
+        let prog = display(&s.frames[e]);
+        *as_entry.entry(prog.clone()).or_default() += s.count;
+        for f in &s.frames[e + 1..code_end] {
+            *below
+                .entry(display(f))
+                .or_default()
+                .entry(prog.clone())
+                .or_default() += s.count;
+        }
+    }
+    below
+        .into_iter()
+        .filter_map(|(name, progs)| {
+            let (prog, n) = progs.into_iter().max_by_key(|(p, n)| (*n, p.clone()))?;
+            (prog != name && n > as_entry.get(&name).copied().unwrap_or(0)).then_some((name, prog))
+        })
+        .collect()
+}
+
+/// An attach point's tallies.
+#[derive(Debug, Clone, Default)]
+pub struct AttachTally {
+    /// Samples inside BPF under it.
+    pub bpf: u64,
+    /// (parent, grandparent) names above it, with their weights.
+    pub lineage: HashMap<(String, String), u64>,
+    pub programs: BTreeSet<String>,
+    /// Glue frames between it and the programs.
+    pub via: BTreeSet<String>,
+}
+
+/// A function of a program.
+#[derive(Debug, Clone, Default)]
+pub struct FuncTally {
+    pub incl: u64,
+    pub own: u64,
+    /// Frames from the entry, when seen in place.
+    pub depth: Option<usize>,
+    pub callers: HashMap<String, u64>,
+    /// Samples where it showed right under the attach point although it belongs below.
+    pub unwound_short: u64,
+}
+
+/// A program (entry) and its functions.
+#[derive(Debug, Clone, Default)]
+pub struct ProgTally {
+    pub incl: u64,
+    pub own: u64,
+    pub tags: BTreeSet<String>,
+    pub attach: BTreeSet<String>,
+    pub functions: BTreeMap<String, FuncTally>,
+}
+
+/// A kernel function called (directly or not) from BPF code.
+#[derive(Debug, Clone, Default)]
+pub struct KfuncTally {
+    pub incl: u64,
+    pub own: u64,
+    pub callers: HashMap<String, u64>,
+}
+
+/// Where an unresolved frame sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Between the attach point and the programs: a trampoline or dispatcher without a symbol.
+    Glue,
+    /// Among a program's frames.
+    InProgram,
+    /// Right under a kernel function that runs BPF programs, with no named BPF below it:
+    /// probably a program perf could not name.
+    UnderRunner,
+    /// Anywhere else in kernel context.
+    Kernel,
+}
+
+/// Every count the report needs, in sample weights (periods, as folded).
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub total: u64,
+    /// Inclusive weight by bare name, once per stack (perf report's "children").
+    pub incl: HashMap<String, u64>,
+    pub bpf: u64,
+    pub programs: u64,
+    pub attach: BTreeMap<String, AttachTally>,
+    pub progs: BTreeMap<String, ProgTally>,
+    pub kfuncs: BTreeMap<String, KfuncTally>,
+    pub categories: BTreeMap<Category, u64>,
+    pub unresolved: BTreeMap<(String, String), (Role, u64)>,
+    /// Stacks with an unresolved frame right under a BPF runner.
+    pub under_runner: u64,
+}
+
+/// Tally all stacks.
+pub fn tally(stacks: &[Stack]) -> Tally {
+    let glue = glue_frames(stacks);
+    let homes = homes(stacks, &glue);
+    let mut t = Tally::default();
+    for s in stacks {
+        t.total += s.count;
+        let names: BTreeSet<&str> = s.frames.iter().map(|f| bare(f)).collect();
+        for n in names {
+            *t.incl.entry(n.to_string()).or_default() += s.count;
+        }
+        let seg = segment(&s.frames, &glue);
+        unresolved(&mut t, &s.frames, s.count, seg, &glue);
+        if let Some(seg) = seg {
+            in_bpf(&mut t, &s.frames, s.count, seg, &homes);
+        }
+    }
+    t
+}
+
+fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<String, String>) {
+    t.bpf += n;
+    let attach = seg
+        .start
+        .checked_sub(1)
+        .map_or_else(|| "(stack root)".to_string(), |i| display(&f[i]));
+    let a = t.attach.entry(attach.clone()).or_default();
+    a.bpf += n;
+    let lineage = (
+        seg.start.checked_sub(2).map_or_else(String::new, |i| display(&f[i])),
+        seg.start.checked_sub(3).map_or_else(String::new, |i| display(&f[i])),
+    );
+    *a.lineage.entry(lineage).or_default() += n;
+    let code_stop = seg.entry.unwrap_or(seg.code_end);
+    a.via.extend(f[seg.start..code_stop].iter().map(|g| display(g)));
+    if let Some(e) = seg.entry {
+        t.programs += n;
+        let name = display(&f[e]);
+        let home = homes.get(&name).cloned().unwrap_or_else(|| name.clone());
+        a.programs.insert(home.clone());
+        program(t, f, n, seg, e, &home, &attach);
+    }
+    kernel_functions(t, f, n, seg.code_end);
+    let below = f[seg.code_end..].iter().map(|x| bare(x));
+    *t.categories
+        .entry(kinds::of_sample(below, seg.entry.is_some()))
+        .or_default() += n;
+}
+
+fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &str, at: &str) {
+    let p = t.progs.entry(home.to_string()).or_default();
+    p.incl += n;
+    p.attach.insert(at.to_string());
+    p.tags.extend(frames::tag(&f[e]));
+    let leaf_in_code = seg.code_end == f.len();
+    if leaf_in_code {
+        p.own += n;
+    }
+    let rehomed = display(&f[e]) != home;
+    let mut seen = BTreeSet::new();
+    for i in e..seg.code_end {
+        let name = display(&f[i]);
+        let fun = p.functions.entry(name.clone()).or_default();
+        if seen.insert(name) {
+            fun.incl += n;
+        }
+        if leaf_in_code && i + 1 == f.len() {
+            fun.own += n;
+        }
+        if rehomed {
+            fun.unwound_short += u64::from(i == e) * n;
+            continue;
+        }
+        let depth = i - e;
+        fun.depth = Some(fun.depth.map_or(depth, |d| d.min(depth)));
+        if i > e {
+            *fun.callers.entry(display(&f[i - 1])).or_default() += n;
+        }
+    }
+}
+
+fn kernel_functions(t: &mut Tally, f: &[String], n: u64, from: usize) {
+    let mut seen = BTreeSet::new();
+    for i in from..f.len() {
+        if frames::kind(&f[i]) != Kind::Kernel {
+            continue;
+        }
+        let name = display(&f[i]);
+        let k = t.kfuncs.entry(name.clone()).or_default();
+        if seen.insert(name) {
+            k.incl += n;
+            *k.callers.entry(display(&f[i - 1])).or_default() += n;
+        }
+        if i + 1 == f.len() {
+            k.own += n;
+        }
+    }
+}
+
+fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &GlueSet) {
+    let Some(kernel_from) = f
+        .iter()
+        .position(|x| !matches!(frames::kind(x), Kind::Other | Kind::Unresolved))
+    else {
+        return;
+    };
+    let mut seen = BTreeSet::new();
+    let mut runner = false;
+    for i in kernel_from..f.len() {
+        if frames::kind(&f[i]) != Kind::Unresolved {
+            continue;
+        }
+        let key = (bare(&f[i]).to_string(), display_parent(f, i));
+        let role = role_of(f, i, seg, glue);
+        runner |= role == Role::UnderRunner;
+        if seen.insert(key.clone()) {
+            t.unresolved.entry(key).or_insert((role, 0)).1 += n;
+        }
+    }
+    t.under_runner += u64::from(runner) * n;
+}
+
+fn display_parent(f: &[String], i: usize) -> String {
+    i.checked_sub(1).map_or_else(String::new, |p| display(&f[p]))
+}
+
+fn role_of(f: &[String], i: usize, seg: Option<Segment>, glue: &GlueSet) -> Role {
+    let key = (parent(f, i).to_string(), bare(&f[i]).to_string());
+    match seg {
+        Some(s) if i >= s.start && i < s.code_end => {
+            if glue.contains(&key) && s.entry.is_none_or(|e| i < e) {
+                Role::Glue
+            } else {
+                Role::InProgram
+            }
+        }
+        _ if frames::is_runner(parent(f, i)) => Role::UnderRunner,
+        _ => Role::Kernel,
+    }
+}
