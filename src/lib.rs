@@ -7,6 +7,7 @@ pub mod bpf;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod failpoint;
 pub mod flame;
 pub mod folded;
 pub mod host;

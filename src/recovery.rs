@@ -32,8 +32,12 @@ fn start_time(host: &Host, pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Write (replace) this process's state file atomically.
+/// Write (replace) this process's state file atomically; an empty list removes it.
 pub fn save(host: &Host, sysctls: &[Saved]) -> Result<()> {
+    if sysctls.is_empty() {
+        clear(host);
+        return Ok(());
+    }
     let pid = std::process::id();
     let dir = host.path(STATE_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;

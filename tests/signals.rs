@@ -153,3 +153,23 @@ fn sigkill_is_recovered_by_the_next_start() {
     assert!(!Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists());
     assert!(perf_can_read(d.path()), "perf finished its file after SIGTERM from PDEATHSIG");
 }
+
+#[test]
+fn panic_midway_unwinds_through_every_guard() {
+    if !need_root("panic_midway_unwinds_through_every_guard") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let mut c = ebpf_prof(&["record", "--load", "hook.bpf.o", "-n", "1000"], d.path());
+    c.env("EBPF_PROF_FAILPOINT", "record:after-load");
+    let r = run(c);
+    assert_eq!(r.code(), Some(101), "a panic: {r:?}");
+    assert!(r.stderr().contains("failpoint record:after-load"), "{r:?}");
+    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0", "restored while unwinding");
+    assert!(!hook_loaded(), "detached while unwinding");
+    let pid_files = std::fs::read_dir("/run/ebpf-prof").map(|d| d.count()).unwrap_or(0);
+    assert_eq!(pid_files, 0, "state file removed after restoring");
+}

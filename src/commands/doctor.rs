@@ -273,6 +273,34 @@ fn stale_state(host: &Host) -> Check {
     }
 }
 
+/// Run doctor and print; Err(check) when record cannot run.
+pub fn run(opts: &DoctorOptions) -> Result<()> {
+    let v = checks(&Host::live(), opts)?;
+    let blocked = v.iter().filter(|c| c.status == Status::Fail).count();
+    if opts.json {
+        let doc = serde_json::json!({ "can_record": blocked == 0, "checks": v });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for c in &v {
+            let tag = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+            };
+            println!("{tag} {:<26} {}", c.name, c.detail);
+            if let Some(f) = &c.fix {
+                println!("     {:<26} fix: {f}", "");
+            }
+        }
+    }
+    if blocked > 0 {
+        return Err(check(format!(
+            "{blocked} blocker(s): record cannot run until they are fixed"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,32 +391,4 @@ mod tests {
         let (_d, h) = tree(&[]);
         assert_eq!(cpu_check(&h).status, Status::Fail);
     }
-}
-
-/// Run doctor and print; Err(check) when record cannot run.
-pub fn run(opts: &DoctorOptions) -> Result<()> {
-    let v = checks(&Host::live(), opts)?;
-    let blocked = v.iter().filter(|c| c.status == Status::Fail).count();
-    if opts.json {
-        let doc = serde_json::json!({ "can_record": blocked == 0, "checks": v });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        for c in &v {
-            let tag = match c.status {
-                Status::Ok => "ok  ",
-                Status::Warn => "warn",
-                Status::Fail => "FAIL",
-            };
-            println!("{tag} {:<26} {}", c.name, c.detail);
-            if let Some(f) = &c.fix {
-                println!("     {:<26} fix: {f}", "");
-            }
-        }
-    }
-    if blocked > 0 {
-        return Err(check(format!(
-            "{blocked} blocker(s): record cannot run until they are fixed"
-        )));
-    }
-    Ok(())
 }

@@ -99,6 +99,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
         }
         ints.check()?;
         let attached = load(&opts.load)?;
+        crate::failpoint::hit("record:after-load");
         ints.check()?;
         let programs = matching_programs(
             &host,
@@ -126,7 +127,6 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
         Ok::<_, anyhow::Error>(rec)
     })();
     let restored = guard.restore();
-    recovery::clear(&host);
     let rec = result?;
     restored.context("could not restore the JIT sysctls")?;
     if rec.interrupted {

@@ -67,7 +67,8 @@ impl SysctlGuard {
     }
 
     /// Call `f` with the full list of pending restorations before every change, so it can be
-    /// written somewhere that survives SIGKILL.
+    /// written somewhere that survives SIGKILL, and after restoring with what is still pending
+    /// (empty when everything went back).
     pub fn with_journal(mut self, f: impl Fn(&[Saved]) -> Result<()> + 'static) -> SysctlGuard {
         self.on_change = Some(Box::new(f));
         self
@@ -99,13 +100,22 @@ impl SysctlGuard {
         &self.saved
     }
 
-    /// Restore every changed sysctl, newest first. Idempotent.
+    /// Restore every changed sysctl, newest first, then tell the journal (an empty list) when
+    /// all went back. Idempotent.
     pub fn restore(&mut self) -> Result<()> {
+        if self.saved.is_empty() {
+            return Ok(());
+        }
+        let mut failed = Vec::new();
         let mut first_err = None;
         while let Some(s) = self.saved.pop() {
             if let Err(e) = write(&self.host, &s.name, &s.before) {
                 first_err.get_or_insert(e);
+                failed.push(s);
             }
+        }
+        if let Some(journal) = &self.on_change {
+            journal(&failed)?;
         }
         first_err.map_or(Ok(()), Err)
     }

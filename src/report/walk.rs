@@ -183,6 +183,8 @@ pub struct Tally {
     pub unresolved: BTreeMap<(String, String), (Role, u64)>,
     /// Stacks with an unresolved frame right under a BPF runner.
     pub under_runner: u64,
+    /// Stacks without a single named kernel or BPF frame (kernel names hidden).
+    pub no_kernel: u64,
 }
 
 /// Tally all stacks.
@@ -235,15 +237,17 @@ fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<Str
 }
 
 fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &str, at: &str) {
+    let rehomed = display(&f[e]) != home;
     let p = t.progs.entry(home.to_string()).or_default();
     p.incl += n;
     p.attach.insert(at.to_string());
-    p.tags.extend(frames::tag(&f[e]));
+    if !rehomed {
+        p.tags.extend(frames::tag(&f[e]));
+    }
     let leaf_in_code = seg.code_end == f.len();
     if leaf_in_code {
         p.own += n;
     }
-    let rehomed = display(&f[e]) != home;
     let mut seen = BTreeSet::new();
     for i in e..seg.code_end {
         let name = display(&f[i]);
@@ -289,6 +293,7 @@ fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &
         .iter()
         .position(|x| !matches!(frames::kind(x), Kind::Other | Kind::Unresolved))
     else {
+        t.no_kernel += n;
         return;
     };
     let mut seen = BTreeSet::new();

@@ -1,0 +1,335 @@
+//! From tallies to the [`Report`]: percentages, ordering, ids from the run record, hints and
+//! warnings.
+
+use super::kinds::{self, Category};
+use super::resolve::{self, Resolver};
+use super::walk::{self, Tally};
+use super::*;
+use crate::folded::Folded;
+use std::collections::{BTreeSet, HashMap};
+
+/// Median folded count below which counts are taken for sample counts: a period-weighted stack
+/// weighs at least one period (thousands of ns or cycles), a stack of counted samples a few.
+const SAMPLE_COUNT_MEDIAN: u64 = 1000;
+
+pub(super) fn build(input: &Input<'_>) -> Report {
+    let (folded, outcomes) = match input.kallsyms {
+        Some(syms) => resolve::resolve(input.folded, &Resolver::new(syms)),
+        None => (input.folded.clone(), Vec::new()),
+    };
+    let t = walk::tally(&folded.stacks);
+    let (samples, samples_source) = samples(&folded, input.record);
+    let bpf = bpf_share(&t, samples, samples_source);
+    let breakdown = breakdown(&t);
+    let kernel_functions = kernel_functions(&t, input.top);
+    let programs = programs(&t, input.record);
+    let enough = bpf.samples.is_none_or(|n| n >= MIN_BPF_SAMPLES);
+    let hints = if enough {
+        hints(&breakdown, &kernel_functions, &programs)
+    } else {
+        Vec::new()
+    };
+    let nearest: HashMap<&str, &str> = outcomes
+        .iter()
+        .filter_map(|o| Some((o.frame.as_str(), o.nearest.as_deref()?)))
+        .collect();
+    let mut r = Report {
+        input: input.name.clone(),
+        event: input.record.map(|r| r.event_sampled.clone()),
+        count_unit: count_unit(input.record, samples_source),
+        total_weight: t.total,
+        samples,
+        samples_source,
+        attach_points: attach_points(&t),
+        not_sampled: not_sampled(&t, input.record),
+        programs,
+        kernel_functions,
+        breakdown,
+        hints,
+        resolved: outcomes.iter().filter(|o| o.symbol.is_some()).cloned().collect(),
+        unresolved: unresolved(&t, input.top, &nearest),
+        warnings: Vec::new(),
+        bpf,
+    };
+    r.warnings = warnings(&r, &t, input);
+    r
+}
+
+fn count_unit(record: Option<&RunRecord>, source: SamplesSource) -> String {
+    match (record, source) {
+        (Some(r), _) => r.count_unit().to_string(),
+        (None, SamplesSource::FoldedCounts) => "samples".into(),
+        (None, _) => "unknown".into(),
+    }
+}
+
+fn samples(folded: &Folded, record: Option<&RunRecord>) -> (Option<u64>, SamplesSource) {
+    if let Some(n) = record.and_then(|r| r.perf_samples) {
+        return (Some(n), SamplesSource::PerfRecord);
+    }
+    let mut counts: Vec<u64> = folded.stacks.iter().map(|s| s.count).collect();
+    counts.sort_unstable();
+    match counts.get(counts.len() / 2) {
+        Some(&m) if record.is_none() && m < SAMPLE_COUNT_MEDIAN => {
+            (Some(folded.total()), SamplesSource::FoldedCounts)
+        }
+        _ => (None, SamplesSource::Unknown),
+    }
+}
+
+fn bpf_share(t: &Tally, samples: Option<u64>, source: SamplesSource) -> BpfShare {
+    let in_bpf = match source {
+        SamplesSource::FoldedCounts => Some(t.bpf),
+        _ => samples.map(|n| (n as f64 * t.bpf as f64 / t.total.max(1) as f64).round() as u64),
+    };
+    BpfShare {
+        percent: pct(t.bpf, t.total),
+        programs_percent: pct(t.programs, t.total),
+        glue_percent: pct(t.bpf - t.programs, t.total),
+        unresolved_under_runners_percent: pct(t.under_runner, t.total),
+        samples: in_bpf,
+        min_samples: MIN_BPF_SAMPLES,
+    }
+}
+
+fn heaviest(map: &HashMap<String, u64>) -> Option<(&String, u64)> {
+    map.iter()
+        .map(|(k, v)| (k, *v))
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+}
+
+fn ancestor(t: &Tally, name: &str, attach_incl: u64) -> Option<Ancestor> {
+    if name.is_empty() {
+        return None;
+    }
+    let incl = t.incl.get(name).copied().unwrap_or(0);
+    Some(Ancestor {
+        name: name.to_string(),
+        percent: pct(incl, t.total),
+        hook_share: pct(attach_incl, incl),
+    })
+}
+
+fn attach_points(t: &Tally) -> Vec<AttachPoint> {
+    let mut out: Vec<AttachPoint> = t
+        .attach
+        .iter()
+        .map(|(name, a)| {
+            let incl = t.incl.get(name).copied().unwrap_or(a.bpf);
+            let lineage: HashMap<String, u64> = a
+                .lineage
+                .iter()
+                .map(|((p, g), n)| (format!("{p}\n{g}"), *n))
+                .collect();
+            let (p, g) = heaviest(&lineage)
+                .and_then(|(k, _)| k.split_once('\n'))
+                .unwrap_or(("", ""));
+            AttachPoint {
+                name: name.clone(),
+                percent: pct(incl, t.total),
+                bpf_percent: pct(a.bpf, t.total),
+                bpf_share_of_it: pct(a.bpf, incl),
+                parent: ancestor(t, p, incl),
+                grandparent: ancestor(t, g, incl),
+                programs: a.programs.iter().cloned().collect(),
+                via: a.via.iter().cloned().collect(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));
+    out
+}
+
+fn programs(t: &Tally, record: Option<&RunRecord>) -> Vec<Program> {
+    let mut out: Vec<Program> = t
+        .progs
+        .iter()
+        .map(|(name, p)| {
+            let seen = record
+                .into_iter()
+                .flat_map(|r| &r.bpf_programs)
+                .find(|s| &s.name == name);
+            let mut tags = p.tags.clone();
+            tags.extend(seen.map(|s| s.tag.clone()));
+            Program {
+                name: name.clone(),
+                id: seen.and_then(|s| s.id),
+                tags: tags.into_iter().collect(),
+                percent: pct(p.incl, t.total),
+                self_percent: pct(p.own, t.total),
+                attach_points: p.attach.iter().cloned().collect(),
+                functions: functions(t, name, p),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.percent.total_cmp(&a.percent));
+    out
+}
+
+fn functions(t: &Tally, prog: &str, p: &walk::ProgTally) -> Vec<Function> {
+    let mut out: Vec<Function> = p
+        .functions
+        .iter()
+        .map(|(name, f)| Function {
+            name: name.clone(),
+            depth: if name == prog { Some(0) } else { f.depth },
+            called_from: heaviest(&f.callers).map(|(c, _)| c.clone()),
+            percent: pct(f.incl, t.total),
+            self_percent: pct(f.own, t.total),
+            unwound_short_percent: pct(f.unwound_short, t.total),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (a.depth.unwrap_or(usize::MAX), a.name != prog)
+            .cmp(&(b.depth.unwrap_or(usize::MAX), b.name != prog))
+            .then_with(|| b.percent.total_cmp(&a.percent))
+    });
+    out
+}
+
+fn not_sampled(t: &Tally, record: Option<&RunRecord>) -> Vec<NotSampled> {
+    let seen: BTreeSet<&str> = t
+        .progs
+        .values()
+        .flat_map(|p| p.functions.keys())
+        .map(String::as_str)
+        .collect();
+    record
+        .into_iter()
+        .flat_map(|r| &r.bpf_programs)
+        .filter(|p| !seen.contains(p.name.as_str()))
+        .map(|p| NotSampled {
+            name: p.name.clone(),
+            id: p.id,
+        })
+        .collect()
+}
+
+fn kernel_functions(t: &Tally, top: usize) -> Vec<KernelFunction> {
+    let mut all: Vec<(&String, &walk::KfuncTally)> = t.kfuncs.iter().collect();
+    all.sort_by(|a, b| b.1.incl.cmp(&a.1.incl).then_with(|| a.0.cmp(b.0)));
+    all.into_iter()
+        .take(top)
+        .map(|(name, k)| {
+            let mut callers: Vec<Caller> = k
+                .callers
+                .iter()
+                .map(|(c, n)| Caller {
+                    name: c.clone(),
+                    percent: pct(*n, t.total),
+                })
+                .collect();
+            callers.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.name.cmp(&b.name)));
+            callers.truncate(3);
+            KernelFunction {
+                name: name.clone(),
+                percent: pct(k.incl, t.total),
+                self_percent: pct(k.own, t.total),
+                category: kinds::of_function(name),
+                called_from: callers,
+            }
+        })
+        .collect()
+}
+
+fn breakdown(t: &Tally) -> Vec<CategoryShare> {
+    let mut out: Vec<CategoryShare> = t
+        .categories
+        .iter()
+        .map(|(c, n)| CategoryShare {
+            category: *c,
+            percent: pct(*n, t.total),
+            share_of_bpf: pct(*n, t.bpf),
+        })
+        .collect();
+    out.sort_by(|a, b| b.share_of_bpf.total_cmp(&a.share_of_bpf));
+    out
+}
+
+fn hints(cats: &[CategoryShare], kfuncs: &[KernelFunction], progs: &[Program]) -> Vec<Hint> {
+    cats.iter()
+        .filter_map(|c| {
+            let who = match c.category {
+                Category::OwnCode => progs
+                    .iter()
+                    .flat_map(|p| &p.functions)
+                    .max_by(|a, b| a.self_percent.total_cmp(&b.self_percent))
+                    .map(|f| f.name.as_str()),
+                cat => kfuncs
+                    .iter()
+                    .find(|k| k.category == Some(cat))
+                    .map(|k| k.name.as_str()),
+            };
+            kinds::hint(c.category, c.share_of_bpf, who)
+        })
+        .collect()
+}
+
+fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unresolved> {
+    let mut out: Vec<Unresolved> = t
+        .unresolved
+        .iter()
+        .map(|((frame, parent), (role, n))| Unresolved {
+            frame: frame.clone(),
+            role: *role,
+            parent: parent.clone(),
+            percent: pct(*n, t.total),
+            nearest: nearest.get(frame.as_str()).map(|s| s.to_string()),
+        })
+        .collect();
+    out.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.frame.cmp(&b.frame)));
+    out.truncate(top);
+    out
+}
+
+fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
+    let mut w = Vec::new();
+    if input.folded.skipped > 0 {
+        w.push(format!(
+            "{} malformed folded lines were skipped",
+            input.folded.skipped
+        ));
+    }
+    if t.no_kernel * 2 > t.total {
+        w.push(format!("{:.0}% of the samples have no named kernel frame: kernel names were hidden from perf (kernel.kptr_restrict) and no kallsyms snapshot named them; give the run's snapshot with --kallsyms", pct(t.no_kernel, t.total)));
+    }
+    if t.bpf == 0 {
+        w.push(no_bpf(r));
+    } else if let Some(n) = r.bpf.samples.filter(|&n| n < MIN_BPF_SAMPLES) {
+        w.push(too_few(n, input.record));
+    }
+    if r.samples_source == SamplesSource::Unknown {
+        w.push("the sample count is unknown (no perf.data.json beside the input, and the counts are periods): cannot tell whether enough samples fell inside BPF".into());
+    }
+    w
+}
+
+fn no_bpf(r: &Report) -> String {
+    let mut s = "no sampled stack passes through a BPF program: was the hook attached while recording, with net.core.bpf_jit_kallsyms=1? (`ebpf-prof record --load HOOK.bpf.o` does both)".to_string();
+    if r.bpf.unresolved_under_runners_percent > 0.0 {
+        s.push_str(&format!("; {:.1}% of the samples sit in unresolved frames right under a function that runs BPF programs: probably programs perf could not name (record as root, or give the run's kallsyms snapshot to a folded file with addresses)", r.bpf.unresolved_under_runners_percent));
+    }
+    s
+}
+
+fn too_few(n: u64, record: Option<&RunRecord>) -> String {
+    let factor = (MIN_BPF_SAMPLES as f64 / n.max(1) as f64).ceil() as u64;
+    let margin = 98.0 / (n.max(1) as f64).sqrt();
+    let more = match record.and_then(bench_iterations) {
+        Some(iters) => format!("record about {factor}× as many iterations (-n {})", iters * factor),
+        None => format!("record about {factor}× as long"),
+    };
+    format!("only about {n} samples fall inside BPF (fewer than {MIN_BPF_SAMPLES}): the shares below are rough (up to ±{margin:.0} points) and no hint is given; {more}, or sample faster (a higher -F)")
+}
+
+/// The iteration count of `ebpf-prof bench -n N`, when that was the benchmark.
+fn bench_iterations(r: &RunRecord) -> Option<u64> {
+    if r.command.get(1).map(String::as_str) != Some("bench") {
+        return None;
+    }
+    let i = r
+        .command
+        .iter()
+        .position(|a| a == "-n" || a == "--iterations")?;
+    r.command.get(i + 1)?.parse().ok()
+}

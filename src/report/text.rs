@@ -1,0 +1,232 @@
+//! The report as text for a person: the same content as the JSON, in the order one reads a
+//! profile — how much is BPF, where it hooks in, which programs, what they call, what to do.
+
+use super::*;
+use std::fmt::Write;
+
+/// Render the whole report.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    header(&mut s, r);
+    attach_points(&mut s, r);
+    programs(&mut s, r);
+    kernel_functions(&mut s, r);
+    breakdown(&mut s, r);
+    unresolved(&mut s, r);
+    list(&mut s, "warnings", r.warnings.iter().map(String::as_str));
+    s
+}
+
+fn header(s: &mut String, r: &Report) {
+    let what = match (r.samples, &r.event) {
+        (Some(n), Some(ev)) => format!("{n} samples of {ev}, weighted by period ({})", r.count_unit),
+        (Some(n), None) => format!("{n} samples"),
+        (None, Some(ev)) => format!("{ev}, sample count unknown"),
+        (None, None) => "sample count unknown".to_string(),
+    };
+    let _ = writeln!(s, "{}: {what}", r.input);
+    let b = &r.bpf;
+    let n = b
+        .samples
+        .map_or_else(String::new, |n| format!(" (about {n} samples)"));
+    let _ = writeln!(
+        s,
+        "{:.1}% of the samples are inside BPF programs{n}",
+        b.percent
+    );
+    if b.glue_percent > 0.0 {
+        let _ = writeln!(
+            s,
+            "  {:.1}% in named programs, {:.1}% in glue above them (trampolines, dispatchers, unresolved frames)",
+            b.programs_percent, b.glue_percent
+        );
+    }
+    if b.unresolved_under_runners_percent > 0.0 {
+        let _ = writeln!(
+            s,
+            "  {:.1}% more in unresolved frames right under a function that runs BPF programs: probably programs perf could not name",
+            b.unresolved_under_runners_percent
+        );
+    }
+}
+
+fn attach_points(s: &mut String, r: &Report) {
+    if r.attach_points.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\nattach points (the nearest non-BPF frame above the programs)");
+    for a in &r.attach_points {
+        let via = if a.via.is_empty() {
+            String::new()
+        } else {
+            format!(", entered via {}", a.via.join(", "))
+        };
+        let _ = writeln!(
+            s,
+            "  {}: {:.1}% of all samples, {:.1}% of it inside BPF{via}",
+            a.name, a.percent, a.bpf_share_of_it
+        );
+        for (rel, anc) in [("parent", &a.parent), ("grandparent", &a.grandparent)] {
+            if let Some(p) = anc {
+                let _ = writeln!(
+                    s,
+                    "    {rel} {} ({:.1}% of all samples): {} holds {:.1}% of it",
+                    p.name, p.percent, a.name, p.hook_share
+                );
+            }
+        }
+        if a.programs.len() > 1 {
+            let _ = writeln!(s, "    {} programs entered here: each is attached here, or a tail-call target (a tail call replaces its caller's frame, so the target shows in the caller's place)", a.programs.len());
+        }
+    }
+}
+
+fn programs(s: &mut String, r: &Report) {
+    if r.programs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nprograms (% of all samples; self = in the JIT-ed code, not in helpers)"
+    );
+    let _ = writeln!(s, "  {:>7} {:>7}  name", "incl", "self");
+    for p in &r.programs {
+        let id = p.id.map_or_else(String::new, |i| format!(" (id {i})"));
+        let _ = writeln!(
+            s,
+            "  {:>6.1}% {:>6.1}%  {}{id}, entered from {}",
+            p.percent,
+            p.self_percent,
+            p.name,
+            p.attach_points.join(", ")
+        );
+        for f in p.functions.iter().filter(|f| f.name != p.name) {
+            function_line(s, f);
+        }
+    }
+    if !r.not_sampled.is_empty() {
+        let names: Vec<String> = r
+            .not_sampled
+            .iter()
+            .map(|p| match p.id {
+                Some(i) => format!("{} (id {i})", p.name),
+                None => p.name.clone(),
+            })
+            .collect();
+        let _ = writeln!(s, "  in the run record but on no sampled stack: {} (too short to be sampled, or a program that tail-calls at once: its target then stands in its place)", names.join(", "));
+    }
+}
+
+fn function_line(s: &mut String, f: &Function) {
+    let indent = "  ".repeat(f.depth.unwrap_or(1).max(1));
+    let from = f
+        .called_from
+        .as_deref()
+        .map_or_else(String::new, |c| format!(", below {c}"));
+    let short = if f.unwound_short_percent > 0.0 {
+        format!(
+            "; {:.1}% seen right under the attach point (sampled in its prologue, caller lost)",
+            f.unwound_short_percent
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "  {:>6.1}% {:>6.1}%  {indent}{} (sub-function by stack position{from}){short}",
+        f.percent, f.self_percent, f.name
+    );
+}
+
+fn kernel_functions(s: &mut String, r: &Report) {
+    if r.kernel_functions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nkernel functions the programs spend time in (% of all samples, under BPF code only)"
+    );
+    let _ = writeln!(s, "  {:>7} {:>7}  name", "incl", "self");
+    for k in &r.kernel_functions {
+        let cat = k
+            .category
+            .map_or_else(String::new, |c| format!(" [{}]", c.label()));
+        let callers: Vec<String> = k
+            .called_from
+            .iter()
+            .map(|c| format!("{} {:.1}%", c.name, c.percent))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:>6.1}% {:>6.1}%  {}{cat}, from {}",
+            k.percent,
+            k.self_percent,
+            k.name,
+            callers.join(", ")
+        );
+    }
+}
+
+fn breakdown(s: &mut String, r: &Report) {
+    if r.breakdown.is_empty() {
+        return;
+    }
+    let parts: Vec<String> = r
+        .breakdown
+        .iter()
+        .map(|c| format!("{} {:.1}%", c.category.label(), c.share_of_bpf))
+        .collect();
+    let _ = writeln!(s, "\nwhere the time inside BPF goes: {}", parts.join(", "));
+    if r.hints.is_empty() {
+        let _ = writeln!(
+            s,
+            "  no pattern takes {HINT_SHARE:.0}% or more of it: no hint"
+        );
+    }
+    for h in &r.hints {
+        let _ = writeln!(s, "  hint: {}", h.text);
+    }
+}
+
+fn unresolved(s: &mut String, r: &Report) {
+    if r.resolved.is_empty() && r.unresolved.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\nunresolved frames");
+    for o in &r.resolved {
+        let _ = writeln!(
+            s,
+            "  {} named {} from the kallsyms snapshot",
+            o.frame,
+            o.symbol.as_deref().unwrap_or("?")
+        );
+    }
+    for u in &r.unresolved {
+        let what = match u.role {
+            Role::Glue => "above the programs: JIT glue (a trampoline or dispatcher) with no symbol",
+            Role::InProgram => "among a program's frames",
+            Role::UnderRunner => "probably a BPF program perf could not name",
+            Role::Kernel => "kernel code perf could not name",
+        };
+        let near = u
+            .nearest
+            .as_deref()
+            .map_or_else(String::new, |n| format!(" (nearest symbol below: {n}, its end unknown)"));
+        let _ = writeln!(
+            s,
+            "  {:>6.1}%  {} under {}: {what}{near}",
+            u.percent, u.frame, u.parent
+        );
+    }
+}
+
+fn list<'a>(s: &mut String, title: &str, items: impl Iterator<Item = &'a str>) {
+    let mut items = items.peekable();
+    if items.peek().is_none() {
+        return;
+    }
+    let _ = writeln!(s, "\n{title}");
+    for i in items {
+        let _ = writeln!(s, "  - {i}");
+    }
+}
