@@ -17,7 +17,7 @@ use ebpf_prof::stats::rng::Rng;
 use ebpf_prof::stats::{compare, CompareOptions, Comparison};
 use std::time::Instant;
 
-/// How the machine drifts between rounds.
+/// How the machine drifts between rounds, and in which order the rounds run.
 #[derive(Clone, Copy)]
 struct Drift {
     name: &'static str,
@@ -32,46 +32,42 @@ struct Drift {
     trend: f64,
     /// Stationary sd of an AR(1) relative scale of the excess (same rho).
     scale_sd: f64,
+    /// Alternate the order within pairs (base-treat, treat-base, …) instead of base first.
+    abba: bool,
 }
 
-const DRIFTS: [Drift; 4] = [
-    Drift {
-        name: "none",
-        run_offset: 5.0,
-        ar_sd: 0.0,
-        rho: 0.0,
-        iid: 0.0,
-        trend: 0.0,
-        scale_sd: 0.0,
-    },
-    Drift {
-        name: "slow AR(1) 10ns",
-        run_offset: 20.0,
-        ar_sd: 10.0,
-        rho: 0.8,
-        iid: 0.0,
-        trend: 0.0,
-        scale_sd: 0.02,
-    },
-    Drift {
-        name: "independent ±20ns",
-        run_offset: 0.0,
-        ar_sd: 0.0,
-        rho: 0.0,
-        iid: 20.0,
-        trend: 0.0,
-        scale_sd: 0.02,
-    },
-    Drift {
-        name: "trend 2ns/round+AR",
-        run_offset: 20.0,
-        ar_sd: 5.0,
-        rho: 0.8,
-        iid: 0.0,
-        trend: 2.0,
-        scale_sd: 0.02,
-    },
+#[rustfmt::skip]
+const DRIFTS: [Drift; 5] = [
+    //     name                   offset  ar_sd  rho  iid   trend scale  abba
+    drift("none",                   5.0,  0.0, 0.0,  0.0, 0.0, 0.0,  false),
+    drift("slow AR(1) 10ns",       20.0, 10.0, 0.8,  0.0, 0.0, 0.02, false),
+    drift("independent ±20ns",      0.0,  0.0, 0.0, 20.0, 0.0, 0.02, false),
+    drift("trend 2ns/slot+AR",     20.0,  5.0, 0.8,  0.0, 2.0, 0.02, false),
+    drift("trend 2ns/slot+AR ABBA", 20.0, 5.0, 0.8,  0.0, 2.0, 0.02, true),
 ];
+
+#[allow(clippy::too_many_arguments)]
+const fn drift(
+    name: &'static str,
+    run_offset: f64,
+    ar_sd: f64,
+    rho: f64,
+    iid: f64,
+    trend: f64,
+    scale_sd: f64,
+    abba: bool,
+) -> Drift {
+    Drift {
+        name,
+        run_offset,
+        ar_sd,
+        rho,
+        iid,
+        trend,
+        scale_sd,
+        abba,
+    }
+}
 
 const BASE_NS: f64 = 1050.0;
 const STEP: f64 = 1e-3;
@@ -140,7 +136,7 @@ fn simulate(seed: u64, shape: &Shape, m: &Drift, cfg: &Config, effect: f64) -> C
     let mut rng = Rng::new(seed);
     let sl = slots(&mut rng, m, 2 * cfg.rounds);
     let mut arm = |parity: usize, plus: f64| -> Vec<Vec<u64>> {
-        let slot = |i: usize| sl[2 * i + parity];
+        let slot = |i: usize| sl[2 * i + (parity ^ (m.abba && i % 2 == 1) as usize)];
         (0..cfg.rounds)
             .map(|i| round(&mut rng, shape, cfg.n, slot(i).0, slot(i).1, plus))
             .collect()
@@ -156,6 +152,7 @@ fn simulate(seed: u64, shape: &Shape, m: &Drift, cfg: &Config, effect: f64) -> C
 
 struct Config {
     runs: usize,
+    threads: usize,
     n: usize,
     rounds: usize,
 }
@@ -218,7 +215,7 @@ fn pair_bootstrap(d: &[f64], rng: &mut Rng) -> (f64, f64) {
 
 /// Run `cfg.runs` simulations of one scenario on all cores.
 fn scenario(shape: &Shape, m: &Drift, cfg: &Config, effect: f64) -> Tally {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cfg.threads;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -261,7 +258,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn report_aa(m: &Drift, t: &Tally) {
     let c = |k: usize| pct(t.covers[k], t.runs);
     println!(
-        "{:<20} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>9.1} {:>9.1} | {:>6.1} | P(>=19/20) {:.2}",
+        "{:<24} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>9.1} {:>9.1} | {:>6.1} | P(>=19/20) {:.2}",
         m.name,
         c(0),
         c(1),
@@ -277,7 +274,7 @@ fn report_aa(m: &Drift, t: &Tally) {
 fn report_effect(m: &Drift, t: &Tally, effect: f64) {
     let power = pct(t.detects, t.runs);
     println!(
-        "{:<20} {:>6.1} {:>6} {:>8.1} {:>8.1} | {:>6.1} | P(>=9/10) {:.2}   (+{effect} ns)",
+        "{:<24} {:>6.1} {:>6} {:>8.1} {:>8.1} | {:>6.1} | P(>=9/10) {:.2}   (+{effect} ns)",
         m.name,
         power,
         t.wrong_sign,
@@ -292,6 +289,7 @@ fn report_effect(m: &Drift, t: &Tally, effect: f64) {
 fn timing(shape: &Shape) {
     let cfg = Config {
         runs: 1,
+        threads: 1,
         n: 90_000,
         rounds: 5,
     };
@@ -303,7 +301,7 @@ fn timing(shape: &Shape) {
     };
     let (mut base, mut treat) = (arm(), arm());
     for r in base.iter_mut().chain(treat.iter_mut()) {
-        shuffle(r, &mut Rng::new(r.len() as u64));
+        shuffle(r, &mut rng);
     }
     let times: Vec<f64> = (0..10)
         .map(|_| {
@@ -337,8 +335,10 @@ fn parse_args() -> Config {
         at.and_then(|i| args.get(i + 1)?.parse().ok())
             .unwrap_or(default)
     };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Config {
         runs: get("--runs", 1000),
+        threads: get("--threads", cores).max(1),
         n: get("--n", 90_000),
         rounds: get("--rounds", 5),
     }
@@ -354,7 +354,7 @@ fn main() {
     );
     println!("\nA/A (no effect): % of runs whose interval holds 0");
     println!(
-        "{:<20} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>9} | {:>6} |",
+        "{:<24} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>9} | {:>6} |",
         "drift", "p50", "p90", "p99", "p99.9", "within1.96", "pairboot", "½w p50"
     );
     for m in &DRIFTS {
@@ -362,7 +362,7 @@ fn main() {
     }
     println!("\nTreatment +35 ns: power = % of runs whose p50 interval excludes 0 with lo > 0");
     println!(
-        "{:<20} {:>6} {:>6} {:>8} {:>8} | {:>6} |",
+        "{:<24} {:>6} {:>6} {:>8} {:>8} | {:>6} |",
         "drift", "power", "wrong", "cov p50", "cov p99", "½w p50"
     );
     for m in &DRIFTS {

@@ -30,6 +30,10 @@ pub enum Command {
     /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 95% intervals.
     #[cfg(any())] // WIP-OVERHEAD: enabled once the stats and bpf helpers land
     Overhead(OverheadArgs),
+    /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
+    Report(ReportArgs),
+    /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
+    Diff(DiffArgs),
 }
 
 /// The operation the bench times.
@@ -55,6 +59,15 @@ pub struct BenchArgs {
     /// Leading fraction of samples dropped as warm-up.
     #[arg(long, default_value_t = 0.1)]
     pub warmup_fraction: f64,
+    /// Cycle over N distinct files (made in a private temp dir, removed after).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub paths: usize,
+    /// Take the N files from this directory instead (never modified).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Run K loops at once, each pinned to its own CPU of the allowed set.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub workers: usize,
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +152,52 @@ pub struct FlameArgs {
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
     /// Title of the graph (default: event, kernel and command of the run).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Only the stacks that pass through a BPF program, each starting at its attach point.
+    #[arg(long)]
+    pub bpf_only: bool,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// perf.data, `perf script` text, or folded stacks (told apart by content).
+    #[arg(default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Machine-readable output, the same content as the text.
+    #[arg(long)]
+    pub json: bool,
+    /// How many kernel functions and unresolved frames to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// The kallsyms snapshot to name kernel frames and bare addresses (default: INPUT.kallsyms).
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The profile without the hook (perf.data, `perf script` text or folded stacks).
+    pub base: PathBuf,
+    /// The profile with the hook attached.
+    pub hooked: PathBuf,
+    /// Write here instead of stdout (refuses to overwrite unless --force).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Overwrite the -o file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the biggest per-function moves (share of each profile) as a table, not an SVG.
+    #[arg(long)]
+    pub text: bool,
+    /// Rows of the --text table.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Title of the graph.
     #[arg(long)]
     pub title: Option<String>,
     #[command(flatten)]
@@ -257,6 +316,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             },
             iterations: a.iterations,
             warmup_fraction: a.warmup_fraction,
+            paths: a.paths,
+            dir: a.dir,
+            workers: a.workers,
         }),
         Command::Doctor(a) => commands::doctor::run(&commands::doctor::DoctorOptions {
             perf: (&a.perf).into(),
@@ -272,6 +334,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             folded: a.folded,
             kallsyms: a.kallsyms,
             title: a.title,
+            bpf_only: a.bpf_only,
         }),
         Command::Hook(a) => commands::hook::run(&commands::hook::HookOptions {
             load: a.load,
@@ -284,6 +347,23 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             dir: a.dir,
             iterations: a.iterations,
             freq: a.freq,
+        }),
+        Command::Report(a) => commands::report::run(&commands::report::ReportOptions {
+            perf: (&a.perf).into(),
+            input: a.input,
+            json: a.json,
+            top: a.top,
+            kallsyms: a.kallsyms,
+        }),
+        Command::Diff(a) => commands::diff::run(&commands::diff::DiffOptions {
+            perf: (&a.perf).into(),
+            base: a.base,
+            hooked: a.hooked,
+            output: a.output,
+            force: a.force,
+            text: a.text,
+            top: a.top,
+            title: a.title,
         }),
     }
 }

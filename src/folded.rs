@@ -55,7 +55,10 @@ pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     opts.annotate_jit = true;
     let mut out = Vec::new();
     Folder::from(opts)
-        .collapse(BufReader::with_capacity(1 << 16, AsciiOnly(reader)), &mut out)
+        .collapse(
+            BufReader::with_capacity(1 << 16, AsciiOnly(reader)),
+            &mut out,
+        )
         .context("cannot collapse perf script output")?;
     Ok(out)
 }

@@ -11,7 +11,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use ebpf_prof::bpf::{
-    attach, lsm_supported, Attached, ObjectSource, ProgramInfo, SAMPLE_HOOK, SAMPLE_HOOK_LSM,
+    attach, lsm_supported, map_pressure, Attached, ObjectSource, ProgramInfo, HOOK_LOOKUPS_A,
+    HOOK_LOOKUPS_A_NAME, HOOK_LOOKUPS_B, HOOK_LOOKUPS_B_NAME, SAMPLE_HOOK, SAMPLE_HOOK_LSM,
     SAMPLE_HOOK_REJECTED, SAMPLE_NO_PROGRAMS,
 };
 use ebpf_prof::error::exit_code;
@@ -198,6 +199,44 @@ fn object_from_a_path_attaches_under_its_path() {
     let programs = attached.programs().to_vec();
     drop(attached);
     assert_gone(&programs);
+}
+
+#[test]
+fn lookup_pair_attaches_under_its_names_and_leaves_its_table_empty() {
+    let Some(_kernel) = kernel("lookup_pair_attaches_under_its_names") else {
+        return;
+    };
+    for (name, bytes) in [
+        (HOOK_LOOKUPS_A_NAME, HOOK_LOOKUPS_A),
+        (HOOK_LOOKUPS_B_NAME, HOOK_LOOKUPS_B),
+    ] {
+        let attached = attach(sample(name, bytes)).expect("attach the lookup hook");
+        // The program is named after its version: lookups_2, lookups_4.
+        let prog = program(&attached, name).clone();
+        assert!(prog.attached, "{prog:?}");
+        let symbol = format!("bpf_prog_{}_{}", prog.tag, prog.name);
+        assert!(
+            kallsyms().contains(&symbol),
+            "{symbol} not in /proc/kallsyms"
+        );
+        let calls = || attached.read_counter("calls", 0).expect("read calls");
+        let before = calls();
+        open_hostname(100);
+        assert!(
+            calls() >= before + 100,
+            "{name}: calls {before} -> {}",
+            calls()
+        );
+        let maps = map_pressure(&attached.map_ids()).expect("map_pressure");
+        let table = maps
+            .iter()
+            .find(|m| m.name == "lookup_table")
+            .expect("lookup_table");
+        assert_eq!((table.counted, table.entries), (true, 0), "{table:?}");
+        let programs = attached.programs().to_vec();
+        drop(attached);
+        assert_gone(&programs);
+    }
 }
 
 /// The first line of an error, and the error's exit code.

@@ -304,7 +304,10 @@ fn record_bench_failures_are_reported_and_leave_no_half_file() {
         no_panic(&r);
         assert_eq!(r.code(), Some(3), "{r:?}");
         assert!(r.stderr().contains("the recording failed"), "{r:?}");
-        assert!(!d.path().join("perf.data").exists(), "no half-written perf.data: {r:?}");
+        assert!(
+            !d.path().join("perf.data").exists(),
+            "no half-written perf.data: {r:?}"
+        );
         assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), before);
     }
     // A benchmark printing garbage: the profile is fine, the samples are not latencies.
@@ -313,7 +316,10 @@ fn record_bench_failures_are_reported_and_leave_no_half_file() {
     assert!(r.stderr().contains("holds no latencies"), "{r:?}");
     // Not executable.
     std::fs::write(d.path().join("bench.sh"), "#!/bin/sh\necho 1\n").unwrap();
-    usage_error(&record_real(d.path(), &["--", "./bench.sh"]), "not found or not executable");
+    usage_error(
+        &record_real(d.path(), &["--", "./bench.sh"]),
+        "not found or not executable",
+    );
 }
 
 #[test]
@@ -327,9 +333,22 @@ fn record_rotates_an_existing_perf_data_like_perf() {
     let r = record_real(d.path(), &["--", "echo", "2"]);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stderr().contains("perf.data.old"), "{r:?}");
-    assert_eq!(std::fs::read(d.path().join("perf.data.old.json")).unwrap(), first);
-    assert_eq!(std::fs::read_to_string(d.path().join("perf.data.samples")).unwrap().trim(), "2");
-    assert_eq!(std::fs::read_to_string(d.path().join("perf.data.old.samples")).unwrap().trim(), "1");
+    assert_eq!(
+        std::fs::read(d.path().join("perf.data.old.json")).unwrap(),
+        first
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("perf.data.samples"))
+            .unwrap()
+            .trim(),
+        "2"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("perf.data.old.samples"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
 }
 
 #[test]
@@ -339,16 +358,36 @@ fn record_bad_objects_and_perf() {
     }
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("notelf.o"), "hello").unwrap();
-    std::fs::write(d.path().join("noprogs.o"), ebpf_prof::bpf::SAMPLE_NO_PROGRAMS).unwrap();
-    std::fs::write(d.path().join("rejected.o"), ebpf_prof::bpf::SAMPLE_HOOK_REJECTED).unwrap();
-    usage_error(&record_real(d.path(), &["--load", "notelf.o"]), "not a BPF object");
-    usage_error(&record_real(d.path(), &["--load", "missing.o"]), "missing.o");
-    usage_error(&record_real(d.path(), &["--load", "noprogs.o"]), "no BPF programs");
+    std::fs::write(
+        d.path().join("noprogs.o"),
+        ebpf_prof::bpf::SAMPLE_NO_PROGRAMS,
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("rejected.o"),
+        ebpf_prof::bpf::SAMPLE_HOOK_REJECTED,
+    )
+    .unwrap();
+    usage_error(
+        &record_real(d.path(), &["--load", "notelf.o"]),
+        "not a BPF object",
+    );
+    usage_error(
+        &record_real(d.path(), &["--load", "missing.o"]),
+        "missing.o",
+    );
+    usage_error(
+        &record_real(d.path(), &["--load", "noprogs.o"]),
+        "no BPF programs",
+    );
     let r = record_real(d.path(), &["--load", "rejected.o"]);
     no_panic(&r);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("verifier"), "{r:?}");
-    usage_error(&record_real(d.path(), &["--perf", "/nonexistent/perf"]), "/nonexistent/perf");
+    usage_error(
+        &record_real(d.path(), &["--perf", "/nonexistent/perf"]),
+        "/nonexistent/perf",
+    );
     assert!(!d.path().join("perf.data").exists());
 }
 
@@ -366,7 +405,10 @@ fn flame_unreadable_input_for_an_ordinary_user() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-    c.args(["-u", "nobody", "--"]).arg(&bin).args(["flame", "secret.data"]).current_dir(d.path());
+    c.args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["flame", "secret.data"])
+        .current_dir(d.path());
     usage_error(&run(c), "Permission denied");
 }
 

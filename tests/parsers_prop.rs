@@ -15,8 +15,15 @@ const SCRIPT: &str = include_str!("../fixtures/perf-script/openat-hook.txt");
 const VERSION: &str = include_str!("../fixtures/perf/versions/debian-12.txt");
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(2000);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(2000);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// A fixture text with a few of its bytes replaced, removed or duplicated.

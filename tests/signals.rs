@@ -14,17 +14,35 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn hook_loaded() -> bool {
-    std::fs::read_to_string("/proc/kallsyms").unwrap().lines().any(|l| l.ends_with("[bpf]") && l.contains("_path_check_callback"))
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .any(|l| l.ends_with("[bpf]") && l.contains("_path_check_callback"))
 }
 
 /// Start a long recording of the sample hook; return once perf runs the benchmark.
 fn start_recording(dir: &Path) -> Child {
     std::fs::write(dir.join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
-    let mut c = ebpf_prof(&["record", "-o", "perf.data", "--load", "hook.bpf.o", "-n", "3000000"], dir);
-    c.stdout(Stdio::null()).stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap());
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "-o",
+            "perf.data",
+            "--load",
+            "hook.bpf.o",
+            "-n",
+            "3000000",
+        ],
+        dir,
+    );
+    c.stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap());
     let child = c.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(dir.join("stderr.txt")).unwrap().contains("running:") {
+    while !std::fs::read_to_string(dir.join("stderr.txt"))
+        .unwrap()
+        .contains("running:")
+    {
         assert!(Instant::now() < deadline, "record never started perf");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -48,7 +66,10 @@ fn wait(mut child: Child, secs: u64) -> std::process::ExitStatus {
 
 fn stderr_of(dir: &Path) -> String {
     let mut s = String::new();
-    std::fs::File::open(dir.join("stderr.txt")).unwrap().read_to_string(&mut s).unwrap();
+    std::fs::File::open(dir.join("stderr.txt"))
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
     s
 }
 
@@ -58,7 +79,11 @@ fn kill(pid: u32, sig: i32) {
 }
 
 fn perf_can_read(dir: &Path) -> bool {
-    Command::new("perf").args(["evlist", "-i"]).arg(dir.join("perf.data")).output().is_ok_and(|o| o.status.success())
+    Command::new("perf")
+        .args(["evlist", "-i"])
+        .arg(dir.join("perf.data"))
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn one_signal_finishes_and_restores(sig: i32) {
@@ -72,9 +97,14 @@ fn one_signal_finishes_and_restores(sig: i32) {
     assert_eq!(st.code(), Some(128 + sig), "{err}");
     assert!(err.contains("interrupted by"), "{err}");
     assert!(perf_can_read(d.path()), "perf.data must be finished: {err}");
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("perf.data.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("perf.data.json")).unwrap()).unwrap();
     assert_eq!(json["interrupted"], true);
-    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0", "restored after the signal");
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "0",
+        "restored after the signal"
+    );
     assert!(!hook_loaded(), "hook detached after the signal");
 }
 
@@ -134,24 +164,47 @@ fn sigkill_is_recovered_by_the_next_start() {
     let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
     let child = start_recording(d.path());
     let pid = child.id();
-    let perf: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap().split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let perf: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
     assert!(!perf.is_empty(), "perf runs as our child");
-    assert!(Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists(), "state written before the change");
+    assert!(
+        Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists(),
+        "state written before the change"
+    );
     kill(pid, libc::SIGKILL);
     wait(child, 10);
     // perf is told by PR_SET_PDEATHSIG to finish; wait for it (it is not our child).
     let deadline = Instant::now() + Duration::from_secs(60);
-    while perf.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
-        assert!(Instant::now() < deadline, "perf still running after its parent was killed");
+    while perf
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "perf still running after its parent was killed"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!hook_loaded(), "the links died with the process");
-    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "1", "nothing could restore it yet");
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "1",
+        "nothing could restore it yet"
+    );
     let r = run(ebpf_prof(&["doctor"], d.path()));
-    assert!(r.stderr().contains("restored net.core.bpf_jit_kallsyms=0"), "{r:?}");
+    assert!(
+        r.stderr().contains("restored net.core.bpf_jit_kallsyms=0"),
+        "{r:?}"
+    );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
     assert!(!Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists());
-    assert!(perf_can_read(d.path()), "perf finished its file after SIGTERM from PDEATHSIG");
+    assert!(
+        perf_can_read(d.path()),
+        "perf finished its file after SIGTERM from PDEATHSIG"
+    );
 }
 
 #[test]
@@ -168,8 +221,14 @@ fn panic_midway_unwinds_through_every_guard() {
     let r = run(c);
     assert_eq!(r.code(), Some(101), "a panic: {r:?}");
     assert!(r.stderr().contains("failpoint record:after-load"), "{r:?}");
-    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0", "restored while unwinding");
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "0",
+        "restored while unwinding"
+    );
     assert!(!hook_loaded(), "detached while unwinding");
-    let pid_files = std::fs::read_dir("/run/ebpf-prof").map(|d| d.count()).unwrap_or(0);
+    let pid_files = std::fs::read_dir("/run/ebpf-prof")
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert_eq!(pid_files, 0, "state file removed after restoring");
 }

@@ -7,6 +7,8 @@
 mod buffer;
 mod connect;
 pub mod op;
+mod workers;
+pub mod workingset;
 
 use crate::error::usage;
 use crate::stats::Summary;
@@ -25,6 +27,26 @@ pub struct BenchOptions {
     pub iterations: usize,
     /// Leading fraction of samples dropped as warm-up (0.0..1.0).
     pub warmup_fraction: f64,
+    /// Distinct files the openat loop cycles over (1: just the path).
+    pub paths: usize,
+    /// Take the working set from this directory instead of making temp files.
+    pub dir: Option<std::path::PathBuf>,
+    /// Loops run at once, each pinned to its own CPU of the allowed set.
+    pub workers: usize,
+}
+
+impl BenchOptions {
+    /// One worker timing openat of one path: the reference's bench.
+    pub fn openat(path: impl Into<std::path::PathBuf>, iterations: usize) -> BenchOptions {
+        BenchOptions {
+            op: OpKind::Openat(path.into()),
+            iterations,
+            warmup_fraction: 0.1,
+            paths: 1,
+            dir: None,
+            workers: 1,
+        }
+    }
 }
 
 /// The outcome of one loop.
@@ -55,6 +77,12 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
     if opts.iterations == 0 {
         return Err(usage("-n must be at least 1"));
     }
+    if opts.paths == 0 || opts.workers == 0 {
+        return Err(usage("--paths and --workers must be at least 1"));
+    }
+    if opts.op == OpKind::Connect && (opts.paths > 1 || opts.dir.is_some()) {
+        return Err(usage("--paths and --dir are for --op openat"));
+    }
     if !(0.0..1.0).contains(&opts.warmup_fraction) {
         return Err(usage(format!(
             "--warmup-fraction {} is outside [0, 1): give e.g. 0.1 to drop the first 10%",
@@ -64,13 +92,40 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-/// Run the loop: prepare the operation (errors out before the loop if it cannot run once), time
-/// `iterations` runs into a locked buffer, and return the kept samples.
-pub fn run(opts: &BenchOptions) -> Result<BenchResult> {
+/// Run the loop(s): prepare the working set and the operation (errors out before the loop if
+/// it cannot run once), time `iterations` runs per worker into locked buffers, and return each
+/// worker's kept samples.
+pub fn run(opts: &BenchOptions) -> Result<Vec<BenchResult>> {
     validate(opts)?;
+    let (prepared, _ws) = prepare(opts)?;
+    workers::run(opts, &prepared)
+}
+
+/// Resolve the operation and its working set (held until the loops are done).
+fn prepare(opts: &BenchOptions) -> Result<(op::Prepared, Option<workingset::WorkingSet>)> {
+    use workingset::WorkingSet;
+    let ws = match (&opts.op, &opts.dir) {
+        (OpKind::Connect, _) => return Ok((op::Prepared::Connect, None)),
+        (OpKind::Openat(_), Some(d)) => WorkingSet::from_dir(d, opts.paths)?,
+        (OpKind::Openat(p), None) if opts.paths == 1 => WorkingSet::single(p),
+        (OpKind::Openat(_), None) => WorkingSet::create(opts.paths)?,
+    };
+    Ok((op::Prepared::Openat(ws.paths.clone()), Some(ws)))
+}
+
+/// One worker's loop on the current thread.
+fn one_loop(
+    opts: &BenchOptions,
+    prepared: &op::Prepared,
+    start: usize,
+    ready: &dyn Fn(),
+) -> Result<BenchResult> {
     let mut buf = SampleBuffer::new(opts.iterations)?;
     let locked = buf.locked();
-    op::with_op(&opts.op, |run_loop| run_loop(buf.as_mut_slice()))?;
+    op::with_op(prepared, start, |run_loop| {
+        ready();
+        run_loop(buf.as_mut_slice())
+    })?;
     let dropped = (opts.iterations as f64 * opts.warmup_fraction) as usize;
     let samples = buf.as_mut_slice()[dropped..]
         .iter()
@@ -129,12 +184,26 @@ pub fn parse_samples(text: &str, origin: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// The summary line for stderr.
-pub fn summary_line(r: &BenchResult) -> String {
-    match Summary::of(&r.samples) {
-        Some(s) => format!("{s}; {} warm-up samples dropped", r.dropped),
+/// The summary lines for stderr: one per worker, and the merged one when there are several.
+pub fn summary_lines(rs: &[BenchResult]) -> Vec<String> {
+    let line = |samples: &[u64], dropped: usize| match Summary::of(samples) {
+        Some(s) => format!("{s}; {dropped} warm-up samples dropped"),
         None => "no samples kept".into(),
+    };
+    if rs.len() == 1 {
+        return vec![line(&rs[0].samples, rs[0].dropped)];
     }
+    let mut v: Vec<String> = rs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("worker {i}: {}", line(&r.samples, r.dropped)))
+        .collect();
+    let all: Vec<u64> = rs.iter().flat_map(|r| r.samples.iter().copied()).collect();
+    v.push(format!(
+        "merged: {}",
+        line(&all, rs.iter().map(|r| r.dropped).sum())
+    ));
+    v
 }
 
 #[cfg(test)]
@@ -156,9 +225,8 @@ mod tests {
     #[test]
     fn warmup_fraction_is_checked() {
         let mut o = BenchOptions {
-            op: OpKind::Openat("/etc/hostname".into()),
-            iterations: 10,
             warmup_fraction: 1.0,
+            ..BenchOptions::openat("/etc/hostname", 10)
         };
         assert!(validate(&o).is_err());
         o.warmup_fraction = 0.1;
@@ -169,12 +237,8 @@ mod tests {
 
     #[test]
     fn loop_drops_warmup_and_times_something() {
-        let o = BenchOptions {
-            op: OpKind::Openat("/etc/hostname".into()),
-            iterations: 1000,
-            warmup_fraction: 0.1,
-        };
-        let r = run(&o).unwrap();
+        let o = BenchOptions::openat("/etc/hostname", 1000);
+        let r = run(&o).unwrap().remove(0);
         assert_eq!(r.samples.len(), 900);
         assert_eq!(r.dropped, 100);
         assert!(
@@ -187,21 +251,39 @@ mod tests {
     fn connect_loop_runs_without_exhausting_ports() {
         let o = BenchOptions {
             op: OpKind::Connect,
-            iterations: 3000,
-            warmup_fraction: 0.1,
+            ..BenchOptions::openat("/", 3000)
         };
-        let r = run(&o).unwrap();
+        let r = run(&o).unwrap().remove(0);
         assert_eq!(r.samples.len(), 2700);
         assert!(r.samples.iter().all(|&s| s > 0));
     }
 
     #[test]
-    fn unopenable_path_fails_before_the_loop() {
+    fn working_set_and_workers() {
         let o = BenchOptions {
-            op: OpKind::Openat("/nonexistent/x".into()),
-            iterations: 100000,
-            warmup_fraction: 0.1,
+            paths: 64,
+            workers: 2,
+            ..BenchOptions::openat("/etc/hostname", 2000)
         };
+        let r = run(&o).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|w| w.samples.len() == 1800));
+        assert_eq!(summary_lines(&r).len(), 3);
+        let left = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("ebpf-prof-ws-{}-", std::process::id()))
+            })
+            .count();
+        assert_eq!(left, 0, "temp working set removed");
+    }
+
+    #[test]
+    fn unopenable_path_fails_before_the_loop() {
+        let o = BenchOptions::openat("/nonexistent/x", 100000);
         let e = run(&o).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x"), "{e}");
     }

@@ -30,23 +30,18 @@ pub trait Op {
     fn cleanup(&mut self, ret: i64);
 }
 
-/// The raw openat of one path.
+/// The raw openat of a path, or of each path of a working set in turn.
 pub struct Openat {
-    path: CString,
+    paths: Vec<CString>,
+    next: usize,
 }
 
 impl Op for Openat {
     #[inline(always)]
     fn run(&mut self) -> i64 {
+        let path = self.paths[self.next].as_ptr();
         // SAFETY: path is a valid NUL-terminated string that outlives the call.
-        unsafe {
-            libc::syscall(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                self.path.as_ptr(),
-                libc::O_RDONLY,
-            )
-        }
+        unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path, libc::O_RDONLY) }
     }
 
     #[inline(always)]
@@ -55,37 +50,60 @@ impl Op for Openat {
             // SAFETY: ret is an fd this loop just opened and nobody else holds.
             unsafe { libc::close(ret as i32) };
         }
+        self.next += 1;
+        if self.next == self.paths.len() {
+            self.next = 0;
+        }
     }
 }
 
 impl Openat {
-    /// Prepare an openat of `path`, opening it once so a bad path fails before the loop.
-    pub fn new(path: &std::path::Path) -> Result<Openat> {
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| usage(format!("{}: a path cannot hold a NUL byte", path.display())))?;
-        let mut op = Openat { path: c };
-        let ret = op.run();
-        if ret < 0 {
-            let err = std::io::Error::last_os_error();
-            return Err(usage(format!(
-                "cannot open {}: {err} (give a readable file with --path)",
-                path.display()
-            )));
+    /// Prepare openats of `paths` (cycled, starting at `start`), opening each once so a bad
+    /// path fails before the loop.
+    pub fn new(paths: &[PathBuf], start: usize) -> Result<Openat> {
+        let mut c = Vec::with_capacity(paths.len());
+        for path in paths {
+            c.push(CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+                usage(format!("{}: a path cannot hold a NUL byte", path.display()))
+            })?);
         }
-        op.cleanup(ret);
+        let mut op = Openat { paths: c, next: 0 };
+        for path in paths {
+            let ret = op.run();
+            if ret < 0 {
+                let err = std::io::Error::last_os_error();
+                return Err(usage(format!(
+                    "cannot open {}: {err} (give a readable file with --path)",
+                    path.display()
+                )));
+            }
+            op.cleanup(ret);
+        }
+        op.next = start % paths.len().max(1);
         Ok(op)
     }
 }
 
-/// Prepare the operation of `kind` and hand it to `f` as a concrete type, so the timed loop is
-/// monomorphised (no indirect call in the span).
-pub fn with_op<R>(kind: &OpKind, f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R) -> Result<R> {
+/// An operation ready to be made, per worker: the working set resolved to paths.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Openat(Vec<PathBuf>),
+    Connect,
+}
+
+/// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
+/// monomorphised (no indirect call in the span). `start` staggers workers over a working set.
+pub fn with_op<R>(
+    kind: &Prepared,
+    start: usize,
+    f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
+) -> Result<R> {
     match kind {
-        OpKind::Openat(p) => {
-            let mut op = Openat::new(p)?;
+        Prepared::Openat(p) => {
+            let mut op = Openat::new(p, start)?;
             Ok(f(&mut |d| super::timed_loop(&mut op, d)))
         }
-        OpKind::Connect => {
+        Prepared::Connect => {
             let mut op = super::connect::Connect::new()?;
             Ok(f(&mut |d| super::timed_loop(&mut op, d)))
         }

@@ -1,4 +1,4 @@
-//! Kernel BPF objects by id: walking the program and map id spaces, opening an id, and reading
+//! Kernel BPF objects by id: walking the program ids, opening an id, and reading
 //! `bpf_prog_info` / `bpf_map_info`. This is what `bpftool prog show` and `bpftool map show` do.
 //!
 //! Ids are global and never reused while the object lives, but an object can go away between
@@ -12,39 +12,17 @@ use libbpf_rs::libbpf_sys;
 
 use crate::error::usage;
 
-/// Which id space to walk.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Space {
-    Programs,
-    Maps,
-}
-
-impl Space {
-    fn noun(self) -> &'static str {
-        match self {
-            Space::Programs => "programs",
-            Space::Maps => "maps",
-        }
-    }
-}
-
-/// Every id currently in `space`, ascending.
-pub(crate) fn all_ids(space: Space) -> anyhow::Result<Vec<u32>> {
+/// Every loaded program's id, ascending (`BPF_PROG_GET_NEXT_ID` from 0 until ENOENT).
+pub(crate) fn all_prog_ids() -> anyhow::Result<Vec<u32>> {
     let mut ids = Vec::new();
     let mut id = 0;
     loop {
         let mut next = 0;
         // SAFETY: `next` is a valid u32 to write to.
-        let ret = unsafe {
-            match space {
-                Space::Programs => libbpf_sys::bpf_prog_get_next_id(id, &mut next),
-                Space::Maps => libbpf_sys::bpf_map_get_next_id(id, &mut next),
-            }
-        };
-        match ret {
+        match unsafe { libbpf_sys::bpf_prog_get_next_id(id, &mut next) } {
             0 => ids.push(next),
             ret if -ret == libc::ENOENT => return Ok(ids),
-            ret => return Err(syscall_error(&format!("listing BPF {}", space.noun()), -ret)),
+            ret => return Err(syscall_error("listing BPF programs", -ret)),
         }
         id = next;
     }
@@ -169,7 +147,11 @@ fn static_str(ptr: *const std::ffi::c_char) -> Option<String> {
         return None;
     }
     // SAFETY: non-NULL pointers from libbpf's type tables are static C strings.
-    Some(unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 /// A failed bpf() call; EPERM says to run as root.
@@ -193,15 +175,24 @@ mod tests {
             *slot = *byte as std::ffi::c_char;
         }
         assert_eq!(object_name(&raw), "tail_call_secur");
-        assert_eq!(hex_tag(&[0x13, 0x07, 0xad, 0xe3, 0, 1, 0xa1, 0x09]), "1307ade30001a109");
+        assert_eq!(
+            hex_tag(&[0x13, 0x07, 0xad, 0xe3, 0, 1, 0xa1, 0x09]),
+            "1307ade30001a109"
+        );
     }
 
     #[test]
     fn type_names_are_libbpfs() {
-        assert_eq!(prog_type_name(libbpf_sys::BPF_PROG_TYPE_TRACEPOINT), "tracepoint");
+        assert_eq!(
+            prog_type_name(libbpf_sys::BPF_PROG_TYPE_TRACEPOINT),
+            "tracepoint"
+        );
         assert_eq!(prog_type_name(libbpf_sys::BPF_PROG_TYPE_LSM), "lsm");
         assert_eq!(map_type_name(libbpf_sys::BPF_MAP_TYPE_LRU_HASH), "lru_hash");
-        assert_eq!(map_type_name(libbpf_sys::BPF_MAP_TYPE_PERCPU_ARRAY), "percpu_array");
+        assert_eq!(
+            map_type_name(libbpf_sys::BPF_MAP_TYPE_PERCPU_ARRAY),
+            "percpu_array"
+        );
         assert_eq!(map_type_name(9999), "type 9999");
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::MapCore;
 
-use super::ids::{self, Space};
+use super::ids;
 use super::Attached;
 use crate::error::usage;
 use crate::host::{kallsyms, sysctl, Host};
@@ -52,12 +52,12 @@ impl Attached {
 
 /// Ids of every program loaded right now.
 pub fn loaded_program_ids() -> anyhow::Result<BTreeSet<u32>> {
-    Ok(ids::all_ids(Space::Programs)?.into_iter().collect())
+    Ok(ids::all_prog_ids()?.into_iter().collect())
 }
 
 /// Every program loaded right now, ascending ids.
 pub fn loaded_programs() -> anyhow::Result<Vec<LoadedProgram>> {
-    describe(ids::all_ids(Space::Programs)?)
+    describe(ids::all_prog_ids()?)
 }
 
 /// The programs among `ids` that are still loaded.
@@ -156,7 +156,8 @@ fn kallsyms_lists(programs: &[LoadedProgram]) -> anyhow::Result<bool> {
 /// the full (BTF) name, which starts with the kernel's 15-byte copy.
 fn missing_symbols(programs: &[LoadedProgram], kallsyms_text: &str) -> Vec<u32> {
     let lines = kallsyms_text.lines().filter(|l| l.ends_with("[bpf]"));
-    let symbols = kallsyms::bpf_programs(&lines.filter_map(kallsyms::parse_line).collect::<Vec<_>>());
+    let symbols =
+        kallsyms::bpf_programs(&lines.filter_map(kallsyms::parse_line).collect::<Vec<_>>());
     programs
         .iter()
         .filter(|p| {
@@ -241,7 +242,10 @@ mod tests {
         s.observe([5].into(), t0 + POLL);
         assert!(!s.settled(t0 + POLL + SETTLE / 2));
         s.observe([5, 6].into(), t0 + SETTLE);
-        assert!(!s.settled(t0 + SETTLE + POLL), "a change restarts the clock");
+        assert!(
+            !s.settled(t0 + SETTLE + POLL),
+            "a change restarts the clock"
+        );
         s.observe([5, 6].into(), t0 + SETTLE * 2);
         assert!(s.settled(t0 + SETTLE * 2));
     }

@@ -5,15 +5,31 @@
 //! `tail_call_security_check` tail-calls `enforce_access_policy`, which calls the
 //! `path_check_callback` subprogram, the shape of the hook in "Profiling eBPF Code".
 //! Loading needs root; some kernels refuse LSM programs even to root (see `lsm_supported`).
+//!
+//! Beside the loader: the kernel's run statistics per program ([`enable_run_stats`],
+//! [`program_stats`]), what is loaded ([`loaded_programs`], [`wait_for_new_programs`]) and how
+//! full maps are ([`map_pressure`]).
 
 mod diagnose;
+mod ids;
+mod introspect;
 mod libbpf_log;
 mod loader;
 mod mounts;
+mod pressure;
+mod runstats;
 
 use std::sync::OnceLock;
 
+pub use introspect::{loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram};
 pub use loader::{attach, Attached};
+pub use pressure::{map_pressure, MapPressure};
+#[doc(hidden)]
+pub use runstats::enable_run_stats_via_sysctl;
+pub use runstats::{
+    enable_run_stats, program_stats, run_stats_state, ProgramStats, RunStatsGuard, RunStatsState,
+    STATS_SYSCTL,
+};
 
 /// Bytes of the bundled sample hooks, compiled by build.rs: the tracepoint variant
 /// (`tracepoint/syscalls/sys_enter_openat`).
@@ -29,6 +45,39 @@ pub const SAMPLE_HOOK_REJECTED: &[u8] =
 #[doc(hidden)]
 pub const SAMPLE_NO_PROGRAMS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/bad/no_programs.bpf.o"));
+
+/// Hook A of the sensitivity pair: `tracepoint/syscalls/sys_enter_openat` doing
+/// [`HOOK_LOOKUPS_A_COUNT`] hash-map look-ups per call (fixtures/hooks/lookups_common.h).
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_A: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_2.bpf.o"));
+/// Hook B of the sensitivity pair: the same program with [`HOOK_LOOKUPS_B_COUNT`] look-ups.
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_B: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_4.bpf.o"));
+/// Display name (and file stem) of [`HOOK_LOOKUPS_A`].
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_A_NAME: &str = "lookups_2";
+/// Display name (and file stem) of [`HOOK_LOOKUPS_B`].
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_B_NAME: &str = "lookups_4";
+/// Look-ups per call of [`HOOK_LOOKUPS_A`].
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_A_COUNT: u32 = 2;
+/// Look-ups per call of [`HOOK_LOOKUPS_B`].
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_B_COUNT: u32 = 4;
+/// The per-path verdict cache hook (fixtures/hooks/verdict_cache.bpf.c): its map
+/// `verdict_cache` (hash, [`VERDICT_CACHE_ENTRIES`] entries) fills and then refuses new paths.
+#[doc(hidden)]
+pub const HOOK_VERDICT_CACHE: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/verdict_cache.bpf.o"));
+/// Display name of [`HOOK_VERDICT_CACHE`].
+#[doc(hidden)]
+pub const HOOK_VERDICT_CACHE_NAME: &str = "verdict_cache";
+/// `max_entries` of the verdict cache hook's `verdict_cache` map.
+#[doc(hidden)]
+pub const VERDICT_CACHE_ENTRIES: u32 = 1024;
 
 /// Display name of the tracepoint sample hook, for [`ObjectSource::Bytes`].
 pub const SAMPLE_HOOK_NAME: &str = "openat_hook";

@@ -67,23 +67,25 @@ fn one_map(id: u32) -> anyhow::Result<MapPressure> {
         ))
     })?;
     let info = ids::map_info(fd.as_fd())?;
-    let count = if is_array_kind(info.type_) {
-        None
+    let (entries, counted) = if is_array_kind(info.type_) {
+        (u64::from(info.max_entries), false)
     } else {
-        count_entries(fd.as_fd(), &info)
-            .map_err(|errno| ids::syscall_error(&format!("counting the elements of map {id}"), errno))?
+        match count_entries(fd.as_fd(), &info) {
+            Ok(Some(n)) => (n, true),
+            Ok(None) => (0, false),
+            Err(errno) => {
+                let what = format!("counting the elements of map {id}");
+                return Err(ids::syscall_error(&what, errno));
+            }
+        }
     };
     Ok(MapPressure {
         id,
         name: ids::object_name(&info.name),
         map_type: ids::map_type_name(info.type_),
         max_entries: info.max_entries,
-        entries: count.unwrap_or(if is_array_kind(info.type_) {
-            u64::from(info.max_entries)
-        } else {
-            0
-        }),
-        counted: count.is_some(),
+        entries,
+        counted,
     })
 }
 
@@ -171,7 +173,11 @@ fn count_by_batch(fd: BorrowedFd<'_>, key_size: usize, value_size: usize) -> Res
     let mut first = true;
     loop {
         let mut count = chunk as u32;
-        let resume = if first { ptr::null_mut() } else { token_in.as_mut_ptr().cast() };
+        let resume = if first {
+            ptr::null_mut()
+        } else {
+            token_in.as_mut_ptr().cast()
+        };
         // SAFETY: `keys` and `values` hold `count` elements of their sizes, the tokens are
         // at least as large as the kernel's, and `opts` is a valid, sized options struct.
         let ret = unsafe {
@@ -205,7 +211,11 @@ fn count_by_keys(fd: BorrowedFd<'_>, key_size: usize, limit: u64) -> Result<u64,
     let mut next = vec![0u8; key_size];
     let mut count = 0u64;
     loop {
-        let current = if count == 0 { ptr::null() } else { key.as_ptr().cast() };
+        let current = if count == 0 {
+            ptr::null()
+        } else {
+            key.as_ptr().cast()
+        };
         // SAFETY: `key` and `next` are `key_size` bytes, the map's key size.
         let ret = unsafe {
             libbpf_sys::bpf_map_get_next_key(fd.as_raw_fd(), current, next.as_mut_ptr().cast())

@@ -30,6 +30,7 @@ const STATS_FD_LINK: &str = "anon_inode:bpf-stats";
 
 /// Keeps BPF run statistics on until dropped; see [`enable_run_stats`].
 #[derive(Debug)]
+#[must_use = "run statistics go off again as soon as the guard is dropped"]
 pub struct RunStatsGuard {
     how: How,
 }
@@ -184,7 +185,8 @@ mod tests {
         let kernel = dir.path().join("proc/sys/kernel");
         std::fs::create_dir_all(&kernel).expect("mkdir");
         std::fs::write(kernel.join("bpf_stats_enabled"), stats).expect("write");
-        (dir, Host::at(dir.path()))
+        let host = Host::at(dir.path());
+        (dir, host)
     }
 
     fn fake_fd(dir: &tempfile::TempDir, pid: u32, fd: u32, target: &str) {

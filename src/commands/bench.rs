@@ -5,15 +5,18 @@ use anyhow::Result;
 
 /// Run the bench and print its results (nothing is printed before the loop ends).
 pub fn run(opts: &BenchOptions) -> Result<()> {
-    let r = bench::run(opts)?;
+    let rs = bench::run(opts)?;
+    let all: Vec<u64> = rs.iter().flat_map(|r| r.samples.iter().copied()).collect();
     let stdout = std::io::stdout();
-    match bench::write_samples(&mut stdout.lock(), &r.samples) {
+    match bench::write_samples(&mut stdout.lock(), &all) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    if !r.locked {
+    if rs.iter().any(|r| !r.locked) {
         eprintln!("ebpf-prof bench: note: the sample buffer could not be mlocked (RLIMIT_MEMLOCK); it is pre-faulted all the same");
     }
-    eprintln!("ebpf-prof bench: {}", bench::summary_line(&r));
+    for line in bench::summary_lines(&rs) {
+        eprintln!("ebpf-prof bench: {line}");
+    }
     Ok(())
 }

@@ -2,17 +2,15 @@
 //! loads the hook, records the built-in bench, writes the flame graph, prints where each file is
 //! and what the profile shows, and detaches the hook.
 
-use super::flame::load;
+use super::flame::{load, Profile};
 use super::record::{Load, RecordOptions};
 use super::{say, PerfChoice};
 use crate::bench;
 use crate::error::{child, usage};
-use crate::flame::{is_bpf, render, FlameOptions};
-use crate::folded::{bare, Folded};
+use crate::flame::{render, FlameOptions};
 use crate::runfiles::{create_new, Owner};
 use crate::stats::Summary;
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What `demo` takes.
@@ -64,7 +62,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
     let profile = load(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
     write_svg(&svg, &profile.folded, &recorded.record, owner)?;
-    summarise(&recorded, &baseline, &profile.folded, &svg);
+    summarise(&recorded, &baseline, &profile, &svg);
     Ok(())
 }
 
@@ -137,50 +135,22 @@ fn write_svg(
     Ok(())
 }
 
-/// Inclusive sample share of each BPF frame (by program name, tag-independent).
-pub fn bpf_shares(folded: &Folded) -> (f64, BTreeMap<String, u64>) {
-    let total = folded.total().max(1);
-    let mut per: BTreeMap<String, u64> = BTreeMap::new();
-    let mut in_bpf = 0;
-    for s in &folded.stacks {
-        let mut seen = Vec::new();
-        for f in s.frames.iter().map(|f| bare(f)).filter(|f| is_bpf(f)) {
-            let name = crate::host::kallsyms::split_bpf_symbol(f)
-                .map_or_else(|| f.to_string(), |(_, n)| n);
-            if !seen.contains(&name) {
-                *per.entry(name.clone()).or_default() += s.count;
-                seen.push(name);
-            }
-        }
-        if !seen.is_empty() {
-            in_bpf += s.count;
-        }
-    }
-    (in_bpf as f64 * 100.0 / total as f64, per)
-}
-
-fn summarise(rec: &super::record::Recorded, baseline: &Summary, folded: &str, svg: &Path) {
-    let f = Folded::parse(folded);
-    let (share, per) = bpf_shares(&f);
-    let total = f.total().max(1) as f64;
+fn summarise(rec: &super::record::Recorded, baseline: &Summary, profile: &Profile, svg: &Path) {
     println!("files:");
     for p in rec.files.all() {
         println!("  {}", p.display());
     }
     println!("  {}", svg.display());
-    let n = rec
-        .record
-        .perf_samples
-        .map_or_else(|| "?".into(), |n| n.to_string());
     println!(
-        "what it shows ({n} samples of {}, weighted by period):",
-        rec.record.event_sampled
+        "what it shows (`ebpf-prof report {}`):",
+        rec.files.data.display()
     );
-    println!("  {share:.1}% of sampled kernel time is inside BPF programs");
-    let mut rows: Vec<_> = per.into_iter().collect();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
-    for (name, n) in rows {
-        println!("  {:>5.1}%  {name}", n as f64 * 100.0 / total);
+    let report = super::report::report_on(profile, &rec.files.data, None, 5);
+    for line in report.to_text().lines() {
+        match line {
+            "" => println!(),
+            l => println!("  {l}"),
+        }
     }
     if let Some(s) = &rec.record.samples {
         let d = s.p50 as i64 - baseline.p50 as i64;

@@ -183,7 +183,10 @@ fn pmu(host: &Host) -> Check {
 
 fn btf(host: &Host) -> Check {
     if host.path("sys/kernel/btf/vmlinux").exists() {
-        ok("btf", "/sys/kernel/btf/vmlinux present (CO-RE objects, LSM and fentry programs can load)")
+        ok(
+            "btf",
+            "/sys/kernel/btf/vmlinux present (CO-RE objects, LSM and fentry programs can load)",
+        )
     } else {
         warn("btf", "no /sys/kernel/btf/vmlinux: CO-RE objects, LSM and fentry programs cannot load; tracepoint programs without CO-RE still do", "use a kernel built with CONFIG_DEBUG_INFO_BTF=y")
     }
@@ -318,7 +321,10 @@ mod tests {
     }
 
     fn status(c: &[Check], name: &str) -> Status {
-        c.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name}")).status
+        c.iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .status
     }
 
     #[test]
@@ -331,25 +337,40 @@ mod tests {
         let v = jit_sysctls(&h);
         assert_eq!(status(&v, "net.core.bpf_jit_enable"), Status::Ok);
         assert_eq!(status(&v, "net.core.bpf_jit_kallsyms"), Status::Warn);
-        let harden = v.iter().find(|c| c.name == "net.core.bpf_jit_harden").unwrap();
+        let harden = v
+            .iter()
+            .find(|c| c.name == "net.core.bpf_jit_harden")
+            .unwrap();
         assert_eq!(harden.status, Status::Fail);
-        assert_eq!(harden.fix.as_deref(), Some("sudo sysctl -w net.core.bpf_jit_harden=0"));
+        assert_eq!(
+            harden.fix.as_deref(),
+            Some("sudo sysctl -w net.core.bpf_jit_harden=0")
+        );
     }
 
     #[test]
     fn no_jit_at_all_fails() {
         let (_d, h) = tree(&[("proc/sys/net/core/bpf_jit_harden", "0")]);
-        assert_eq!(status(&jit_sysctls(&h), "net.core.bpf_jit_enable"), Status::Fail);
+        assert_eq!(
+            status(&jit_sysctls(&h), "net.core.bpf_jit_enable"),
+            Status::Fail
+        );
     }
 
     #[test]
     fn kptr_restrict_2_hides_addresses_even_from_root() {
         let zeros = "0000000000000000 T do_syscall_64\n0000000000000000 t bpf_prog_0123456789abcdef_x\t[bpf]\n";
-        let (_d, h) = tree(&[("proc/kallsyms", zeros), ("proc/sys/kernel/kptr_restrict", "2")]);
+        let (_d, h) = tree(&[
+            ("proc/kallsyms", zeros),
+            ("proc/sys/kernel/kptr_restrict", "2"),
+        ]);
         let c = kallsyms_check(&h);
         assert_eq!(c.status, Status::Fail);
         assert!(c.fix.unwrap().contains("kptr_restrict=1"));
-        let (_d, h) = tree(&[("proc/kallsyms", zeros), ("proc/sys/kernel/kptr_restrict", "1")]);
+        let (_d, h) = tree(&[
+            ("proc/kallsyms", zeros),
+            ("proc/sys/kernel/kptr_restrict", "1"),
+        ]);
         assert_eq!(kallsyms_check(&h).status, Status::Warn);
     }
 
@@ -368,7 +389,10 @@ mod tests {
     fn vm_without_pmu_or_btf_and_locked_down() {
         let (_d, h) = tree(&[
             ("sys/bus/event_source/devices/software/type", "1"),
-            ("sys/kernel/security/lockdown", "none [integrity] confidentiality"),
+            (
+                "sys/kernel/security/lockdown",
+                "none [integrity] confidentiality",
+            ),
             ("sys/kernel/security/lsm", "lockdown,capability,landlock"),
         ]);
         assert_eq!(pmu(&h).status, Status::Warn);
@@ -377,14 +401,21 @@ mod tests {
         assert_eq!(l.status, Status::Warn);
         assert!(l.detail.starts_with("integrity"), "{}", l.detail);
         assert_eq!(lsm(&h).status, Status::Warn);
-        let (_d, h) = tree(&[("sys/kernel/security/lsm", "lockdown,capability,bpf"), ("sys/kernel/btf/vmlinux", "")]);
+        let (_d, h) = tree(&[
+            ("sys/kernel/security/lsm", "lockdown,capability,bpf"),
+            ("sys/kernel/btf/vmlinux", ""),
+        ]);
         assert_eq!(lsm(&h).status, Status::Ok);
         assert_eq!(btf(&h).status, Status::Ok);
     }
 
     #[test]
     fn rt_runtime_and_cpu() {
-        let (_d, h) = tree(&[("proc/sys/kernel/sched_rt_runtime_us", "-1"), ("sys/devices/system/cpu/online", "0-3"), ("sys/devices/system/cpu/isolated", "2")]);
+        let (_d, h) = tree(&[
+            ("proc/sys/kernel/sched_rt_runtime_us", "-1"),
+            ("sys/devices/system/cpu/online", "0-3"),
+            ("sys/devices/system/cpu/isolated", "2"),
+        ]);
         assert_eq!(rt_runtime(&h).status, Status::Ok);
         let c = cpu_check(&h);
         assert!(c.detail.contains("CPU 2 (isolated)"), "{}", c.detail);

@@ -23,6 +23,8 @@ pub struct FlameOptionsCli {
     pub kallsyms: Option<PathBuf>,
     pub title: Option<String>,
     pub perf: PerfChoice,
+    /// Only the stacks through a BPF program, each cut to start at its attach point.
+    pub bpf_only: bool,
 }
 
 /// A profile turned into folded stacks, with what is known of its run.
@@ -144,7 +146,10 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
         Some(p) => Box::new(open_output(p, opts.force)?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let p = load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
+    let mut p = load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
+    if opts.bpf_only {
+        p.folded = keep_bpf_only(&p.folded, &opts.input)?;
+    }
     let written = if opts.folded {
         out.write_all(p.folded.as_bytes())
             .map_err(anyhow::Error::from)
@@ -156,7 +161,10 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
             .to_string();
         let fo = FlameOptions {
             title: title(opts, &p),
-            subtitle: subtitle(&p),
+            subtitle: subtitle(&p).map(|s| match opts.bpf_only {
+                true => format!("{s}; BPF stacks only, from the attach point"),
+                false => s,
+            }),
             count_name,
         };
         render(&p.folded, &fo, &mut out)
@@ -182,7 +190,20 @@ fn subtitle(p: &Profile) -> Option<String> {
     ))
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
+/// `--bpf-only`: the stacks through BPF code, from their attach point.
+fn keep_bpf_only(folded: &str, input: &Path) -> Result<String> {
+    let cut = crate::report::filter::bpf_only(&folded::Folded::parse(folded));
+    if cut.stacks.is_empty() {
+        return Err(usage(format!(
+            "no stack in {} passes through a BPF program: nothing to draw with --bpf-only (`ebpf-prof report` says why)",
+            input.display()
+        )));
+    }
+    Ok(cut.to_text())
+}
+
+/// Whether an error is a closed pipe (`| head`): not a failure.
+pub(super) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
@@ -190,7 +211,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Open the -o file: a new file, or with --force an existing regular one (never through a symlink).
-fn open_output(path: &Path, force: bool) -> Result<std::fs::File> {
+pub(super) fn open_output(path: &Path, force: bool) -> Result<std::fs::File> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !force {
             return Err(usage(format!(

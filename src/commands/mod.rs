@@ -2,12 +2,14 @@
 
 pub mod bench;
 pub mod demo;
+pub mod diff;
 pub mod doctor;
 pub mod flame;
 pub mod hook;
 #[cfg(any())] // WIP-OVERHEAD
 pub mod overhead;
 pub mod record;
+pub mod report;
 
 use crate::error::usage;
 use crate::perf::locate::{locate, FoundPerf, Locator};

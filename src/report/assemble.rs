@@ -46,7 +46,11 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         kernel_functions,
         breakdown,
         hints,
-        resolved: outcomes.iter().filter(|o| o.symbol.is_some()).cloned().collect(),
+        resolved: outcomes
+            .iter()
+            .filter(|o| o.symbol.is_some())
+            .cloned()
+            .collect(),
         unresolved: unresolved(&t, input.top, &nearest),
         warnings: Vec::new(),
         bpf,
@@ -316,10 +320,13 @@ fn too_few(n: u64, record: Option<&RunRecord>) -> String {
     let factor = (MIN_BPF_SAMPLES as f64 / n.max(1) as f64).ceil() as u64;
     let margin = 98.0 / (n.max(1) as f64).sqrt();
     let more = match record.and_then(bench_iterations) {
-        Some(iters) => format!("record about {factor}× as many iterations (-n {})", iters * factor),
+        Some(iters) => format!(
+            "record about {factor}× as many iterations (-n {})",
+            iters * factor
+        ),
         None => format!("record about {factor}× as long"),
     };
-    format!("only about {n} samples fall inside BPF (fewer than {MIN_BPF_SAMPLES}): the shares below are rough (up to ±{margin:.0} points) and no hint is given; {more}, or sample faster (a higher -F)")
+    format!("only about {n} samples fall inside BPF (fewer than {MIN_BPF_SAMPLES}): the shares are rough (up to ±{margin:.0} points) and no hint is given; {more}, or sample faster (a higher -F)")
 }
 
 /// The iteration count of `ebpf-prof bench -n N`, when that was the benchmark.

@@ -64,12 +64,13 @@ pub fn address(frame: &str) -> Option<u64> {
     parse_hex(name)
 }
 
-/// `0x…` with at least one digit, or a bare run of at least 8 hex digits (a kernel address).
+/// `0x…` with at least one digit, or a bare run of at least 12 hex digits (a kernel address;
+/// shorter runs such as `deadbeef` or `add` may well be names).
 fn parse_hex(name: &str) -> Option<u64> {
     let digits = match name.strip_prefix("0x") {
         Some(d) if !d.is_empty() => d,
         Some(_) => return None,
-        None if name.len() >= 8 => name,
+        None if name.len() >= 12 => name,
         None => return None,
     };
     if digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -190,8 +190,14 @@ mod tests {
     #[test]
     fn functions_by_name() {
         assert_eq!(of_function("htab_map_hash"), Some(Category::MapHash));
-        assert_eq!(of_function("copy_from_kernel_nofault_allowed"), Some(Category::ProbeRead));
-        assert_eq!(of_function("htab_map_update_elem"), Some(Category::MapAccess));
+        assert_eq!(
+            of_function("copy_from_kernel_nofault_allowed"),
+            Some(Category::ProbeRead)
+        );
+        assert_eq!(
+            of_function("htab_map_update_elem"),
+            Some(Category::MapAccess)
+        );
         assert_eq!(of_function("memcmp"), None);
     }
 
@@ -199,8 +205,16 @@ mod tests {
     fn hints_only_above_the_threshold_and_only_with_advice() {
         assert!(hint(Category::ProbeRead, 24.9, None).is_none());
         let h = hint(Category::ProbeRead, 36.1, Some("bpf_probe_read_kernel")).unwrap();
-        assert!(h.text.starts_with("probe reads take 36% of the time in BPF, bpf_probe_read_kernel most"), "{}", h.text);
-        assert!(hint(Category::MapHash, 30.0, None).unwrap().text.contains("smaller key"));
+        assert!(
+            h.text
+                .starts_with("probe reads take 36% of the time in BPF, bpf_probe_read_kernel most"),
+            "{}",
+            h.text
+        );
+        assert!(hint(Category::MapHash, 30.0, None)
+            .unwrap()
+            .text
+            .contains("smaller key"));
         assert!(hint(Category::OtherKernel, 90.0, None).is_none());
         assert!(hint(Category::Glue, 90.0, None).is_none());
     }

@@ -17,9 +17,9 @@ pub mod filter;
 mod frames;
 mod kinds;
 pub mod resolve;
-mod text;
 #[cfg(test)]
 mod tests;
+mod text;
 mod walk;
 
 use crate::folded::Folded;

@@ -188,7 +188,11 @@ ffffffffc1000000 t some_module_fn\t[some_mod]
             r.lookup(0xffffffffc0288d00),
             inside("bpf_trampoline_6442491220")
         );
-        assert_eq!(r.lookup(0xffffffffc028a000), Lookup::Nothing, "past the page");
+        assert_eq!(
+            r.lookup(0xffffffffc028a000),
+            Lookup::Nothing,
+            "past the page"
+        );
         assert_eq!(r.lookup(0x1000), Lookup::Nothing);
     }
 

@@ -19,7 +19,9 @@ pub fn render(r: &Report) -> String {
 
 fn header(s: &mut String, r: &Report) {
     let what = match (r.samples, &r.event) {
-        (Some(n), Some(ev)) => format!("{n} samples of {ev}, weighted by period ({})", r.count_unit),
+        (Some(n), Some(ev)) => {
+            format!("{n} samples of {ev}, weighted by period ({})", r.count_unit)
+        }
         (Some(n), None) => format!("{n} samples"),
         (None, Some(ev)) => format!("{ev}, sample count unknown"),
         (None, None) => "sample count unknown".to_string(),
@@ -28,6 +30,7 @@ fn header(s: &mut String, r: &Report) {
     let b = &r.bpf;
     let n = b
         .samples
+        .filter(|&n| n > 0)
         .map_or_else(String::new, |n| format!(" (about {n} samples)"));
     let _ = writeln!(
         s,
@@ -54,8 +57,15 @@ fn attach_points(s: &mut String, r: &Report) {
     if r.attach_points.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\nattach points (the nearest non-BPF frame above the programs)");
+    let _ = writeln!(
+        s,
+        "\nattach points (the nearest non-BPF frame above the programs)"
+    );
     for a in &r.attach_points {
+        if a.name == walk::CALLER_LOST {
+            let _ = writeln!(s, "  {}: {:.1}% of all samples: the kernel call chain stops at the BPF frame (sampled in a program's prologue, before it saved its frame pointer)", a.name, a.bpf_percent);
+            continue;
+        }
         let via = if a.via.is_empty() {
             String::new()
         } else {
@@ -125,8 +135,8 @@ fn function_line(s: &mut String, f: &Function) {
         .map_or_else(String::new, |c| format!(", below {c}"));
     let short = if f.unwound_short_percent > 0.0 {
         format!(
-            "; {:.1}% seen right under the attach point (sampled in its prologue, caller lost)",
-            f.unwound_short_percent
+            "; {} seen right under the attach point (sampled in its prologue, caller lost)",
+            small(f.unwound_short_percent)
         )
     } else {
         String::new()
@@ -177,7 +187,12 @@ fn breakdown(s: &mut String, r: &Report) {
         .map(|c| format!("{} {:.1}%", c.category.label(), c.share_of_bpf))
         .collect();
     let _ = writeln!(s, "\nwhere the time inside BPF goes: {}", parts.join(", "));
-    if r.hints.is_empty() {
+    if r.bpf.samples.is_some_and(|n| n < r.bpf.min_samples) {
+        let _ = writeln!(
+            s,
+            "  too few samples inside BPF for a hint (see the warnings)"
+        );
+    } else if r.hints.is_empty() {
         let _ = writeln!(
             s,
             "  no pattern takes {HINT_SHARE:.0}% or more of it: no hint"
@@ -203,20 +218,30 @@ fn unresolved(s: &mut String, r: &Report) {
     }
     for u in &r.unresolved {
         let what = match u.role {
-            Role::Glue => "above the programs: JIT glue (a trampoline or dispatcher) with no symbol",
+            Role::Glue => {
+                "above the programs: JIT glue (a trampoline or dispatcher) with no symbol"
+            }
             Role::InProgram => "among a program's frames",
             Role::UnderRunner => "probably a BPF program perf could not name",
             Role::Kernel => "kernel code perf could not name",
         };
-        let near = u
-            .nearest
-            .as_deref()
-            .map_or_else(String::new, |n| format!(" (nearest symbol below: {n}, its end unknown)"));
+        let near = u.nearest.as_deref().map_or_else(String::new, |n| {
+            format!(" (nearest symbol below: {n}, its end unknown)")
+        });
         let _ = writeln!(
             s,
             "  {:>6.1}%  {} under {}: {what}{near}",
             u.percent, u.frame, u.parent
         );
+    }
+}
+
+/// A share that may round to nothing: `<0.1%` rather than `0.0%`.
+fn small(p: f64) -> String {
+    if p > 0.0 && p < 0.05 {
+        "<0.1%".into()
+    } else {
+        format!("{p:.1}%")
     }
 }
 

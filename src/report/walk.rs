@@ -17,6 +17,11 @@ use super::kinds::{self, Category};
 use crate::folded::{bare, Stack};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+/// The attach point of a stack whose kernel call chain stops at its BPF part: a sample in a
+/// program's prologue, before it saved its frame pointer, loses its kernel callers (the user
+/// part of the chain follows right after).
+pub const CALLER_LOST: &str = "(caller lost)";
+
 /// (parent, frame) pairs of unresolved frames found right above BPF frames.
 pub type GlueSet = HashSet<(String, String)>;
 
@@ -70,7 +75,9 @@ pub fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
         Kind::Unresolved => glue.contains(&(parent(f, i).to_string(), bare(&f[i]).to_string())),
         _ => false,
     })?;
-    let code_end = (start..f.len()).find(|&i| !is_code(&f[i])).unwrap_or(f.len());
+    let code_end = (start..f.len())
+        .find(|&i| !is_code(&f[i]))
+        .unwrap_or(f.len());
     let entry = (start..code_end).find(|&i| frames::kind(&f[i]) == Kind::Program);
     Some(Segment {
         start,
@@ -209,19 +216,23 @@ pub fn tally(stacks: &[Stack]) -> Tally {
 
 fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<String, String>) {
     t.bpf += n;
-    let attach = seg
-        .start
-        .checked_sub(1)
-        .map_or_else(|| "(stack root)".to_string(), |i| display(&f[i]));
+    let attach = match seg.start.checked_sub(1) {
+        Some(i) if frames::kind(&f[i]) == Kind::Kernel => display(&f[i]),
+        _ => CALLER_LOST.to_string(),
+    };
     let a = t.attach.entry(attach.clone()).or_default();
     a.bpf += n;
-    let lineage = (
-        seg.start.checked_sub(2).map_or_else(String::new, |i| display(&f[i])),
-        seg.start.checked_sub(3).map_or_else(String::new, |i| display(&f[i])),
-    );
-    *a.lineage.entry(lineage).or_default() += n;
+    if attach != CALLER_LOST {
+        let name = |back: usize| {
+            seg.start
+                .checked_sub(back)
+                .map_or_else(String::new, |i| display(&f[i]))
+        };
+        *a.lineage.entry((name(2), name(3))).or_default() += n;
+    }
     let code_stop = seg.entry.unwrap_or(seg.code_end);
-    a.via.extend(f[seg.start..code_stop].iter().map(|g| display(g)));
+    a.via
+        .extend(f[seg.start..code_stop].iter().map(|g| display(g)));
     if let Some(e) = seg.entry {
         t.programs += n;
         let name = display(&f[e]);
@@ -313,7 +324,8 @@ fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &
 }
 
 fn display_parent(f: &[String], i: usize) -> String {
-    i.checked_sub(1).map_or_else(String::new, |p| display(&f[p]))
+    i.checked_sub(1)
+        .map_or_else(String::new, |p| display(&f[p]))
 }
 
 fn role_of(f: &[String], i: usize, seg: Option<Segment>, glue: &GlueSet) -> Role {

@@ -128,8 +128,9 @@ fn trend_note(pairs: &[(Vec<u64>, Vec<u64>)]) -> Option<String> {
     let per_round = (levels[levels.len() - 1] - levels[0]) / (2.0 * steps.len() as f64);
     Some(format!(
         "The p50 moved steadily through the run ({:.0} → {:.0} ns over {} pairs, {per_round:+.1} ns \
-         per round); each attached round runs after its baseline round, so a steady drift adds \
-         about {per_round:+.1} ns to the deltas.",
+         per round). If every attached round ran right after its baseline round, a steady drift \
+         adds about {per_round:+.1} ns to each delta that the interval does not cover; alternating \
+         the order within pairs (base-attached, attached-base, …) cancels it.",
         levels[0],
         levels[levels.len() - 1],
         pairs.len()

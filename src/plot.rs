@@ -1,0 +1,401 @@
+//! Latency distributions as a self-contained SVG: what `overhead --plot` writes.
+//!
+//! Two panels share the series and colours. Left, the CDF over the body of the distributions
+//! (x: latency on a log scale from p0.5 to p99.5, y: cumulative fraction 0–1), p50 marked and
+//! labelled. Right, the tail: 1 − CDF on a log scale, labelled by percentile (p90, p99, p99.9,
+//! p99.99), x from p50 to p99.99, p99 marked and labelled. Percentiles are nearest rank, as in
+//! [`crate::stats`]. Each curve is downsampled to at most ~2000 points: evenly in rank for the
+//! body, evenly in log(1 − F) for the tail. No scripts, no external fonts or files.
+
+mod axis;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use crate::stats::percentile_sorted;
+use axis::{ticks, LogScale};
+use std::fmt::Write;
+use text::{esc, fmt_duration, text_width, thousands};
+
+/// One distribution to draw.
+#[derive(Debug, Clone)]
+pub struct CdfSeries {
+    /// Shown in the legend (any text; escaped).
+    pub label: String,
+    /// Latencies in ns, any order.
+    pub samples: Vec<u64>,
+}
+
+/// Text around the plot.
+#[derive(Debug, Clone, Default)]
+pub struct PlotOptions {
+    /// The heading.
+    pub title: String,
+    /// A line under the heading, e.g. "Δp50 +212 ns [196, 228]; Δp99 +410 ns [380, 440]".
+    pub legend_note: String,
+}
+
+const WIDTH: f64 = 900.0;
+const HEIGHT: f64 = 560.0;
+/// Baseline blue, attached orange, then more distinct colours (colour-blind safe order).
+const COLORS: [&str; 6] = [
+    "#3b6fb6", "#e07b28", "#2a9d5b", "#c0392b", "#8e6bbf", "#7f7f7f",
+];
+/// Points per curve: half evenly in rank, half evenly in log(1 − F).
+const HALF_POINTS: usize = 1000;
+/// The deepest tail shown: p99.99.
+const TAIL_FLOOR: f64 = 1e-4;
+
+/// A series ready to draw.
+struct Prepared {
+    label: String,
+    color: &'static str,
+    sorted: Vec<u64>,
+}
+
+impl Prepared {
+    fn pct(&self, p: f64) -> Option<f64> {
+        percentile_sorted(&self.sorted, p).map(|v| v as f64)
+    }
+}
+
+/// How a panel maps F (the cumulative fraction) to height.
+#[derive(Clone, Copy)]
+enum YScale {
+    Cdf,
+    Tail,
+}
+
+/// A plotting area and its scales.
+struct Panel {
+    id: &'static str,
+    title: &'static str,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    x: LogScale,
+    y: YScale,
+}
+
+impl Panel {
+    fn px(&self, ns: f64) -> f64 {
+        let x = self.left + self.x.frac(ns) * (self.right - self.left);
+        x.clamp(-1e4, 1e4)
+    }
+
+    fn py(&self, f: f64) -> f64 {
+        let t = match self.y {
+            YScale::Cdf => 1.0 - f,
+            YScale::Tail => {
+                let s = (1.0 - f).max(TAIL_FLOOR / 100.0);
+                (s.log10() - 0.5f64.log10()) / (TAIL_FLOOR.log10() - 0.5f64.log10())
+            }
+        };
+        (self.top + t * (self.bottom - self.top)).clamp(-1e4, 1e4)
+    }
+}
+
+/// The SVG document: CDFs of `series` with p50/p99 marked, the legend, and `opts`' text.
+pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
+    let prepared = prepare(series);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="Helvetica, Arial, sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+"##
+    );
+    header(&mut out, opts);
+    if prepared.iter().all(|s| s.sorted.is_empty()) {
+        out.push_str("<text x=\"450\" y=\"300\" text-anchor=\"middle\" fill=\"#666\">no samples</text>\n</svg>\n");
+        return out;
+    }
+    for panel in panels(&prepared) {
+        frame(&mut out, &panel);
+        for s in prepared.iter().filter(|s| !s.sorted.is_empty()) {
+            curve(&mut out, &panel, s);
+        }
+        markers(&mut out, &panel, &prepared);
+        if let YScale::Cdf = panel.y {
+            legend(&mut out, &panel, &prepared);
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn prepare(series: &[CdfSeries]) -> Vec<Prepared> {
+    let color = |i: usize| COLORS[i % COLORS.len()];
+    let sorted = |s: &CdfSeries| {
+        let mut v = s.samples.clone();
+        v.sort_unstable();
+        v
+    };
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Prepared {
+            label: s.label.clone(),
+            color: color(i),
+            sorted: sorted(s),
+        })
+        .collect()
+}
+
+/// The body panel (p0.5..p99.5 of all series) and the tail panel (p50..p99.99).
+fn panels(series: &[Prepared]) -> [Panel; 2] {
+    let range = |lo_p: f64, hi_p: f64| {
+        let lo = series
+            .iter()
+            .filter_map(|s| s.pct(lo_p))
+            .fold(f64::INFINITY, f64::min);
+        let hi = series
+            .iter()
+            .filter_map(|s| s.pct(hi_p))
+            .fold(0.0, f64::max);
+        LogScale::new(lo * 0.97, hi * 1.05)
+    };
+    let (top, bottom) = (108.0, 492.0);
+    [
+        Panel {
+            id: "body",
+            title: "CDF",
+            left: 70.0,
+            right: 585.0,
+            top,
+            bottom,
+            x: range(0.5, 99.5),
+            y: YScale::Cdf,
+        },
+        Panel {
+            id: "tail",
+            title: "tail: 1 − CDF (log)",
+            left: 672.0,
+            right: 880.0,
+            top,
+            bottom,
+            x: range(50.0, 99.99),
+            y: YScale::Tail,
+        },
+    ]
+}
+
+/// The title, and the note under it.
+fn header(out: &mut String, opts: &PlotOptions) {
+    let _ = writeln!(
+        out,
+        r##"<text x="24" y="32" font-size="18" font-weight="bold">{}</text>
+<text x="24" y="56" font-size="14" fill="#222">{}</text>"##,
+        esc(&opts.title),
+        esc(&opts.legend_note)
+    );
+}
+
+/// The legend, in the body panel's lower right (a CDF leaves that corner empty): per series
+/// its colour and label, and under it p50, p99 and n.
+fn legend(out: &mut String, p: &Panel, series: &[Prepared]) {
+    let lines: Vec<(String, String)> = series
+        .iter()
+        .map(|s| (s.label.clone(), figures(s)))
+        .collect();
+    let widest = lines
+        .iter()
+        .map(|(l, f)| text_width(l, 12.0).max(text_width(f, 11.0)))
+        .fold(0.0, f64::max);
+    let (w, h) = (widest + 48.0, 34.0 * lines.len() as f64 + 12.0);
+    let (x, y) = (p.right - 10.0 - w, p.bottom - 10.0 - h);
+    let _ = writeln!(
+        out,
+        r##"<rect class="legend" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="4" fill="white" fill-opacity="0.92" stroke="#bbb"/>"##
+    );
+    for (i, (s, (label, figs))) in series.iter().zip(&lines).enumerate() {
+        let top = y + 8.0 + 34.0 * i as f64;
+        let _ = writeln!(
+            out,
+            r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-weight="bold">{}</text><text x="{:.1}" y="{:.1}" font-size="11" fill="#555">{}</text>"##,
+            x + 10.0,
+            top + 10.0,
+            x + 32.0,
+            top + 10.0,
+            s.color,
+            x + 38.0,
+            top + 14.0,
+            esc(label),
+            x + 38.0,
+            top + 28.0,
+            esc(figs)
+        );
+    }
+}
+
+/// "p50 1.16 µs · p99 1.63 µs · n 450,000", or "no samples".
+fn figures(s: &Prepared) -> String {
+    match (s.pct(50.0), s.pct(99.0)) {
+        (Some(p50), Some(p99)) => format!(
+            "p50 {} · p99 {} · n {}",
+            fmt_duration(p50),
+            fmt_duration(p99),
+            thousands(s.sorted.len())
+        ),
+        _ => "no samples".to_string(),
+    }
+}
+
+/// The panel's box, gridlines, tick labels and axis titles, and its clip path.
+fn frame(out: &mut String, p: &Panel) {
+    let (w, h) = (p.right - p.left, p.bottom - p.top);
+    let _ = writeln!(
+        out,
+        r##"<clipPath id="clip-{id}"><rect x="{l}" y="{t}" width="{w}" height="{h}"/></clipPath>
+<text x="{l}" y="{ty}" font-weight="bold" fill="#333">{title}</text>
+<rect x="{l}" y="{t}" width="{w}" height="{h}" fill="#fbfbfb" stroke="#999"/>"##,
+        id = p.id,
+        l = p.left,
+        t = p.top,
+        ty = p.top - 8.0,
+        title = esc(p.title),
+    );
+    for tick in ticks(&p.x, w) {
+        let x = p.px(tick.value);
+        let shade = if tick.label.is_some() {
+            "#d4d4d4"
+        } else {
+            "#ececec"
+        };
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{shade}"/>"##,
+            p.top, p.bottom
+        );
+        if let Some(label) = tick.label {
+            let _ = writeln!(
+                out,
+                r##"<text class="xtick" x="{x:.2}" y="{}" text-anchor="middle" fill="#444">{}</text>"##,
+                p.bottom + 16.0,
+                esc(&label)
+            );
+        }
+    }
+    y_ticks(out, p);
+    let _ = writeln!(
+        out,
+        r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#444">latency (log scale)</text>"##,
+        p.left + w / 2.0,
+        p.bottom + 36.0
+    );
+}
+
+/// Gridlines and labels of the F axis: fractions for the CDF, percentiles for the tail.
+fn y_ticks(out: &mut String, p: &Panel) {
+    let marks: &[(f64, &str)] = match p.y {
+        YScale::Cdf => &[
+            (0.0, "0"),
+            (0.25, "0.25"),
+            (0.5, "0.5"),
+            (0.75, "0.75"),
+            (1.0, "1"),
+        ],
+        YScale::Tail => &[
+            (0.5, "p50"),
+            (0.9, "p90"),
+            (0.99, "p99"),
+            (0.999, "p99.9"),
+            (0.9999, "p99.99"),
+        ],
+    };
+    for (f, label) in marks {
+        let y = p.py(*f);
+        let dash = if *label == "0.5" || *label == "p99" {
+            r##" stroke-dasharray="4 3""##
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#d4d4d4"{dash}/><text x="{}" y="{:.1}" text-anchor="end" fill="#444">{label}</text>"##,
+            p.left,
+            p.right,
+            p.left - 6.0,
+            y + 4.0
+        );
+    }
+    if let YScale::Cdf = p.y {
+        let _ = writeln!(
+            out,
+            r##"<text transform="translate(22 {:.1}) rotate(-90)" text-anchor="middle" fill="#444">cumulative fraction of calls</text>"##,
+            (p.top + p.bottom) / 2.0
+        );
+    }
+}
+
+/// Indices of the points drawn: evenly spaced in rank, plus evenly spaced in log(1 − F).
+fn sample_indices(n: usize) -> Vec<usize> {
+    let even = (0..=HALF_POINTS).map(|j| j * (n - 1) / HALF_POINTS);
+    let decades = (n as f64).log10();
+    let tail = (0..=HALF_POINTS).map(|j| {
+        let survival = 10f64.powf(-decades * j as f64 / HALF_POINTS as f64);
+        n - ((survival * n as f64).ceil() as usize).clamp(1, n)
+    });
+    let mut idx: Vec<usize> = even.chain(tail).collect();
+    idx.sort_unstable();
+    idx.dedup();
+    idx
+}
+
+/// One series' curve in a panel, at the middle of each step of its empirical CDF.
+fn curve(out: &mut String, p: &Panel, s: &Prepared) {
+    let n = s.sorted.len();
+    let mut points = String::new();
+    for i in sample_indices(n) {
+        let f = (i as f64 + 0.5) / n as f64;
+        let _ = write!(points, "{:.1},{:.1} ", p.px(s.sorted[i] as f64), p.py(f));
+    }
+    let _ = writeln!(
+        out,
+        r##"<polyline clip-path="url(#clip-{})" fill="none" stroke="{}" stroke-width="2" stroke-linejoin="round" points="{}"/>"##,
+        p.id,
+        s.color,
+        points.trim_end()
+    );
+}
+
+/// p50 (body panel) or p99 (tail panel) of each series: a dot on the curve, a dashed drop line
+/// to the axis, and the value. Labels alternate sides by rank so two series do not collide.
+fn markers(out: &mut String, p: &Panel, series: &[Prepared]) {
+    let (q, name) = match p.y {
+        YScale::Cdf => (50.0, "p50"),
+        YScale::Tail => (99.0, "p99"),
+    };
+    let mut at: Vec<(f64, &Prepared)> =
+        series.iter().filter_map(|s| Some((s.pct(q)?, s))).collect();
+    at.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (rank, (v, s)) in at.iter().enumerate() {
+        let (x, y) = (p.px(*v), p.py(q / 100.0));
+        let (lx, ly, anchor) = label_at(p.y, rank, x, y);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x:.2}" y1="{y:.1}" x2="{x:.2}" y2="{}" stroke="{c}" stroke-dasharray="3 3"/>
+<circle class="{name}" data-series="{i}" cx="{x:.2}" cy="{y:.1}" r="4.5" fill="{c}" stroke="white" stroke-width="1.5"/>
+<text x="{:.1}" y="{ly:.1}" text-anchor="{anchor}" fill="{c}" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">{name} {}</text>"##,
+            p.bottom,
+            lx,
+            esc(&fmt_duration(*v)),
+            c = s.color,
+            i = series.iter().position(|o| std::ptr::eq(o, *s)).unwrap_or(0),
+        );
+    }
+}
+
+/// Where the value label of the `rank`-th lowest marker goes: on the CDF the lowest to the left
+/// of its dot and the others to the right; in the narrow tail panel all to the right, the lowest
+/// above its dot and the others below theirs.
+fn label_at(y_scale: YScale, rank: usize, x: f64, y: f64) -> (f64, f64, &'static str) {
+    match (y_scale, rank) {
+        (YScale::Cdf, 0) => (x - 7.0, y - 6.0, "end"),
+        (YScale::Cdf, k) => (x + 7.0, y - 6.0 + 15.0 * (k - 1) as f64, "start"),
+        (YScale::Tail, 0) => (x + 6.0, y - 8.0, "start"),
+        (YScale::Tail, k) => (x + 6.0, y + 4.0 + 15.0 * k as f64, "start"),
+    }
+}

@@ -1,0 +1,152 @@
+//! `diff --text`: each function's share of its profile in a base and a hooked profile, and how
+//! it moved. Shares are of each profile's own total, so profiles of different lengths compare
+//! (the same normalisation the differential flame graph uses). Sorted by the move in self share,
+//! as `perf diff` does: that is where the extra time goes; inclusive moves are shown beside.
+
+use super::frames::{self, display, Kind};
+use super::pct;
+use crate::folded::{bare, Folded};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// One function's shares (% of its profile) in both profiles.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delta {
+    /// The function (BPF programs without their tag).
+    pub name: String,
+    /// Whether it is BPF code.
+    pub bpf: bool,
+    pub base_self: f64,
+    pub hooked_self: f64,
+    pub delta_self: f64,
+    pub base_incl: f64,
+    pub hooked_incl: f64,
+    pub delta_incl: f64,
+}
+
+#[derive(Default)]
+struct Shares {
+    own: BTreeMap<String, u64>,
+    incl: BTreeMap<String, u64>,
+    total: u64,
+}
+
+fn shares(f: &Folded) -> Shares {
+    let mut s = Shares::default();
+    for st in &f.stacks {
+        s.total += st.count;
+        let names: BTreeSet<String> = st.frames.iter().map(|x| display(x)).collect();
+        for n in names {
+            *s.incl.entry(n).or_default() += st.count;
+        }
+        if let Some(leaf) = st.frames.last() {
+            *s.own.entry(display(leaf)).or_default() += st.count;
+        }
+    }
+    s
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Every function of either profile, biggest move in self share first.
+pub fn deltas(base: &Folded, hooked: &Folded) -> Vec<Delta> {
+    let (b, h) = (shares(base), shares(hooked));
+    let bpf: BTreeSet<String> = hooked
+        .stacks
+        .iter()
+        .chain(&base.stacks)
+        .flat_map(|s| &s.frames)
+        .filter(|f| matches!(frames::kind(f), Kind::Program | Kind::Glue))
+        .map(|f| display(bare(f)))
+        .collect();
+    let names: BTreeSet<&String> = b.incl.keys().chain(h.incl.keys()).collect();
+    let mut out: Vec<Delta> = names
+        .into_iter()
+        .map(|n| {
+            let get = |m: &BTreeMap<String, u64>, t| pct(m.get(n).copied().unwrap_or(0), t);
+            let (bs, hs) = (get(&b.own, b.total), get(&h.own, h.total));
+            let (bi, hi) = (get(&b.incl, b.total), get(&h.incl, h.total));
+            Delta {
+                name: n.clone(),
+                bpf: bpf.contains(n),
+                base_self: bs,
+                hooked_self: hs,
+                delta_self: round2(hs - bs),
+                base_incl: bi,
+                hooked_incl: hi,
+                delta_incl: round2(hi - bi),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.delta_self
+            .abs()
+            .total_cmp(&a.delta_self.abs())
+            .then(b.delta_incl.abs().total_cmp(&a.delta_incl.abs()))
+            .then(a.name.cmp(&b.name))
+    });
+    out
+}
+
+/// The `top` biggest moves as a table.
+pub fn table(deltas: &[Delta], top: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}   function",
+        "self", "self", "Δ self", "incl", "incl", "Δ incl"
+    );
+    let _ = writeln!(
+        s,
+        "{:>8} {:>8} {:>8}   {:>8} {:>8}",
+        "base", "hooked", "", "base", "hooked"
+    );
+    for d in deltas.iter().take(top) {
+        let tag = if d.bpf { " [bpf]" } else { "" };
+        let _ = writeln!(
+            s,
+            "{:>7.2}% {:>7.2}% {:>+7.2}%   {:>7.2}% {:>7.2}% {:>+7.2}%   {}{tag}",
+            d.base_self,
+            d.hooked_self,
+            d.delta_self,
+            d.base_incl,
+            d.hooked_incl,
+            d.delta_incl,
+            d.name
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moves_are_of_each_profiles_own_total() {
+        let base = Folded::parse("b;sys_[k];open_[k] 60\nb;sys_[k];close_[k] 40\n");
+        let hooked = Folded::parse(
+            "b;sys_[k];open_[k] 120\nb;sys_[k];close_[k] 80\nb;sys_[k];trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook 200\n",
+        );
+        let d = deltas(&base, &hooked);
+        assert_eq!(d[0].name, "hook");
+        assert!(d[0].bpf);
+        assert_eq!(
+            (d[0].base_self, d[0].hooked_self, d[0].delta_self),
+            (0.0, 50.0, 50.0)
+        );
+        let open = d.iter().find(|x| x.name == "open").unwrap();
+        assert_eq!(
+            (open.base_self, open.hooked_self, open.delta_self),
+            (60.0, 30.0, -30.0)
+        );
+        let sys = d.iter().find(|x| x.name == "sys").unwrap();
+        assert_eq!(sys.delta_incl, 0.0);
+        let t = table(&d, 2);
+        assert!(t.contains("+50.00%") && t.contains("hook [bpf]"), "{t}");
+        assert_eq!(t.lines().count(), 4);
+    }
+}

@@ -1,0 +1,286 @@
+//! `report` on the folded fixtures in `fixtures/folded/` (see the README there for how each was
+//! recorded): the reference's own call graph, and real profiles of the sample hook.
+
+use super::*;
+use crate::host::kallsyms::parse;
+
+const REFERENCE: &str = include_str!("../../fixtures/folded/reference.folded");
+const SAMPLE_HOOK: &str = include_str!("../../fixtures/folded/sample-hook.folded");
+const SAMPLE_HOOK_RUN: &str = include_str!("../../fixtures/folded/sample-hook.folded.json");
+const TWO_PROGRAMS: &str = include_str!("../../fixtures/folded/two-programs.folded");
+const TWO_PROGRAMS_RUN: &str = include_str!("../../fixtures/folded/two-programs.folded.json");
+const UNRESOLVED: &str = include_str!("../../fixtures/folded/unresolved-addrs.folded");
+const UNRESOLVED_SNAP: &str =
+    include_str!("../../fixtures/folded/unresolved-addrs.folded.kallsyms");
+const NO_BPF: &str = include_str!("../../fixtures/folded/no-bpf.folded");
+const NO_BPF_RUN: &str = include_str!("../../fixtures/folded/no-bpf.folded.json");
+
+fn run(json: &str) -> RunRecord {
+    serde_json::from_str(json).unwrap()
+}
+
+fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Report {
+    let syms = snap.map(parse);
+    build(&Input {
+        name: "fixture".into(),
+        folded: &Folded::parse(folded),
+        record,
+        kallsyms: syms.as_deref(),
+        top: 20,
+    })
+}
+
+fn kfunc<'a>(r: &'a Report, name: &str) -> &'a KernelFunction {
+    r.kernel_functions
+        .iter()
+        .find(|k| k.name == name)
+        .unwrap_or_else(|| panic!("{name} not in {:#?}", r.kernel_functions))
+}
+
+fn program<'a>(r: &'a Report, name: &str) -> &'a Program {
+    r.programs
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{name} not in {:#?}", r.programs))
+}
+
+#[test]
+fn reference_call_graph_gives_back_its_figures() {
+    let r = report(REFERENCE, None, None);
+    assert_eq!(
+        (r.samples, r.samples_source),
+        (Some(10000), SamplesSource::FoldedCounts)
+    );
+    let a = &r.attach_points[0];
+    assert_eq!(a.name, "bpf_lsm_file_open");
+    assert_eq!(a.percent, 89.78);
+    let parent = a.parent.as_ref().unwrap();
+    assert_eq!(
+        (parent.name.as_str(), parent.percent),
+        ("do_dentry_open", 90.52)
+    );
+    assert!((99.0..99.5).contains(&parent.hook_share), "{parent:?}");
+    assert_eq!(a.via, ["0xffffffffc0288c18"]);
+    assert_eq!(kfunc(&r, "bpf_probe_read_kernel").percent, 29.94);
+    assert_eq!(kfunc(&r, "htab_map_hash").percent, 4.88);
+    assert_eq!(kfunc(&r, "copy_from_kernel_nofault").percent, 21.17);
+    assert_eq!(r.unresolved.len(), 1, "{:#?}", r.unresolved);
+    let u = &r.unresolved[0];
+    assert_eq!(
+        (u.frame.as_str(), u.role, u.parent.as_str()),
+        ("0xffffffffc0288c18", Role::Glue, "bpf_lsm_file_open")
+    );
+    assert_eq!((r.bpf.percent, r.bpf.programs_percent), (89.3, 87.4));
+}
+
+#[test]
+fn reference_programs_nest_by_stack_position() {
+    let r = report(REFERENCE, None, None);
+    assert_eq!(r.programs.len(), 1);
+    let p = program(&r, "tail_call_security_check");
+    let f: Vec<(&str, Option<usize>, f64)> = p
+        .functions
+        .iter()
+        .map(|f| (f.name.as_str(), f.depth, f.percent))
+        .collect();
+    assert_eq!(
+        f,
+        [
+            ("tail_call_security_check", Some(0), 87.4),
+            ("enforce_access_policy", Some(1), 77.57),
+            ("path_check_callback", Some(2), 57.87)
+        ]
+    );
+    assert!(r.hints.iter().any(|h| h.category == Category::ProbeRead));
+    assert!(
+        !r.hints.iter().any(|h| h.category == Category::MapHash),
+        "4.9% is no pattern"
+    );
+    let text = r.to_text();
+    assert!(
+        text.contains("89.3% of the samples are inside BPF programs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bpf_lsm_file_open holds 99.2% of it"),
+        "{text}"
+    );
+}
+
+#[test]
+fn reference_trampoline_is_named_by_a_snapshot_that_has_it() {
+    // /proc/kallsyms lists trampolines as `ADDR t bpf_trampoline_<key> [bpf]`.
+    let snap = "ffffffffc0288c18 t bpf_trampoline_6442491220\t[bpf]\n";
+    let r = report(REFERENCE, None, Some(snap));
+    assert!(r.unresolved.is_empty(), "{:#?}", r.unresolved);
+    assert_eq!(r.resolved.len(), 1);
+    assert_eq!(
+        r.resolved[0].symbol.as_deref(),
+        Some("bpf_trampoline_6442491220")
+    );
+    assert_eq!(r.attach_points[0].name, "bpf_lsm_file_open");
+    assert_eq!(r.attach_points[0].via, ["bpf_trampoline_6442491220"]);
+    assert_eq!(r.bpf.percent, 89.3);
+}
+
+#[test]
+fn tail_call_and_sub_function_in_a_real_profile() {
+    let rec = run(SAMPLE_HOOK_RUN);
+    let r = report(SAMPLE_HOOK, Some(&rec), None);
+    assert_eq!(r.samples_source, SamplesSource::PerfRecord);
+    assert_eq!(r.count_unit, "ns");
+    let entry = program(&r, "enforce_access_policy");
+    let sub = &entry.functions[1];
+    assert_eq!(
+        (sub.name.as_str(), sub.depth, sub.called_from.as_deref()),
+        (
+            "path_check_callback",
+            Some(1),
+            Some("enforce_access_policy")
+        )
+    );
+    // The attached program tail-calls at once: it shows on its own under trace_call_bpf, and
+    // its target takes its place there.
+    let caller = program(&r, "tail_call_security_check");
+    assert_eq!(caller.id, Some(421), "id from the run record");
+    let tp = r
+        .attach_points
+        .iter()
+        .find(|a| a.name == "trace_call_bpf")
+        .unwrap();
+    assert_eq!(
+        tp.programs,
+        ["enforce_access_policy", "tail_call_security_check"]
+    );
+    assert_eq!(tp.parent.as_ref().unwrap().name, "perf_call_bpf_enter");
+    assert!(
+        caller
+            .attach_points
+            .contains(&walk::CALLER_LOST.to_string()),
+        "{caller:#?}"
+    );
+    assert!(r.bpf.percent > entry.percent && entry.percent > sub.self_percent);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn two_programs_on_one_attach_point() {
+    let rec = run(TWO_PROGRAMS_RUN);
+    let r = report(TWO_PROGRAMS, Some(&rec), None);
+    let tp = r
+        .attach_points
+        .iter()
+        .find(|a| a.name == "trace_call_bpf")
+        .unwrap();
+    for p in ["count_opens", "enforce_access_policy", "lookups_2"] {
+        assert!(tp.programs.contains(&p.to_string()), "{p} in {tp:#?}");
+    }
+    let comm = kfunc(&r, "bpf_get_current_comm");
+    assert_eq!(comm.called_from[0].name, "count_opens");
+    assert_eq!(program(&r, "enforce_access_policy").id, Some(468));
+    // A program loaded by someone else during the recording: perf has no name for it.
+    let u = r
+        .unresolved
+        .iter()
+        .find(|u| u.frame == "[unknown]")
+        .unwrap();
+    assert_eq!(
+        (u.role, u.parent.as_str()),
+        (Role::UnderRunner, "trace_call_bpf")
+    );
+    assert!(r.bpf.unresolved_under_runners_percent > 0.0);
+    let text = r.to_text();
+    assert!(
+        text.contains("probably a BPF program perf could not name"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bare_addresses_are_named_from_the_snapshot_where_it_can() {
+    let unnamed = report(UNRESOLVED, None, None);
+    assert_eq!(unnamed.bpf.percent, 0.0);
+    assert!(unnamed.bpf.unresolved_under_runners_percent > 30.0);
+    assert!(unnamed
+        .warnings
+        .iter()
+        .any(|w| w.contains("could not name")));
+
+    let r = report(UNRESOLVED, None, Some(UNRESOLVED_SNAP));
+    let p = program(&r, "enforce_access_policy");
+    assert_eq!(p.functions[1].name, "path_check_callback");
+    assert!(r
+        .resolved
+        .iter()
+        .any(|o| o.frame == "[unknown <ffffffffc0025cd2>]"
+            && o.symbol.as_deref() == Some("bpf_prog_ced0c9407c526ed9_enforce_access_policy")));
+    // Past the last [bpf] symbol the snapshot cannot say where a program ends: left unresolved.
+    let u = r
+        .unresolved
+        .iter()
+        .find(|u| u.frame == "[unknown <ffffffffc0025fc1>]")
+        .unwrap();
+    assert_eq!(u.role, Role::UnderRunner);
+    assert_eq!(
+        u.nearest.as_deref(),
+        Some("bpf_prog_1307ade3162da109_tail_call_security_check+0x45")
+    );
+    assert!(kfunc(&r, "bpf_probe_read_user_str").percent > 0.0);
+}
+
+#[test]
+fn a_profile_without_bpf_says_so_and_nothing_else() {
+    let rec = run(NO_BPF_RUN);
+    let r = report(NO_BPF, Some(&rec), None);
+    assert_eq!(r.bpf.percent, 0.0);
+    assert!(r.programs.is_empty() && r.attach_points.is_empty() && r.hints.is_empty());
+    assert!(r.kernel_functions.is_empty() && r.unresolved.is_empty());
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(r.warnings[0].starts_with("no sampled stack passes through a BPF program"));
+}
+
+#[test]
+fn too_few_samples_in_bpf_warns_and_scales_the_iterations() {
+    let mut rec = run(SAMPLE_HOOK_RUN);
+    rec.perf_samples = Some(200);
+    let r = report(SAMPLE_HOOK, Some(&rec), None);
+    let n = r.bpf.samples.unwrap();
+    assert!(n < MIN_BPF_SAMPLES);
+    let factor = MIN_BPF_SAMPLES.div_ceil(n);
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("fewer than 400"))
+        .unwrap();
+    assert!(w.contains(&format!("-n {}", 200_000 * factor)), "{w}");
+    assert!(r.hints.is_empty(), "no hint on too few samples");
+    assert!(r
+        .to_text()
+        .contains("too few samples inside BPF for a hint"));
+}
+
+#[test]
+fn a_sub_function_sampled_in_its_prologue_stays_with_its_program() {
+    let f =
+        "b;trace_call_bpf_[k];bpf_prog_1111111111111111_main;bpf_prog_2222222222222222_sub 90\n\
+             b;trace_call_bpf_[k];bpf_prog_2222222222222222_sub 3\n";
+    let r = report(f, None, None);
+    assert_eq!(r.programs.len(), 1);
+    let p = program(&r, "main");
+    assert_eq!(p.percent, 100.0);
+    let sub = &p.functions[1];
+    assert_eq!((sub.name.as_str(), sub.depth), ("sub", Some(1)));
+    assert_eq!(sub.unwound_short_percent, 3.23);
+    assert_eq!(p.tags, ["1111111111111111"]);
+}
+
+#[test]
+fn json_holds_the_same_content() {
+    let r = report(REFERENCE, None, None);
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["attach_points"][0]["parent"]["name"], "do_dentry_open");
+    assert_eq!(v["bpf"]["percent"], 89.3);
+    assert_eq!(v["unresolved"][0]["role"], "glue");
+    assert_eq!(v["hints"][0]["category"], "own_code");
+    assert_eq!(v["samples_source"], "folded_counts");
+}
