@@ -28,7 +28,6 @@ pub enum Command {
     /// The whole method on the bundled sample hook: load, record, flame graph, detach.
     Demo(DemoArgs),
     /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 95% intervals.
-    #[cfg(any())] // WIP-OVERHEAD: enabled once the stats and bpf helpers land
     Overhead(OverheadArgs),
     /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
     Report(ReportArgs),
@@ -340,7 +339,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             load: a.load,
             seconds: a.seconds,
         }),
-        #[cfg(any())] // WIP-OVERHEAD
         Command::Overhead(a) => commands::overhead::run(&overhead_options(a)),
         Command::Demo(a) => commands::demo::run(&commands::demo::DemoOptions {
             perf: (&a.perf).into(),
@@ -368,7 +366,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-#[cfg(any())] // WIP-OVERHEAD
 fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
     commands::overhead::OverheadOptions {
         load: a.load,

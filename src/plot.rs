@@ -13,7 +13,7 @@ mod tests;
 mod text;
 
 use crate::stats::percentile_sorted;
-use axis::{ticks, LogScale};
+use axis::{ticks, LogScale, Panel, YScale};
 use std::fmt::Write;
 use text::{esc, fmt_duration, text_width, thousands};
 
@@ -43,8 +43,6 @@ const COLORS: [&str; 6] = [
 ];
 /// Points per curve: half evenly in rank, half evenly in log(1 − F).
 const HALF_POINTS: usize = 1000;
-/// The deepest tail shown: p99.99.
-const TAIL_FLOOR: f64 = 1e-4;
 
 /// A series ready to draw.
 struct Prepared {
@@ -56,43 +54,6 @@ struct Prepared {
 impl Prepared {
     fn pct(&self, p: f64) -> Option<f64> {
         percentile_sorted(&self.sorted, p).map(|v| v as f64)
-    }
-}
-
-/// How a panel maps F (the cumulative fraction) to height.
-#[derive(Clone, Copy)]
-enum YScale {
-    Cdf,
-    Tail,
-}
-
-/// A plotting area and its scales.
-struct Panel {
-    id: &'static str,
-    title: &'static str,
-    left: f64,
-    right: f64,
-    top: f64,
-    bottom: f64,
-    x: LogScale,
-    y: YScale,
-}
-
-impl Panel {
-    fn px(&self, ns: f64) -> f64 {
-        let x = self.left + self.x.frac(ns) * (self.right - self.left);
-        x.clamp(-1e4, 1e4)
-    }
-
-    fn py(&self, f: f64) -> f64 {
-        let t = match self.y {
-            YScale::Cdf => 1.0 - f,
-            YScale::Tail => {
-                let s = (1.0 - f).max(TAIL_FLOOR / 100.0);
-                (s.log10() - 0.5f64.log10()) / (TAIL_FLOOR.log10() - 0.5f64.log10())
-            }
-        };
-        (self.top + t * (self.bottom - self.top)).clamp(-1e4, 1e4)
     }
 }
 

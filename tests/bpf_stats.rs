@@ -364,7 +364,7 @@ fn pressure_of(id: u32) -> MapPressure {
     found.pop().expect("one map")
 }
 
-/// Attaches the verdict cache hook, opens each of `files` files once, detaches (keeping the
+/// Attaches the verdict cache hook, opens each of `paths` once, detaches (keeping the
 /// cache map open), and returns the map, a handle on it and the E2BIG counter.
 fn fill_verdict_cache(paths: &[PathBuf]) -> (MapPressure, MapHandle, u64, Vec<MapPressure>) {
     let attached = attach_bytes("verdict_cache", HOOK_VERDICT_CACHE);

@@ -6,7 +6,6 @@ pub mod diff;
 pub mod doctor;
 pub mod flame;
 pub mod hook;
-#[cfg(any())] // WIP-OVERHEAD
 pub mod overhead;
 pub mod record;
 pub mod report;

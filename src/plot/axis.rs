@@ -1,4 +1,4 @@
-//! Log-scaled latency axes: the mapping and the ticks.
+//! Log-scaled latency axes and the panels that use them: the mappings and the ticks.
 
 use super::text::fmt_duration;
 
@@ -20,6 +20,50 @@ impl LogScale {
     /// Where `v` falls, 0 at `lo` and 1 at `hi` (outside for values out of range).
     pub fn frac(&self, v: f64) -> f64 {
         (v.max(1e-3).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+    }
+}
+
+/// The deepest tail shown: p99.99.
+pub(super) const TAIL_FLOOR: f64 = 1e-4;
+
+/// How a panel maps F (the cumulative fraction) to height.
+#[derive(Clone, Copy)]
+pub(super) enum YScale {
+    /// F from 0 (bottom) to 1 (top).
+    Cdf,
+    /// 1 − F on a log scale, from 0.5 (top) to `TAIL_FLOOR` (bottom).
+    Tail,
+}
+
+/// A plotting area and its scales.
+pub(super) struct Panel {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub left: f64,
+    pub right: f64,
+    pub top: f64,
+    pub bottom: f64,
+    pub x: LogScale,
+    pub y: YScale,
+}
+
+impl Panel {
+    /// The x of latency `ns`.
+    pub fn px(&self, ns: f64) -> f64 {
+        let x = self.left + self.x.frac(ns) * (self.right - self.left);
+        x.clamp(-1e4, 1e4)
+    }
+
+    /// The y of cumulative fraction `f`.
+    pub fn py(&self, f: f64) -> f64 {
+        let t = match self.y {
+            YScale::Cdf => 1.0 - f,
+            YScale::Tail => {
+                let s = (1.0 - f).max(TAIL_FLOOR / 100.0);
+                (s.log10() - 0.5f64.log10()) / (TAIL_FLOOR.log10() - 0.5f64.log10())
+            }
+        };
+        (self.top + t * (self.bottom - self.top)).clamp(-1e4, 1e4)
     }
 }
 

@@ -150,8 +150,9 @@ mod tests {
 
     #[test]
     fn flags_table() {
-        // (what, rounds as (p50, max), rounds expected to be flagged, 1-based)
-        let cases: &[(&str, &[(u64, u64)], &[&str])] = &[
+        // (what, rounds as (p50, max), what the notes name, in order; rounds are 1-based)
+        type Case<'a> = (&'a str, &'a [(u64, u64)], &'a [&'a str]);
+        let cases: &[Case] = &[
             ("steady", &[(1200, 9000); 5], &[]),
             (
                 "±20 ns drift is normal",

@@ -68,6 +68,21 @@ impl Active {
         }
     }
 
+    /// Full program names by id (the kernel keeps only 15 characters of a name).
+    pub fn program_names(&self) -> Vec<(u32, String)> {
+        match self {
+            Active::Nothing => Vec::new(),
+            Active::Object(a) => a
+                .programs()
+                .iter()
+                .map(|p| (p.id, p.name.clone()))
+                .collect(),
+            Active::Command { programs, .. } => {
+                programs.iter().map(|p| (p.id, p.name.clone())).collect()
+            }
+        }
+    }
+
     /// Undo the arm and check that its programs are gone.
     pub fn stop(self) -> Result<()> {
         let ids = self.program_ids();
@@ -101,7 +116,7 @@ fn start_command(argv: &[String]) -> Result<Active> {
         }),
         Err(e) => {
             let _ = stop_child(&mut child, &line);
-            Err(e)
+            Err(e.context(format!("--attach-cmd '{line}'")))
         }
     }
 }

@@ -67,9 +67,15 @@ pub fn collect(
             let ids = active.program_ids();
             let guard = bpf::enable_run_stats()?;
             view.method = guard.method().to_string();
+            let names = active.program_names();
             let before = bpf::program_stats(&ids)?;
             let ran = bench.run(&format!("stats {arm} {r}"));
-            let after = bpf::program_stats(&ids)?;
+            let mut after = bpf::program_stats(&ids)?;
+            for a in &mut after {
+                if let Some((_, full)) = names.iter().find(|(id, _)| *id == a.id) {
+                    a.name.clone_from(full);
+                }
+            }
             drop(guard);
             active.stop()?;
             ran?;

@@ -15,8 +15,9 @@ use crate::signals::Interrupts;
 use crate::stats::{self, CompareOptions, Comparison, GateResult};
 use anyhow::{Context, Result};
 use arms::{Active, ArmSpec};
-use runner::{BenchRun, ClockCost};
+use runner::BenchRun;
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 pub use output::Report;
@@ -143,9 +144,13 @@ fn measure(
             active.stop()?;
             out.push(samples?);
         }
-        eprint!("\rebpf-prof: round {i}/{rounds} done");
+        if std::io::stderr().is_terminal() {
+            eprint!("\rebpf-prof: round {i}/{rounds} done");
+        }
     }
-    eprintln!();
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
     Ok(r)
 }
 
