@@ -2,7 +2,7 @@
 //! `ebpf_prof::stats::compare` on synthetic latencies shaped like openat on the test VM.
 //!
 //! ```text
-//! cargo run --release --example stats_coverage [-- --runs 1000 --n 90000 --rounds 5 --threads N]
+//! cargo run --release --example stats_coverage [-- --runs 1000 --n 90000 --rounds 5 --threads N --only NAME]
 //! ```
 //! (`--runs 0`: only the timing.) Each table line is one drift model; A/A lines count runs whose
 //! interval holds 0, the +35 ns lines runs whose p50 interval excludes 0 on the right side, and
@@ -159,6 +159,8 @@ struct Config {
     threads: usize,
     n: usize,
     rounds: usize,
+    /// Only the drift models whose name holds this text.
+    only: String,
 }
 
 /// Tallies over runs of one scenario.
@@ -296,6 +298,7 @@ fn timing(shape: &Shape) {
         threads: 1,
         n: 90_000,
         rounds: 5,
+        only: String::new(),
     };
     let mut rng = Rng::new(9);
     let mut arm = || {
@@ -345,6 +348,12 @@ fn parse_args() -> Config {
         threads: get("--threads", cores).max(1),
         n: get("--n", 90_000),
         rounds: get("--rounds", 5),
+        only: args
+            .iter()
+            .position(|a| a == "--only")
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_default(),
     }
 }
 
@@ -364,7 +373,8 @@ fn main() {
         "{:<24} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>9} | {:>6} |",
         "drift", "p50", "p90", "p99", "p99.9", "within1.96", "pairboot", "½w p50"
     );
-    for m in &DRIFTS {
+    let models = || DRIFTS.iter().filter(|m| m.name.contains(cfg.only.as_str()));
+    for m in models() {
         report_aa(m, &scenario(&shape, m, &cfg, 0.0));
     }
     println!("\nTreatment +35 ns: power = % of runs whose p50 interval excludes 0 with lo > 0");
@@ -372,7 +382,7 @@ fn main() {
         "{:<24} {:>6} {:>6} {:>8} {:>8} | {:>6} |",
         "drift", "power", "wrong", "cov p50", "cov p99", "½w p50"
     );
-    for m in &DRIFTS {
+    for m in models() {
         report_effect(m, &scenario(&shape, m, &cfg, 35.0), 35.0);
     }
 }

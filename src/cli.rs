@@ -288,8 +288,8 @@ pub struct DemoArgs {
     /// Iterations of the built-in bench.
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
-    /// Sampling frequency (Hz).
-    #[arg(short = 'F', long, default_value_t = 997)]
+    /// Sampling frequency (Hz); higher than record's 997 so a short demo has enough BPF samples.
+    #[arg(short = 'F', long, default_value_t = 4999)]
     pub freq: u32,
     #[command(flatten)]
     pub perf: PerfArgs,

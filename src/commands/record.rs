@@ -195,7 +195,7 @@ fn matching_programs(
         .unwrap_or_default();
     let progs: Vec<ProgramSeen> = kallsyms::bpf_programs(&syms)
         .into_iter()
-        .filter(|p| filter.is_match(&p.symbol))
+        .filter(|p| filter.is_match(&p.symbol) || ids.iter().any(|(n, _)| *n == p.name))
         .map(|p| ProgramSeen {
             id: ids.iter().find(|(n, _)| *n == p.name).map(|(_, id)| *id),
             name: p.name,

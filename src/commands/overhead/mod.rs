@@ -140,6 +140,9 @@ fn measure(
         for (spec, out, name) in [(base, &mut r.base, "base"), (treat, &mut r.treat, "treat")] {
             ints.check()?;
             let active = Active::start(spec)?;
+            if name == "treat" {
+                crate::failpoint::hit("overhead:attached");
+            }
             let samples = bench.run(&format!("{name} {i}"));
             active.stop()?;
             out.push(samples?);

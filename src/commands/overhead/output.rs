@@ -89,7 +89,14 @@ impl Report {
             rounds: o.rounds,
             iterations: o.iterations,
             bench: if o.bench.is_empty() {
-                format!("ebpf-prof bench -n {} ({:?})", o.iterations, o.op)
+                match &o.op {
+                    crate::bench::OpKind::Openat(p) => {
+                        format!("{} openats of {}", o.iterations, p.display())
+                    }
+                    crate::bench::OpKind::Connect => {
+                        format!("{} loopback TCP connects", o.iterations)
+                    }
+                }
             } else {
                 o.bench
                     .iter()
@@ -174,13 +181,15 @@ impl Report {
             ),
         );
         for p in &self.kernel.programs {
-            w(
-                &mut s,
+            let line = if p.runs == 0 {
+                format!("kernel ({} arm): {} never ran on its own: a tail-call target's runs and time count under the program that called it", p.arm, p.name)
+            } else {
                 format!(
                     "kernel ({} arm, {}): {} ran {:.2} times per iteration, {:.0} ns per run",
                     p.arm, self.kernel.method, p.name, p.runs_per_iteration, p.mean_run_ns
-                ),
-            );
+                )
+            };
+            w(&mut s, line);
         }
         if let Some(g) = self.dispatch_gap_ns {
             w(&mut s, format!("latency delta at p50 minus the programs' own time: {g:+.0} ns (dispatch, trampoline, tracepoint glue)"));
