@@ -6,7 +6,11 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(212.0);
-    let mut rng = Rng::new(3);
+    let seed: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let mut rng = Rng::new(seed);
     let mut one = |plus: f64| -> u64 {
         let u: f64 = rng.uniform();
         let w = -(u.ln());
@@ -25,6 +29,10 @@ fn main() {
     let c = compare(&base, &treat, &CompareOptions::default());
     let v = verdict(&c, 10.0);
     eprintln!("{v}");
+    eprintln!("{}", ebpf_prof::stats::gate_ns(&c, 50.0, 100.0).message);
+    eprintln!("{}", ebpf_prof::stats::gate_pct(&c, 99.0, 10.0).message);
+    eprintln!("{:?}", c.notes);
+    eprintln!("{:?}", c.rank_test);
     let note = format!(
         "Δp50 {:+.0} ns [{:.0}, {:.0}]; Δp99 {:+.0} ns [{:.0}, {:.0}]",
         c.diffs[0].delta,
@@ -55,3 +63,5 @@ fn main() {
         )
     );
 }
+#[allow(dead_code)]
+fn unused() {}

@@ -123,6 +123,15 @@ pub struct RecordArgs {
     /// Load and attach this BPF object for the recording (detached after).
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
+    /// Profile every CPU (no bench) while your workload runs: for --duration, or until Ctrl-C.
+    #[arg(long, conflicts_with_all = ["pid", "command"])]
+    pub all_cpus: bool,
+    /// Profile this running process (no bench): for --duration, or until Ctrl-C.
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// How long --all-cpus or --pid records: 30s, 2m, 500ms, or seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<f64>,
     /// Extra argument for perf record (repeatable), placed before `--`.
     #[arg(long = "perf-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub perf_args: Vec<String>,
@@ -412,6 +421,36 @@ fn record_options(a: RecordArgs) -> commands::record::RecordOptions {
         ),
         perf_args: a.perf_args,
         command: a.command,
+        scope: match (a.all_cpus, a.pid) {
+            (true, _) => crate::perf::record::Scope::AllCpus {
+                duration: a.duration,
+            },
+            (false, Some(pid)) => crate::perf::record::Scope::Pid {
+                pid,
+                duration: a.duration,
+            },
+            (false, None) => crate::perf::record::Scope::Bench,
+        },
+    }
+}
+
+/// A duration: `30s`, `2m`, `500ms`, or plain seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * scale),
+        _ => Err(format!("{s:?} is not a duration: give e.g. 30s, 2m, 500ms")),
     }
 }
 
@@ -444,6 +483,18 @@ mod tests {
         assert_eq!(r.cpu, Some(1));
         assert_eq!(r.command, ["./bench", "-x"]);
         assert_eq!(r.priority, 99);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(30.0));
+        assert_eq!(parse_duration("2m"), Ok(120.0));
+        assert_eq!(parse_duration("500ms"), Ok(0.5));
+        assert_eq!(parse_duration("1.5"), Ok(1.5));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(Cli::try_parse_from(["ebpf-prof", "record", "--all-cpus", "--pid", "1"]).is_err());
+        assert!(Cli::try_parse_from(["ebpf-prof", "record", "--all-cpus", "--", "./b"]).is_err());
     }
 
     #[test]

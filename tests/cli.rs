@@ -415,3 +415,79 @@ fn flame_unreadable_input_for_an_ordinary_user() {
 fn bin_path() -> std::path::PathBuf {
     bin()
 }
+
+#[test]
+fn record_all_cpus_and_pid_profile_a_real_workload() {
+    if !need_root("record_all_cpus_and_pid_profile_a_real_workload") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    // The workload: a process opening files in a loop for a few seconds.
+    let mut work = std::process::Command::new(bin_path())
+        .args(["bench", "-n", "3000000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = work.id().to_string();
+    let r = run(ebpf_prof(
+        &[
+            "record",
+            "--all-cpus",
+            "--duration",
+            "1s",
+            "--load",
+            "hook.bpf.o",
+            "-F",
+            "4999",
+            "-o",
+            "all.data",
+        ],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains(" -a -- sleep 1"), "{r:?}");
+    assert!(
+        !d.path().join("all.data.samples").exists(),
+        "no bench, no samples file"
+    );
+    let r = run(ebpf_prof(
+        &[
+            "record",
+            "--pid",
+            &pid,
+            "--duration",
+            "500ms",
+            "--load",
+            "hook.bpf.o",
+            "-F",
+            "4999",
+            "-o",
+            "pid.data",
+        ],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let _ = work.kill();
+    let _ = work.wait();
+    for data in ["all.data", "pid.data"] {
+        let r = run(ebpf_prof(&["report", data, "--json"], d.path()));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+        assert!(
+            v["bpf"]["percent"].as_f64().unwrap() > 1.0,
+            "{data}: the workload's openats ran the hook: {v}"
+        );
+        let svg = run(ebpf_prof(&["flame", data], d.path()));
+        assert!(
+            svg.stdout().contains("path_check_callback"),
+            "{data}: {svg:?}"
+        );
+    }
+    let r = run(ebpf_prof(
+        &["record", "--pid", "999999999", "--allow-no-bpf"],
+        d.path(),
+    ));
+    usage_error(&r, "no process 999999999");
+}

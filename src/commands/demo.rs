@@ -55,6 +55,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         perf_args: vec![],
         perf: opts.perf.clone(),
         command: vec![],
+        scope: crate::perf::record::Scope::Bench,
     };
     let recorded = super::record::run(&rec_opts)?;
     say("3/4 sample hook detached, sysctls restored");

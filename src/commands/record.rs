@@ -7,7 +7,7 @@ use super::{filter_regex, say, PerfChoice};
 use crate::bpf::{self, Attached, ObjectSource};
 use crate::error::{check, child, usage};
 use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
-use crate::perf::record::{self as perf_record, RecordPlan};
+use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::recovery;
 use crate::runfiles::{create_new, Owner, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
@@ -42,6 +42,8 @@ pub struct RecordOptions {
     pub perf: PerfChoice,
     /// The benchmark; empty runs `ebpf-prof bench`.
     pub command: Vec<OsString>,
+    /// The bench (default), every CPU, or one process.
+    pub scope: Scope,
 }
 
 /// What a finished recording left.
@@ -83,10 +85,24 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
         || cpu::default_cpu(&host).context("no online CPU found"),
         Ok,
     )?;
-    cpu::validate(&host, cpu)?;
+    let bench = opts.scope == Scope::Bench;
+    if bench {
+        cpu::validate(&host, cpu)?;
+    }
+    if let Scope::Pid { pid, .. } = opts.scope {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(usage(format!(
+                "no process {pid}: give the pid of a running process"
+            )));
+        }
+    }
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
-    let command = bench_command(opts)?;
+    let command = if bench {
+        bench_command(opts)?
+    } else {
+        Vec::new()
+    };
     let perf = opts.perf.find(false)?;
 
     let mut guard = SysctlGuard::new(host.clone()).with_journal({
@@ -118,6 +134,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
             cpu,
             priority: opts.priority,
             command: command.clone(),
+            scope: opts.scope.clone(),
         };
         let mut rec = base_record(&host, &perf, opts, &plan, &files, cpu, programs);
         rec.sysctls = guard.changed().to_vec();
@@ -307,13 +324,25 @@ fn run_perf(
     let owner = Owner::from_sudo_env();
     let mut snap = create_new(&files.kallsyms(), 0o600)?;
     snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
-    let samples = create_new(&files.samples(), 0o644)?;
     give(owner, &files.kallsyms())?;
-    give(owner, &files.samples())?;
+    let bench = plan.scope == Scope::Bench;
+    let samples = if bench {
+        let f = create_new(&files.samples(), 0o644)?;
+        give(owner, &files.samples())?;
+        Some(f)
+    } else {
+        say(match plan.scope.duration() {
+            Some(d) => format!("profiling for {d} s"),
+            None => "profiling until Ctrl-C".into(),
+        });
+        None
+    };
     say(format!("running: {}", rec.command_line));
     let out = perf_record::run(plan, samples, ints)?;
     rec.perf_exit = out.status.code();
-    rec.interrupted = out.signals > 0;
+    // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
+    let open_ended = !bench && plan.scope.duration().is_none();
+    rec.interrupted = out.signals > 0 && !open_ended;
     if out.aborted {
         let _ = std::fs::remove_file(&files.data);
         say(format!(
@@ -322,7 +351,8 @@ fn run_perf(
         ));
         return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
     }
-    if !out.status.success() && !rec.interrupted {
+    let stopped_by_user = open_ended && out.signals > 0;
+    if !out.status.success() && !rec.interrupted && !stopped_by_user {
         return Err(perf_failure(plan, &out, files));
     }
     eprint!("{}", out.stderr);
@@ -358,6 +388,9 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
             rec.event_sampled, rec.event_requested
         );
         say(&rec.event_note);
+    }
+    if plan.scope != Scope::Bench {
+        return;
     }
     let text = std::fs::read_to_string(files.samples()).unwrap_or_default();
     match crate::bench::parse_samples(&text, &files.samples().display().to_string()) {

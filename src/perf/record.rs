@@ -9,7 +9,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 /// Everything that decides the `perf record` command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordPlan {
     /// The perf binary.
     pub perf: PathBuf,
@@ -29,6 +29,29 @@ pub struct RecordPlan {
     pub priority: Option<u8>,
     /// The benchmark command and its arguments.
     pub command: Vec<OsString>,
+    /// What is profiled: the pinned benchmark, the whole box, or one process.
+    pub scope: Scope,
+}
+
+/// What a recording profiles.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// The benchmark, pinned and at SCHED_FIFO (the reference method).
+    Bench,
+    /// Every CPU (`-a`) while the user's workload runs, for `duration` s or until Ctrl-C.
+    AllCpus { duration: Option<f64> },
+    /// One running process (`-p PID`), for `duration` s or until Ctrl-C.
+    Pid { pid: u32, duration: Option<f64> },
+}
+
+impl Scope {
+    /// How long a whole-box or per-process recording lasts; `None` for the bench or Ctrl-C.
+    pub fn duration(&self) -> Option<f64> {
+        match self {
+            Scope::Bench => None,
+            Scope::AllCpus { duration } | Scope::Pid { duration, .. } => *duration,
+        }
+    }
 }
 
 impl RecordPlan {
@@ -41,6 +64,17 @@ impl RecordPlan {
         a.extend(["-F".into(), self.freq.to_string().into()]);
         a.extend(["-o".into(), self.output.clone().into()]);
         a.extend(self.extra.iter().map(OsString::from));
+        match &self.scope {
+            Scope::Bench => {}
+            Scope::AllCpus { .. } => a.push("-a".into()),
+            Scope::Pid { pid, .. } => a.extend(["-p".into(), pid.to_string().into()]),
+        }
+        if self.scope != Scope::Bench {
+            if let Some(d) = self.scope.duration() {
+                a.extend(["--".into(), "sleep".into(), format!("{d}").into()]);
+            }
+            return a;
+        }
         a.extend([
             "--".into(),
             "taskset".into(),
@@ -62,8 +96,10 @@ impl RecordPlan {
             .map(|a| shell_quote(&a.to_string_lossy()))
             .collect::<Vec<_>>()
             .join(" ");
-        s.push_str(" > ");
-        s.push_str(&shell_quote(&samples.to_string_lossy()));
+        if self.scope == Scope::Bench {
+            s.push_str(" > ");
+            s.push_str(&shell_quote(&samples.to_string_lossy()));
+        }
         s
     }
 }
@@ -96,7 +132,11 @@ pub struct RecordOutcome {
 /// perf as SIGINT so it finishes its file (perf takes a repeated SIGINT, as from a terminal that
 /// signalled the whole group, as one); a second signal kills perf. Should we be SIGKILLed, the
 /// kernel sends perf SIGTERM (PR_SET_PDEATHSIG), which perf also answers by finishing its file.
-pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Result<RecordOutcome> {
+pub fn run(
+    plan: &RecordPlan,
+    stdout: Option<std::fs::File>,
+    ints: &Interrupts,
+) -> Result<RecordOutcome> {
     use std::os::unix::process::CommandExt;
     let argv = plan.argv();
     let mut cmd = Command::new(&argv[0]);
@@ -110,7 +150,7 @@ pub fn run(plan: &RecordPlan, stdout: std::fs::File, ints: &Interrupts) -> Resul
     let mut child = cmd
         .args(&argv[1..])
         .stdin(Stdio::null())
-        .stdout(stdout)
+        .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start {}", plan.perf.display()))?;
@@ -164,6 +204,7 @@ mod tests {
             cpu: 1,
             priority: Some(99),
             command: vec!["./bench".into(), "/etc/hostname".into(), "200000".into()],
+            scope: Scope::Bench,
         }
     }
 
@@ -196,6 +237,23 @@ mod tests {
         );
         assert!(!line.contains("chrt"));
         assert!(line.ends_with("> 'out dir/perf.data.samples'"), "{line}");
+    }
+
+    #[test]
+    fn whole_box_and_pid_scopes() {
+        let mut p = plan();
+        p.scope = Scope::AllCpus {
+            duration: Some(30.0),
+        };
+        let line = p.display(Path::new("x"));
+        assert!(line.ends_with("-o perf.data -a -- sleep 30"), "{line}");
+        p.scope = Scope::Pid {
+            pid: 42,
+            duration: None,
+        };
+        let line = p.display(Path::new("x"));
+        assert!(line.ends_with("-o perf.data -p 42"), "{line}");
+        assert!(!line.contains("taskset"));
     }
 
     #[test]

@@ -92,7 +92,10 @@ impl Comparison {
 /// A pair of rounds adjacent in time, each sorted.
 type Pair = (Vec<u64>, Vec<u64>);
 
-/// base[i] and treat[i] are the kept samples of round i of each arm (paired by adjacency in time).
+/// Baseline vs treatment: per quantile the difference and its interval (the method is in the
+/// [`stats`](super) module docs), the pooled rank test, and notes on rounds worth a look.
+/// `base[i]` and `treat[i]` are the kept samples of round i of each arm (paired by adjacency in
+/// time); samples in any order.
 pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> Comparison {
     let (pairs, mut notes) = sorted_pairs(base, treat, &opts.arm_names);
     let mult = multiplier(pairs.len(), opts.confidence);

@@ -56,10 +56,12 @@ pub fn round_notes(arm: &str, rounds: &[Vec<u64>]) -> Vec<String> {
     notes
 }
 
+/// The round's p50 (nearest rank) and longest sample, in O(n) (a selection, not a sort).
 fn p50_max(round: &[u64]) -> Option<(u64, u64)> {
+    let max = *round.iter().max()?;
     let mut s = round.to_vec();
-    s.sort_unstable();
-    Some((percentile_sorted(&s, 50.0)?, *s.last()?))
+    let k = (s.len() as f64 * 0.5).ceil().max(1.0) as usize - 1;
+    Some((*s.select_nth_unstable(k).1, max))
 }
 
 /// Median and 1.4826 × MAD (a standard deviation for normal data, robust to one wild round).
@@ -200,6 +202,18 @@ mod tests {
             for (n, f) in notes.iter().zip(*flagged) {
                 assert!(n.starts_with("baseline ") && n.contains(f), "{what}: {n}");
             }
+        }
+    }
+
+    #[test]
+    fn p50_is_nearest_rank() {
+        let cases: &[(&[u64], Option<(u64, u64)>)] = &[
+            (&[5, 1, 4, 2, 3], Some((3, 5))),
+            (&[2, 1], Some((1, 2))),
+            (&[], None),
+        ];
+        for (r, want) in cases {
+            assert_eq!(p50_max(r), *want, "{r:?}");
         }
     }
 
