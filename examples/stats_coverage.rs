@@ -45,7 +45,7 @@ const DRIFTS: [Drift; 6] = [
     //     name                   offset  ar_sd  rho  iid   trend scale  abba
     drift("none",                   5.0,  0.0, 0.0,  0.0, 0.0, 0.0,  false),
     drift("slow AR(1) 10ns",       20.0, 10.0, 0.8,  0.0, 0.0, 0.02, false),
-    drift("independent N(0,12ns)",   0.0, 12.0, 0.0,  0.0, 0.0, 0.02, false),
+    drift("independent N(0,12ns)",  0.0, 12.0, 0.0,  0.0, 0.0, 0.02, false),
     drift("independent ±20ns",      0.0,  0.0, 0.0, 20.0, 0.0, 0.02, false),
     drift("trend 2ns/slot+AR",     20.0,  5.0, 0.8,  0.0, 2.0, 0.02, false),
     drift("trend 2ns/slot+AR ABBA", 20.0, 5.0, 0.8,  0.0, 2.0, 0.02, true),

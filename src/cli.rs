@@ -281,6 +281,21 @@ pub struct OverheadArgs {
     /// Exit 1 when the p99 delta is confidently above P percent.
     #[arg(long, value_name = "P")]
     pub max_p99_pct: Option<f64>,
+    /// Distinct files the built-in openat bench cycles over (a working set).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub paths: usize,
+    /// Loops of the built-in bench at once, each on its own CPU.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub workers: usize,
+    /// Measure at each value: paths=1,10,100,1000,10000 or workers=1,2.
+    #[arg(long, value_name = "PARAM=V,V,…")]
+    pub sweep: Option<commands::overhead::Sweep>,
+    /// Also watch the maps of this loaded program (repeatable).
+    #[arg(long = "prog-id", value_name = "ID")]
+    pub prog_ids: Vec<u32>,
+    /// Also watch the maps of the loaded programs of this name (repeatable).
+    #[arg(long = "prog-name", value_name = "NAME")]
+    pub prog_names: Vec<String>,
     /// Seed of the bootstrap (same seed, same interval for the same samples).
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
@@ -401,6 +416,11 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         },
         bench: a.bench,
         seed: a.seed,
+        paths: a.paths,
+        workers: a.workers,
+        sweep: a.sweep,
+        watch_ids: a.prog_ids,
+        watch_names: a.prog_names,
     }
 }
 

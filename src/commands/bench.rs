@@ -5,7 +5,18 @@ use anyhow::Result;
 
 /// Run the bench and print its results (nothing is printed before the loop ends).
 pub fn run(opts: &BenchOptions) -> Result<()> {
+    // A temp working set must not outlive a Ctrl-C: catch the signal, let the loop finish (it
+    // is seconds long), clean up, then stop.
+    let made_files = opts.paths > 1 && opts.dir.is_none();
+    let ints = if made_files {
+        Some(crate::signals::Interrupts::install()?)
+    } else {
+        None
+    };
     let rs = bench::run(opts)?;
+    if let Some(i) = &ints {
+        i.check()?;
+    }
     let all: Vec<u64> = rs.iter().flat_map(|r| r.samples.iter().copied()).collect();
     let stdout = std::io::stdout();
     match bench::write_samples(&mut stdout.lock(), &all) {

@@ -207,7 +207,8 @@ mod tests {
 
     #[test]
     fn p50_is_nearest_rank() {
-        let cases: &[(&[u64], Option<(u64, u64)>)] = &[
+        type Case<'a> = (&'a [u64], Option<(u64, u64)>);
+        let cases: &[Case] = &[
             (&[5, 1, 4, 2, 3], Some((3, 5))),
             (&[2, 1], Some((1, 2))),
             (&[], None),

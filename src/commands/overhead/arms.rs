@@ -68,6 +68,23 @@ impl Active {
         }
     }
 
+    /// The maps of this arm's programs (or of the object).
+    pub fn map_ids(&self) -> Vec<u32> {
+        match self {
+            Active::Nothing => Vec::new(),
+            Active::Object(a) => a.map_ids(),
+            Active::Command { programs, .. } => {
+                let mut v: Vec<u32> = programs
+                    .iter()
+                    .flat_map(|p| p.map_ids.iter().copied())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+        }
+    }
+
     /// Full program names by id (the kernel keeps only 15 characters of a name).
     pub fn program_names(&self) -> Vec<(u32, String)> {
         match self {

@@ -6,8 +6,12 @@
 mod arms;
 mod kstats;
 mod output;
+mod pressure;
 mod runner;
+mod sweep;
+mod sweep_plot;
 
+use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
 use crate::error::{check, usage};
 use crate::host::{cpu, security, Host};
@@ -52,7 +56,18 @@ pub struct OverheadOptions {
     /// The user's benchmark (prints one ns latency per line); empty: the built-in bench.
     pub bench: Vec<OsString>,
     pub seed: u64,
+    /// Distinct files the built-in openat bench cycles over.
+    pub paths: usize,
+    /// Loops of the built-in bench at once, one per CPU.
+    pub workers: usize,
+    /// Measure at each value of `paths` or `workers` in turn.
+    pub sweep: Option<sweep::Sweep>,
+    /// Programs someone else loaded whose maps to watch (ids, and names as bpftool shows them).
+    pub watch_ids: Vec<u32>,
+    pub watch_names: Vec<String>,
 }
+
+pub use sweep::{Sweep, SweepParam};
 
 /// The two arms, base first, and the name of the mode.
 fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
@@ -83,7 +98,38 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
     }
 }
 
-fn bench_run(o: &OverheadOptions, cpu: u32) -> Result<BenchRun> {
+/// The CPUs for `workers` loops: `cpu` and the next highest online ones.
+fn cpus_for(host: &Host, cpu: u32, workers: usize) -> Result<Vec<u32>> {
+    let mut online = cpu::online(host);
+    online.retain(|c| *c != cpu);
+    online.sort_unstable_by(|a, b| b.cmp(a));
+    let mut v = vec![cpu];
+    v.extend(online.into_iter().take(workers.saturating_sub(1)));
+    if v.len() < workers {
+        return Err(usage(format!(
+            "--workers {workers} needs as many online CPUs; this machine has {}",
+            v.len()
+        )));
+    }
+    Ok(v)
+}
+
+/// The working set for `paths` files: made here, once for all rounds (and removed when dropped,
+/// also when the run fails or is interrupted), and handed to each round's bench as `--dir`.
+fn working_set(o: &OverheadOptions, paths: usize) -> Result<Option<WorkingSet>> {
+    match (&o.op, o.bench.is_empty(), paths > 1) {
+        (OpKind::Openat(_), true, true) => Ok(Some(WorkingSet::create(paths)?)),
+        _ => Ok(None),
+    }
+}
+
+fn bench_run(
+    o: &OverheadOptions,
+    cpus: Vec<u32>,
+    paths: usize,
+    workers: usize,
+    ws: Option<&WorkingSet>,
+) -> Result<BenchRun> {
     let command = if o.bench.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
         let mut c: Vec<OsString> = vec![
@@ -101,6 +147,15 @@ fn bench_run(o: &OverheadOptions, cpu: u32) -> Result<BenchRun> {
             ]),
             OpKind::Connect => c.extend(["--op".into(), "connect".into()]),
         }
+        c.extend([
+            "--paths".into(),
+            paths.to_string().into(),
+            "--workers".into(),
+            workers.to_string().into(),
+        ]);
+        if let Some(d) = ws.and_then(WorkingSet::temp_dir) {
+            c.extend(["--dir".into(), d.as_os_str().to_owned()]);
+        }
         c
     } else {
         let found = which::which(&o.bench[0]).map_err(|_| {
@@ -115,7 +170,7 @@ fn bench_run(o: &OverheadOptions, cpu: u32) -> Result<BenchRun> {
     };
     Ok(BenchRun {
         command,
-        cpu,
+        cpus,
         priority: o.priority,
     })
 }
@@ -127,15 +182,18 @@ pub struct Rounds {
     pub treat: Vec<Vec<u64>>,
 }
 
-/// Run the interleaved rounds: base, treat, base, treat, …
+/// Run the interleaved rounds: base, treat, base, treat, … reading the maps of every attached
+/// round (and of the watched programs) after its benchmark.
 fn measure(
     base: &ArmSpec,
     treat: &ArmSpec,
     bench: &BenchRun,
     rounds: usize,
+    watch: &[u32],
     ints: &Interrupts,
-) -> Result<Rounds> {
+) -> Result<(Rounds, Vec<pressure::RoundMaps>)> {
     let mut r = Rounds::default();
+    let mut maps = Vec::new();
     for i in 1..=rounds {
         for (spec, out, name) in [(base, &mut r.base, "base"), (treat, &mut r.treat, "treat")] {
             ints.check()?;
@@ -144,7 +202,15 @@ fn measure(
                 crate::failpoint::hit("overhead:attached");
             }
             let samples = bench.run(&format!("{name} {i}"));
+            let mut ids = active.map_ids();
+            ids.extend_from_slice(watch);
+            if !ids.is_empty() {
+                maps.push(pressure::read(name, i, &ids)?);
+            }
             active.stop()?;
+            if samples.is_err() {
+                ints.check()?; // a bench killed by the same Ctrl-C: say "interrupted"
+            }
             out.push(samples?);
         }
         if std::io::stderr().is_terminal() {
@@ -154,7 +220,39 @@ fn measure(
     if std::io::stderr().is_terminal() {
         eprintln!();
     }
-    Ok(r)
+    Ok((r, maps))
+}
+
+/// Map ids of the programs to watch, by id or by name.
+fn watched_maps(o: &OverheadOptions) -> Result<Vec<u32>> {
+    if o.watch_ids.is_empty() && o.watch_names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let loaded = crate::bpf::loaded_programs()?;
+    let mut maps = Vec::new();
+    for id in &o.watch_ids {
+        let p = loaded.iter().find(|p| p.id == *id).ok_or_else(|| {
+            usage(format!(
+                "--prog-id {id}: no such program is loaded (bpftool prog show)"
+            ))
+        })?;
+        maps.extend_from_slice(&p.map_ids);
+    }
+    for name in &o.watch_names {
+        let hits: Vec<_> = loaded
+            .iter()
+            .filter(|p| p.name == *name || name.starts_with(&p.name) && p.name.len() == 15)
+            .collect();
+        if hits.is_empty() {
+            return Err(usage(format!(
+                "--prog-name {name}: no loaded program has that name (bpftool prog show)"
+            )));
+        }
+        hits.iter().for_each(|p| maps.extend_from_slice(&p.map_ids));
+    }
+    maps.sort_unstable();
+    maps.dedup();
+    Ok(maps)
 }
 
 /// A first attach of each non-detached arm before measuring: the object must load, and no
@@ -214,8 +312,19 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     if let Some(p) = &o.plot {
         output::check_new_file(p)?;
     }
-    let bench = bench_run(o, cpu)?;
+    let watch = watched_maps(o)?;
     preflight(&[&base, &treat])?;
+    if let Some(sw) = &o.sweep {
+        return sweep::run(o, sw, &host, cpu, (&base, &treat), &watch, &ints);
+    }
+    let ws = working_set(o, o.paths)?;
+    let bench = bench_run(
+        o,
+        cpus_for(&host, cpu, o.workers)?,
+        o.paths,
+        o.workers,
+        ws.as_ref(),
+    )?;
     let clock = runner::clock_cost();
     eprintln!(
         "ebpf-prof: {} rounds per arm ({} vs {}), pinned to CPU {cpu}: {}",
@@ -229,7 +338,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let rounds = measure(&base, &treat, &bench, o.rounds, &ints)?;
+    let (rounds, maps) = measure(&base, &treat, &bench, o.rounds, &watch, &ints)?;
     let kernel = kstats::collect(
         &[&base, &treat],
         &bench,
@@ -246,11 +355,17 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         },
     );
     let gates = gates(&cmp, &o.gates);
-    let report = Report::new(
+    let mut report = Report::new(
         mode, &base, &treat, o, cpu, clock, &rounds, cmp, kernel, gates,
     );
+    report.maps = pressure::summarise(&maps);
     report.emit(o, &rounds)?;
-    let over: Vec<&GateResult> = report.gates.iter().filter(|g| g.exceeded).collect();
+    gate_exit(&report.gates)
+}
+
+/// Exit status 1 (a check) when any gate is exceeded.
+fn gate_exit(gates: &[GateResult]) -> Result<()> {
+    let over: Vec<&GateResult> = gates.iter().filter(|g| g.exceeded).collect();
     if !over.is_empty() {
         return Err(check(
             over.iter()

@@ -42,6 +42,8 @@ pub struct Report {
     /// Latency delta at p50 minus the programs' own time per iteration: dispatch/trampoline cost.
     pub dispatch_gap_ns: Option<f64>,
     pub gates: Vec<GateResult>,
+    /// The programs' maps over the rounds (full or close to full ones carry a message).
+    pub maps: Vec<super::pressure::MapSummary>,
 }
 
 fn arm(spec: &ArmSpec, rounds: &[Vec<u64>]) -> ArmReport {
@@ -112,6 +114,7 @@ impl Report {
             dispatch_gap_ns: p50.zip(own).map(|(d, o)| d - o),
             kernel,
             gates,
+            maps: Vec::new(),
         }
     }
 
@@ -194,6 +197,9 @@ impl Report {
         if let Some(g) = self.dispatch_gap_ns {
             w(&mut s, format!("latency delta at p50 minus the programs' own time: {g:+.0} ns (dispatch, trampoline, tracepoint glue)"));
         }
+        for m in self.maps.iter().filter_map(|m| m.message.as_ref()) {
+            w(&mut s, format!("maps: {m}"));
+        }
         for n in &self.comparison.notes {
             w(&mut s, format!("note: {n}"));
         }
@@ -273,7 +279,7 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 }
 
 /// Write a new file for the user (refusing to overwrite), owned by the sudo user.
-fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
     check_new_file(path)?;
     let mut f = create_new(path, 0o644)?;
     f.write_all(bytes)?;

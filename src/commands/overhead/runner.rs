@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 pub struct BenchRun {
     /// The benchmark argv (the built-in bench, or the user's).
     pub command: Vec<OsString>,
-    pub cpu: u32,
+    /// The CPUs it may run on (one per worker).
+    pub cpus: Vec<u32>,
     /// SCHED_FIFO priority; `None` without chrt.
     pub priority: Option<u8>,
 }
@@ -20,7 +21,13 @@ pub struct BenchRun {
 impl BenchRun {
     /// The full argv: `taskset -c CPU [chrt -f P] CMD…`.
     pub fn argv(&self) -> Vec<OsString> {
-        let mut a: Vec<OsString> = vec!["taskset".into(), "-c".into(), self.cpu.to_string().into()];
+        let list = self
+            .cpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut a: Vec<OsString> = vec!["taskset".into(), "-c".into(), list.into()];
         if let Some(p) = self.priority {
             a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
         }
@@ -99,7 +106,7 @@ mod tests {
     fn argv_pins_and_prioritises() {
         let r = BenchRun {
             command: vec!["./b".into(), "x".into()],
-            cpu: 1,
+            cpus: vec![1],
             priority: Some(99),
         };
         let s: Vec<_> = r

@@ -1,0 +1,273 @@
+//! `overhead --sweep paths=1,10,100,1000,10000` (or `workers=1,2`): the whole overhead
+//! measurement at each point of a working-set (or parallelism) sweep, with the map pressure at
+//! each, to find where an in-kernel cache stops holding the working set — the cliff.
+
+use super::arms::ArmSpec;
+use super::pressure::{self, MapSummary};
+use super::{bench_run, cpus_for, measure, OverheadOptions};
+use crate::error::usage;
+use crate::host::Host;
+use crate::signals::Interrupts;
+use crate::stats::{self, CompareOptions, Comparison, QuantileDiff};
+use anyhow::Result;
+use serde::Serialize;
+
+/// What is swept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepParam {
+    /// Distinct files the openat loop cycles over.
+    Paths,
+    /// Loops at once, one per CPU.
+    Workers,
+}
+
+/// A sweep: the parameter and its values, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    pub param: SweepParam,
+    pub values: Vec<usize>,
+}
+
+impl std::str::FromStr for Sweep {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Sweep, String> {
+        let bad = || format!("--sweep {s:?}: give paths=1,10,100 or workers=1,2");
+        let (name, list) = s.split_once('=').ok_or_else(bad)?;
+        let param = match name.trim() {
+            "paths" => SweepParam::Paths,
+            "workers" => SweepParam::Workers,
+            _ => return Err(bad()),
+        };
+        let values: Vec<usize> = list
+            .split(',')
+            .map(|v| v.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        if values.is_empty() || values.contains(&0) {
+            return Err(bad());
+        }
+        Ok(Sweep { param, values })
+    }
+}
+
+/// One point of the sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    pub value: usize,
+    pub comparison: Comparison,
+    pub maps: Vec<MapSummary>,
+}
+
+impl SweepPoint {
+    fn diff(&self, q: f64) -> Option<&QuantileDiff> {
+        self.comparison.diffs.iter().find(|d| d.q == q)
+    }
+
+    /// Names of the maps that were full at this point.
+    pub fn full_maps(&self) -> Vec<&MapSummary> {
+        self.maps
+            .iter()
+            .filter(|m| m.full_after_round.is_some())
+            .collect()
+    }
+}
+
+/// Where the first map filled, and what the p99 delta did there.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cliff {
+    pub value: usize,
+    pub previous: Option<usize>,
+    pub map: String,
+    pub message: String,
+}
+
+/// Everything `--sweep --json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub param: SweepParam,
+    pub base: String,
+    pub treat: String,
+    pub rounds: usize,
+    pub iterations: usize,
+    pub points: Vec<SweepPoint>,
+    pub cliff: Option<Cliff>,
+}
+
+/// Measure every point, then print the table (or JSON) and the plot.
+pub fn run(
+    o: &OverheadOptions,
+    sw: &Sweep,
+    host: &Host,
+    cpu: u32,
+    arms: (&ArmSpec, &ArmSpec),
+    watch: &[u32],
+    ints: &Interrupts,
+) -> Result<()> {
+    if sw.param == SweepParam::Paths && o.op == crate::bench::OpKind::Connect {
+        return Err(usage("--sweep paths is for --op openat"));
+    }
+    let mut points = Vec::new();
+    for &v in &sw.values {
+        let (paths, workers) = match sw.param {
+            SweepParam::Paths => (v, o.workers),
+            SweepParam::Workers => (o.paths, v),
+        };
+        let ws = super::working_set(o, paths)?;
+        let bench = bench_run(
+            o,
+            cpus_for(host, cpu, workers)?,
+            paths,
+            workers,
+            ws.as_ref(),
+        )?;
+        eprintln!("ebpf-prof: sweep {}={v}", name(sw.param));
+        let (rounds, maps) = measure(arms.0, arms.1, &bench, o.rounds, watch, ints)?;
+        let comparison = stats::compare(
+            &rounds.base,
+            &rounds.treat,
+            &CompareOptions {
+                seed: o.seed,
+                ..Default::default()
+            },
+        );
+        points.push(SweepPoint {
+            value: v,
+            comparison,
+            maps: pressure::summarise(&maps),
+        });
+    }
+    let report = SweepReport {
+        param: sw.param,
+        base: arms.0.label(),
+        treat: arms.1.label(),
+        rounds: o.rounds,
+        iterations: o.iterations,
+        cliff: cliff(&points),
+        points,
+    };
+    if o.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", table(&report));
+    }
+    if let Some(p) = &o.plot {
+        super::output::write_user_file(p, super::sweep_plot::sweep_svg(&report).as_bytes())?;
+    }
+    Ok(())
+}
+
+fn name(p: SweepParam) -> &'static str {
+    match p {
+        SweepParam::Paths => "paths",
+        SweepParam::Workers => "workers",
+    }
+}
+
+/// The first point at which a map was full, with the p99 delta before and there.
+pub fn cliff(points: &[SweepPoint]) -> Option<Cliff> {
+    let i = points.iter().position(|p| !p.full_maps().is_empty())?;
+    let p = &points[i];
+    let map = p.full_maps()[0];
+    let prev = i.checked_sub(1).map(|j| &points[j]);
+    let d99 = |pt: &SweepPoint| pt.diff(99.0).map_or(f64::NAN, |d| d.delta);
+    let mut message = format!(
+        "{} filled at {}: {}",
+        map.name,
+        p.value,
+        map.message.clone().unwrap_or_default()
+    );
+    if let Some(pr) = prev {
+        message.push_str(&format!(
+            "; Δp99 {:+.0} ns there, {:+.0} ns at {} before it",
+            d99(p),
+            d99(pr),
+            pr.value
+        ));
+    }
+    Some(Cliff {
+        value: p.value,
+        previous: prev.map(|p| p.value),
+        map: map.name.clone(),
+        message,
+    })
+}
+
+fn cell(d: Option<&QuantileDiff>) -> String {
+    d.map_or_else(
+        || "-".into(),
+        |d| format!("{:+.0} [{:+.0}, {:+.0}]", d.delta, d.lo, d.hi),
+    )
+}
+
+/// The terminal table.
+pub fn table(r: &SweepReport) -> String {
+    let mut s = format!(
+        "sweep {}: {} vs {}, {} rounds of {} iterations per arm and point\n",
+        name(r.param),
+        r.base,
+        r.treat,
+        r.rounds,
+        r.iterations
+    );
+    s.push_str(&format!(
+        "{:>8} {:>26} {:>26}  maps\n",
+        name(r.param),
+        "Δp50 [95% CI] (ns)",
+        "Δp99 [95% CI] (ns)"
+    ));
+    for p in &r.points {
+        let maps = p
+            .maps
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}/{}{}",
+                    m.name,
+                    m.peak,
+                    m.max_entries,
+                    if m.full_after_round.is_some() {
+                        " FULL"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.push_str(&format!(
+            "{:>8} {:>26} {:>26}  {maps}\n",
+            p.value,
+            cell(p.diff(50.0)),
+            cell(p.diff(99.0))
+        ));
+    }
+    match &r.cliff {
+        Some(c) => s.push_str(&format!("cliff: {}\n", c.message)),
+        None => s.push_str("no map filled at any point of the sweep\n"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_sweeps() {
+        assert_eq!(
+            "paths=1,10,100".parse::<Sweep>(),
+            Ok(Sweep {
+                param: SweepParam::Paths,
+                values: vec![1, 10, 100]
+            })
+        );
+        assert_eq!(
+            "workers=1, 2".parse::<Sweep>().map(|s| s.values),
+            Ok(vec![1, 2])
+        );
+        for bad in ["paths", "size=1", "paths=", "paths=0", "paths=x"] {
+            assert!(bad.parse::<Sweep>().is_err(), "{bad}");
+        }
+    }
+}

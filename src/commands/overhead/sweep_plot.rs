@@ -1,0 +1,257 @@
+//! The sweep's picture: latency delta (attached − baseline) against the swept value on a log
+//! axis, p50 and p99 as lines with their 95% intervals as bands, and the points where a map
+//! filled marked — the cliff at a glance.
+
+use super::sweep::SweepReport;
+use std::fmt::Write;
+
+const W: f64 = 900.0;
+const H: f64 = 520.0;
+const L: f64 = 80.0;
+const R: f64 = 30.0;
+const T: f64 = 60.0;
+const B: f64 = 70.0;
+
+fn esc(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control())
+        .map(|c| match c {
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '&' => "&amp;".into(),
+            '"' => "&quot;".into(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// A tick step of 1, 2 or 5 × 10^k near `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let raw = raw.max(1.0);
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
+struct Frame {
+    x_lo: f64,
+    x_hi: f64,
+    y_lo: f64,
+    y_hi: f64,
+}
+
+impl Frame {
+    fn px(&self, v: f64) -> f64 {
+        let (a, b) = (self.x_lo.log10(), self.x_hi.log10());
+        let f = if b > a {
+            (v.max(1.0).log10() - a) / (b - a)
+        } else {
+            0.5
+        };
+        L + f * (W - L - R)
+    }
+
+    fn py(&self, v: f64) -> f64 {
+        let f = if self.y_hi > self.y_lo {
+            (v - self.y_lo) / (self.y_hi - self.y_lo)
+        } else {
+            0.5
+        };
+        H - B - f * (H - T - B)
+    }
+}
+
+fn frame(r: &SweepReport) -> Frame {
+    let xs: Vec<f64> = r.points.iter().map(|p| p.value as f64).collect();
+    let mut ys: Vec<f64> = vec![0.0];
+    for p in &r.points {
+        for d in p
+            .comparison
+            .diffs
+            .iter()
+            .filter(|d| d.q == 50.0 || d.q == 99.0)
+        {
+            ys.extend([d.lo, d.hi, d.delta].into_iter().filter(|v| v.is_finite()));
+        }
+    }
+    let (x_lo, x_hi) = (
+        xs.iter().copied().fold(f64::MAX, f64::min).max(1.0),
+        xs.iter().copied().fold(1.0, f64::max),
+    );
+    let (y_lo, y_hi) = (
+        ys.iter().copied().fold(f64::MAX, f64::min),
+        ys.iter().copied().fold(f64::MIN, f64::max),
+    );
+    let pad = ((y_hi - y_lo) * 0.08).max(1.0);
+    Frame {
+        x_lo: x_lo / 1.3,
+        x_hi: x_hi * 1.3,
+        y_lo: y_lo - pad,
+        y_hi: y_hi + pad,
+    }
+}
+
+fn series(r: &SweepReport, f: &Frame, q: f64, colour: &str, label: &str, out: &mut String) {
+    let pts: Vec<(f64, f64, f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| {
+            p.comparison
+                .diffs
+                .iter()
+                .find(|d| d.q == q)
+                .map(|d| (f.px(p.value as f64), f.py(d.delta), f.py(d.lo), f.py(d.hi)))
+        })
+        .collect();
+    let band: Vec<String> = pts
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", p.0, p.3))
+        .chain(pts.iter().rev().map(|p| format!("{:.1},{:.1}", p.0, p.2)))
+        .collect();
+    let _ = writeln!(
+        out,
+        r#"<polygon points="{}" fill="{colour}" fill-opacity="0.18" stroke="none"/>"#,
+        band.join(" ")
+    );
+    let line: Vec<String> = pts
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", p.0, p.1))
+        .collect();
+    let _ = writeln!(
+        out,
+        r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"/>"#,
+        line.join(" ")
+    );
+    for p in &pts {
+        let _ = writeln!(
+            out,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{colour}"><title>{label}</title></circle>"#,
+            p.0, p.1
+        );
+    }
+}
+
+fn axes(r: &SweepReport, f: &Frame, out: &mut String) {
+    let _ = writeln!(
+        out,
+        r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="3,3"/>"##,
+        f.py(0.0),
+        W - R,
+        f.py(0.0)
+    );
+    let _ = writeln!(
+        out,
+        r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#444"/>"##,
+        W - L - R,
+        H - T - B
+    );
+    for p in &r.points {
+        let x = f.px(p.value as f64);
+        let _ = writeln!(
+            out,
+            r##"<text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"##,
+            H - B + 18.0,
+            p.value
+        );
+    }
+    let step = nice_step((f.y_hi - f.y_lo) / 6.0);
+    let mut v = (f.y_lo / step).ceil() * step;
+    while v <= f.y_hi {
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{v:+.0}</text>"##,
+            L - 6.0,
+            f.py(v) + 4.0
+        );
+        let _ = writeln!(
+            out,
+            r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#eee"/>"##,
+            f.py(v),
+            W - R,
+            f.py(v)
+        );
+        v += step;
+    }
+    let name = esc(&format!("{:?}", r.param).to_lowercase());
+    let _ = writeln!(
+        out,
+        r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="middle">{name} (log scale)</text>"##,
+        (L + W - R) / 2.0,
+        H - B + 42.0
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="18" y="{:.1}" font-size="13" text-anchor="middle" transform="rotate(-90 18 {:.1})">latency delta, attached − baseline (ns)</text>"##,
+        (T + H - B) / 2.0,
+        (T + H - B) / 2.0
+    );
+}
+
+fn cliffs(r: &SweepReport, f: &Frame, out: &mut String) {
+    for p in r.points.iter().filter(|p| !p.full_maps().is_empty()) {
+        let x = f.px(p.value as f64);
+        let names = p
+            .full_maps()
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="6,4"/>"##,
+            H - B
+        );
+        let (tx, anchor) = if x > W - R - 160.0 {
+            (x - 4.0, "end")
+        } else {
+            (x + 4.0, "start")
+        };
+        let _ = writeln!(
+            out,
+            r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" text-anchor="{anchor}">{} full</text>"##,
+            T + 14.0,
+            esc(&names)
+        );
+    }
+}
+
+/// The sweep plot as a self-contained SVG.
+pub fn sweep_svg(r: &SweepReport) -> String {
+    let f = frame(r);
+    let mut out = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">
+<rect width="100%" height="100%" fill="white"/>
+"#
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="28" font-size="17" text-anchor="middle">{}</text>"#,
+        W / 2.0,
+        esc(&format!(
+            "ebpf-prof overhead sweep: {} vs {}",
+            r.base, r.treat
+        ))
+    );
+    axes(r, &f, &mut out);
+    series(r, &f, 50.0, "#1f77b4", "p50", &mut out);
+    series(r, &f, 99.0, "#ff7f0e", "p99", &mut out);
+    cliffs(r, &f, &mut out);
+    let _ = writeln!(
+        out,
+        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#1f77b4"/><text x="{:.1}" y="{:.1}">Δp50 (band: 95% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#ff7f0e"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
+        L + 10.0,
+        T + 10.0,
+        L + 30.0,
+        T + 15.0,
+        L + 10.0,
+        T + 28.0,
+        L + 30.0,
+        T + 33.0
+    );
+    out.push_str("</svg>\n");
+    out
+}

@@ -1,0 +1,114 @@
+//! Issue 5 end to end, as root: the verdict-cache hook swept across its capacity shows the full
+//! map by name and a larger p99 delta past the cliff; the temp working set is gone afterwards,
+//! also after a failure midway.
+
+mod common;
+use common::*;
+
+fn working_sets_left() -> usize {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ebpf-prof-ws-"))
+        .count()
+}
+
+fn cache_loaded() -> bool {
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .any(|l| l.ends_with("[bpf]") && l.contains("_verdict_"))
+}
+
+#[test]
+fn sweep_across_the_cache_capacity_finds_the_cliff() {
+    if !need_root("sweep_across_the_cache_capacity_finds_the_cliff") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("cache.bpf.o"),
+        ebpf_prof::bpf::HOOK_VERDICT_CACHE,
+    )
+    .unwrap();
+    let before = working_sets_left();
+    let r = run(ebpf_prof(
+        &[
+            "overhead",
+            "--load",
+            "cache.bpf.o",
+            "--sweep",
+            "paths=64,4096",
+            "--rounds",
+            "4",
+            "-n",
+            "40000",
+            "--json",
+            "--plot",
+            "sweep.svg",
+        ],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["cliff"]["map"], "verdict_cache", "{v}");
+    assert_eq!(v["cliff"]["value"], 4096, "{v}");
+    let p99 = |i: usize| {
+        v["points"][i]["comparison"]["diffs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["q"] == 99.0)
+            .unwrap()["delta"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        p99(1) > p99(0),
+        "p99 delta past the cliff ({}) exceeds the one before it ({})",
+        p99(1),
+        p99(0)
+    );
+    let small = &v["points"][0]["maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "verdict_cache")
+        .unwrap()
+        .clone();
+    assert!(
+        small["full_after_round"].is_null(),
+        "64 paths do not fill 1024 entries: {small}"
+    );
+    assert!(std::fs::read_to_string(d.path().join("sweep.svg"))
+        .unwrap()
+        .contains("verdict_cache full"));
+    assert_eq!(working_sets_left(), before, "temp files removed");
+    assert!(!cache_loaded());
+
+    // A failure midway: the working set still goes.
+    let mut c = ebpf_prof(
+        &[
+            "overhead",
+            "--load",
+            "cache.bpf.o",
+            "--paths",
+            "500",
+            "--rounds",
+            "2",
+            "-n",
+            "2000",
+        ],
+        d.path(),
+    );
+    c.env("EBPF_PROF_FAILPOINT", "overhead:attached");
+    let r = run(c);
+    assert_eq!(r.code(), Some(101), "{r:?}");
+    assert_eq!(
+        working_sets_left(),
+        before,
+        "temp files removed after a failure midway"
+    );
+    assert!(!cache_loaded());
+}
