@@ -98,12 +98,11 @@ type Pair = (Vec<u64>, Vec<u64>);
 /// time); samples in any order.
 pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> Comparison {
     let (pairs, mut notes) = sorted_pairs(base, treat, &opts.arm_names);
-    let mult = multiplier(pairs.len(), opts.confidence);
     let mut rng = Rng::new(opts.seed);
     let diffs: Vec<QuantileDiff> = opts
         .quantiles
         .iter()
-        .map(|&q| quantile_diff(&pairs, q, mult, opts.resamples, &mut rng))
+        .map(|&q| quantile_diff(&pairs, q, opts.confidence, opts.resamples, &mut rng))
         .collect();
     let (pooled_base, pooled_treat) = pooled(&pairs);
     let c = Comparison {
@@ -167,14 +166,37 @@ fn pooled(pairs: &[Pair]) -> (Vec<u64>, Vec<u64>) {
     (b, t)
 }
 
-/// The interval's multiplier: Student t with pairs − 1 degrees of freedom; with one pair only the
-/// within-round noise is known, so the normal quantile.
-fn multiplier(pairs: usize, confidence: f64) -> f64 {
+/// From this many pairs on, the delta is a 20% trimmed mean (Yuen), not the mean.
+pub const TRIM_FROM_PAIRS: usize = 10;
+
+/// The centre of the pair deltas, its standard error and degrees of freedom: the mean with
+/// `sd/√R` and R − 1 for few pairs; from [`TRIM_FROM_PAIRS`] pairs on, the 20% trimmed mean with
+/// Yuen's winsorized standard error and h − 1 degrees of freedom (h pairs kept), so a burst of
+/// interference that spoils a few pairs moves neither the estimate nor the width much.
+fn center(d: &[f64]) -> (f64, f64, usize) {
+    let r = d.len();
+    if r < TRIM_FROM_PAIRS {
+        let (m, sd) = mean_sd(d);
+        return (m, sd / (r as f64).sqrt(), r.saturating_sub(1));
+    }
+    let mut s = d.to_vec();
+    s.sort_by(f64::total_cmp);
+    let g = (0.2 * r as f64).floor() as usize;
+    let h = r - 2 * g;
+    let trimmed = s[g..r - g].iter().sum::<f64>() / h as f64;
+    let wins: Vec<f64> = s.iter().map(|&x| x.clamp(s[g], s[r - g - 1])).collect();
+    let (_, sw) = mean_sd(&wins);
+    let se = ((r - 1) as f64 * sw * sw / (h as f64 * (h - 1) as f64)).sqrt();
+    (trimmed, se, h - 1)
+}
+
+/// The interval's multiplier: Student t with `df` degrees of freedom; with none (one pair) only
+/// the within-round noise is known, so the normal quantile.
+fn multiplier(df: usize, confidence: f64) -> f64 {
     let p = 0.5 + confidence / 2.0;
-    match pairs {
-        0 => f64::NAN,
-        1 => normal_quantile(p),
-        n => t_quantile(p, (n - 1) as f64),
+    match df {
+        0 => normal_quantile(p),
+        n => t_quantile(p, n as f64),
     }
 }
 
@@ -214,17 +236,16 @@ fn value_at(sorted: &[u64], x: f64) -> f64 {
 fn quantile_diff(
     pairs: &[Pair],
     q: f64,
-    mult: f64,
+    confidence: f64,
     resamples: usize,
     rng: &mut Rng,
 ) -> QuantileDiff {
     let base: Vec<f64> = pairs.iter().map(|p| quantile(&p.0, q)).collect();
     let treat: Vec<f64> = pairs.iter().map(|p| quantile(&p.1, q)).collect();
     let pair_deltas: Vec<f64> = treat.iter().zip(&base).map(|(t, b)| t - b).collect();
-    let (delta, sd) = mean_sd(&pair_deltas);
-    let se_between = sd / (pairs.len() as f64).sqrt();
+    let (delta, se_between, df) = center(&pair_deltas);
     let se_within = within_se(pairs, q, resamples, rng);
-    let half = mult * se_between.max(se_within);
+    let half = multiplier(df, confidence) * se_between.max(se_within);
     let base_level = mean_sd(&base).0;
     let pct = |x: f64| 100.0 * x / base_level;
     QuantileDiff {
@@ -285,6 +306,28 @@ fn resampled_quantile(sorted: &[u64], q: f64, rng: &mut Rng) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_pairs_trim_a_burst() {
+        // 20 pairs: +35 ns each, but three spoiled by a +400 ns burst in the treat round.
+        let mut d = vec![35.0; 20];
+        for (i, x) in d.iter_mut().enumerate() {
+            *x += [-4.0, 3.0, 1.0, -2.0][i % 4];
+        }
+        d[3] += 400.0;
+        d[9] += 380.0;
+        d[15] -= 350.0;
+        let (c, se, df) = center(&d);
+        assert!((c - 35.0).abs() < 3.0, "trimmed centre {c}");
+        assert!(se < 3.0, "the burst does not widen it: se {se}");
+        assert_eq!(df, 11);
+        let (m, se_few, df_few) = center(&d[..5]);
+        assert_eq!(df_few, 4);
+        assert!(
+            m > 100.0 && se_few > 50.0,
+            "few pairs: plain mean, widened ({m}, {se_few})"
+        );
+    }
 
     /// Five rounds of a skewed, 10 ns-stepped distribution, each round shifted by `drift[i]`.
     fn rounds(seed: u64, drift: &[u64], plus: u64) -> Vec<Vec<u64>> {

@@ -182,7 +182,7 @@ pub struct Rounds {
     pub treat: Vec<Vec<u64>>,
 }
 
-/// Run the interleaved rounds: base, treat, base, treat, … reading the maps of every attached
+/// Run the interleaved rounds: base, treat, treat, base, base, treat, … reading the maps of every attached
 /// round (and of the watched programs) after its benchmark.
 fn measure(
     base: &ArmSpec,
@@ -195,7 +195,13 @@ fn measure(
     let mut r = Rounds::default();
     let mut maps = Vec::new();
     for i in 1..=rounds {
-        for (spec, out, name) in [(base, &mut r.base, "base"), (treat, &mut r.treat, "treat")] {
+        // Alternate the order within pairs (base-treat, treat-base, …): a steady trend of the
+        // machine then does not bias the delta one way.
+        let mut order = [(base, &mut r.base, "base"), (treat, &mut r.treat, "treat")];
+        if i % 2 == 0 {
+            order.reverse();
+        }
+        for (spec, out, name) in order {
             ints.check()?;
             let active = Active::start(spec)?;
             if name == "treat" {

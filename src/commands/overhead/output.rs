@@ -213,8 +213,26 @@ impl Report {
                 ),
             );
         }
+        if let Some(hint) = self.rounds_hint() {
+            w(&mut s, format!("hint: {hint}"));
+        }
         w(&mut s, format!("verdict: {}", self.verdict));
         s
+    }
+
+    /// With few rounds, one burst of interference spoils a pair and widens everything: say how
+    /// to resist it (more, shorter rounds turn on the trimmed estimate).
+    fn rounds_hint(&self) -> Option<String> {
+        let d = self.comparison.diffs.iter().find(|d| d.q == 50.0)?;
+        let wide = (d.hi - d.lo) / 2.0 > 50.0;
+        (wide && self.rounds < crate::stats::TRIM_FROM_PAIRS).then(|| {
+            format!(
+                "the p50 interval is ±{:.0} ns wide: with {} rounds a burst of interference in one round widens it for all; more, shorter rounds resist bursts (e.g. --rounds 40 -n {})",
+                (d.hi - d.lo) / 2.0,
+                self.rounds,
+                (self.iterations * self.rounds / 40).max(1000)
+            )
+        })
     }
 
     fn plot(&self, path: &Path, r: &Rounds) -> Result<()> {
