@@ -427,6 +427,13 @@ fn map_pressure_counts_cached_paths_and_leaves_the_map_unchanged() {
     }
     let allow = VERDICT_ALLOW.to_ne_bytes().to_vec();
     assert!(before.iter().all(|(_, v)| *v == allow));
+    // The key walk behind LRU churn: one distinct digest per key, map untouched.
+    let digests = ebpf_prof::bpf::key_digests(seen.id)
+        .unwrap()
+        .expect("a hash map has keys");
+    assert_eq!(digests.len(), before.len());
+    assert_eq!(digests.iter().collect::<BTreeSet<_>>().len(), before.len());
+    assert_eq!(dump(&handle), before, "key_digests changed the map");
     eprintln!("verdict_cache after {FILES} distinct opens: {first:?}");
 }
 

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 pub use introspect::{loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram};
 pub use loader::{attach, Attached};
-pub use pressure::{map_pressure, MapPressure};
+pub use pressure::{key_digests, map_pressure, MapPressure};
 #[doc(hidden)]
 pub use runstats::enable_run_stats_via_sysctl;
 pub use runstats::{

@@ -206,7 +206,45 @@ fn count_by_batch(fd: BorrowedFd<'_>, key_size: usize, value_size: usize) -> Res
 }
 
 /// Keys seen walking the map with `BPF_MAP_GET_NEXT_KEY`, at most `limit`.
+/// Digests (FNV-1a, 64 bit) of the keys of map `id`, walked from user space with a read-only fd
+/// (the map is never modified): enough to tell how many keys changed between two reads (the
+/// churn of an LRU map). `None` for maps without keys to walk.
+pub fn key_digests(id: u32) -> anyhow::Result<Option<Vec<u64>>> {
+    let Some(fd) = ids::open_map(id)? else {
+        return Ok(None);
+    };
+    let info = ids::map_info(fd.as_fd())?;
+    let key_size = info.key_size as usize;
+    if key_size == 0 || is_array_kind(info.type_) {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    let walked = walk_keys(fd.as_fd(), key_size, u64::from(info.max_entries), |k| {
+        out.push(k.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        }));
+    });
+    match walked {
+        Ok(_) => Ok(Some(out)),
+        Err(errno) if unsupported(errno) => Ok(None),
+        Err(errno) => Err(ids::syscall_error(
+            &format!("walking the keys of map {id}"),
+            errno,
+        )),
+    }
+}
+
 fn count_by_keys(fd: BorrowedFd<'_>, key_size: usize, limit: u64) -> Result<u64, i32> {
+    walk_keys(fd, key_size, limit, |_| {})
+}
+
+/// Call `each` with every key (at most `limit`); returns how many.
+fn walk_keys(
+    fd: BorrowedFd<'_>,
+    key_size: usize,
+    limit: u64,
+    mut each: impl FnMut(&[u8]),
+) -> Result<u64, i32> {
     let mut key = vec![0u8; key_size];
     let mut next = vec![0u8; key_size];
     let mut count = 0u64;
@@ -221,7 +259,10 @@ fn count_by_keys(fd: BorrowedFd<'_>, key_size: usize, limit: u64) -> Result<u64,
             libbpf_sys::bpf_map_get_next_key(fd.as_raw_fd(), current, next.as_mut_ptr().cast())
         };
         match ret {
-            0 => count += 1,
+            0 => {
+                count += 1;
+                each(&next);
+            }
             ret if -ret == libc::ENOENT => return Ok(count),
             ret => return Err(-ret),
         }

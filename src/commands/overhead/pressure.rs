@@ -5,6 +5,7 @@
 use crate::bpf::{self, MapPressure};
 use anyhow::Result;
 use serde::Serialize;
+use std::collections::HashSet;
 
 /// The maps of one round, read after the benchmark and before detaching.
 #[derive(Debug, Clone, Serialize)]
@@ -12,13 +13,22 @@ pub struct RoundMaps {
     pub arm: String,
     pub round: usize,
     pub maps: Vec<MapPressure>,
+    /// Key digests of the LRU maps, by map id, to measure churn between rounds.
+    #[serde(skip)]
+    pub lru_keys: Vec<(u32, Vec<u64>)>,
 }
 
-/// Read the maps `ids` (skipping the ones that vanished).
+/// Read the maps `ids` (skipping the ones that vanished), and the keys of LRU maps.
 pub fn read(arm: &str, round: usize, ids: &[u32]) -> Result<RoundMaps> {
     let mut maps = Vec::new();
+    let mut lru_keys = Vec::new();
     for id in ids {
         if let Ok(mut m) = bpf::map_pressure(&[*id]) {
+            if m.iter().any(|m| m.map_type.starts_with("lru")) {
+                if let Ok(Some(k)) = bpf::key_digests(*id) {
+                    lru_keys.push((*id, k));
+                }
+            }
             maps.append(&mut m);
         }
     }
@@ -26,6 +36,7 @@ pub fn read(arm: &str, round: usize, ids: &[u32]) -> Result<RoundMaps> {
         arm: arm.into(),
         round,
         maps,
+        lru_keys,
     })
 }
 
@@ -37,12 +48,30 @@ pub struct MapSummary {
     pub max_entries: u32,
     /// The most elements seen after any round.
     pub peak: u64,
-    /// The first round (1-based, attached arm) after which it was full.
+    /// The first round (1-based) after which it was full.
     pub full_after_round: Option<usize>,
     /// Elements after each round, in order.
     pub per_round: Vec<u64>,
+    /// For an LRU map that lives across rounds (someone else's, watched with --prog-id): keys
+    /// present after a round that were not there after the one before.
+    pub churn: Vec<u64>,
     /// What it means, in words, when full or close to it (≥ 90%).
     pub message: Option<String>,
+}
+
+impl MapSummary {
+    fn new(m: &MapPressure) -> MapSummary {
+        MapSummary {
+            name: m.name.clone(),
+            map_type: m.map_type.clone(),
+            max_entries: m.max_entries,
+            peak: 0,
+            full_after_round: None,
+            per_round: Vec::new(),
+            churn: Vec::new(),
+            message: None,
+        }
+    }
 }
 
 /// Summarise the counted, non-array maps of the rounds, by map name.
@@ -50,21 +79,14 @@ pub fn summarise(rounds: &[RoundMaps]) -> Vec<MapSummary> {
     let mut out: Vec<MapSummary> = Vec::new();
     for r in rounds {
         for m in r.maps.iter().filter(|m| m.counted) {
-            let s = match out.iter_mut().position(|s| s.name == m.name) {
-                Some(i) => &mut out[i],
-                None => {
-                    out.push(MapSummary {
-                        name: m.name.clone(),
-                        map_type: m.map_type.clone(),
-                        max_entries: m.max_entries,
-                        peak: 0,
-                        full_after_round: None,
-                        per_round: Vec::new(),
-                        message: None,
-                    });
-                    out.last_mut().expect("just pushed")
-                }
-            };
+            let i = out
+                .iter()
+                .position(|s| s.name == m.name)
+                .unwrap_or_else(|| {
+                    out.push(MapSummary::new(m));
+                    out.len() - 1
+                });
+            let s = &mut out[i];
             s.peak = s.peak.max(m.entries);
             s.per_round.push(m.entries);
             if s.full_after_round.is_none() && m.entries >= u64::from(m.max_entries) {
@@ -72,10 +94,30 @@ pub fn summarise(rounds: &[RoundMaps]) -> Vec<MapSummary> {
             }
         }
     }
+    churn(rounds, &mut out);
     for s in &mut out {
         s.message = message(s);
     }
     out
+}
+
+/// Keys new since the previous read of the same map (same id: a map that outlives rounds).
+fn churn(rounds: &[RoundMaps], out: &mut [MapSummary]) {
+    let mut last: Vec<(u32, &Vec<u64>)> = Vec::new();
+    for r in rounds {
+        for (id, keys) in &r.lru_keys {
+            if let Some((_, prev)) = last.iter().find(|(i, _)| i == id) {
+                let prev: HashSet<&u64> = prev.iter().collect();
+                let new = keys.iter().filter(|k| !prev.contains(k)).count() as u64;
+                let name = r.maps.iter().find(|m| m.id == *id).map(|m| &m.name);
+                if let Some(s) = out.iter_mut().find(|s| Some(&s.name) == name) {
+                    s.churn.push(new);
+                }
+            }
+            last.retain(|(i, _)| i != id);
+            last.push((*id, keys));
+        }
+    }
 }
 
 fn message(s: &MapSummary) -> Option<String> {
@@ -83,6 +125,10 @@ fn message(s: &MapSummary) -> Option<String> {
         "map {} ({}, max_entries {})",
         s.name, s.map_type, s.max_entries
     );
+    let churned = s.churn.iter().copied().max().unwrap_or(0);
+    if churned > 0 && s.full_after_round.is_some() {
+        return Some(format!("{head}: full, and up to {churned} of its keys were replaced between rounds: the LRU map is evicting silently"));
+    }
     if let Some(r) = s.full_after_round {
         let what = if s.map_type.starts_with("lru") {
             "an LRU map evicts silently: entries are lost and recomputed on every miss"
@@ -117,27 +163,34 @@ mod tests {
         }
     }
 
+    fn round(round: usize, maps: Vec<MapPressure>) -> RoundMaps {
+        RoundMaps {
+            arm: "treat".into(),
+            round,
+            maps,
+            lru_keys: vec![],
+        }
+    }
+
     #[test]
     fn full_hash_and_lru_and_near_full() {
         let rounds = vec![
-            RoundMaps {
-                arm: "treat".into(),
-                round: 1,
-                maps: vec![
+            round(
+                1,
+                vec![
                     m("verdict_cache", "hash", 1024, 700),
                     m("lru", "lru_hash", 10, 10),
                     m("near", "hash", 100, 95),
                 ],
-            },
-            RoundMaps {
-                arm: "treat".into(),
-                round: 2,
-                maps: vec![
+            ),
+            round(
+                2,
+                vec![
                     m("verdict_cache", "hash", 1024, 1024),
                     m("lru", "lru_hash", 10, 10),
                     m("near", "hash", 100, 91),
                 ],
-            },
+            ),
         ];
         let s = summarise(&rounds);
         let v = s.iter().find(|s| s.name == "verdict_cache").unwrap();
@@ -159,11 +212,29 @@ mod tests {
             .as_ref()
             .unwrap()
             .contains("close to full"));
-        let quiet = summarise(&[RoundMaps {
-            arm: "t".into(),
-            round: 1,
-            maps: vec![m("x", "hash", 100, 3)],
-        }]);
+        let quiet = summarise(&[round(1, vec![m("x", "hash", 100, 3)])]);
         assert_eq!(quiet[0].message, None);
+    }
+
+    #[test]
+    fn lru_churn_between_rounds_of_a_lasting_map() {
+        let r = |n, keys: Vec<u64>| RoundMaps {
+            lru_keys: vec![(1, keys)],
+            ..round(n, vec![m("flows", "lru_hash", 4, 4)])
+        };
+        let s = summarise(&[
+            r(1, vec![1, 2, 3, 4]),
+            r(2, vec![1, 2, 5, 6]),
+            r(3, vec![1, 2, 5, 6]),
+        ]);
+        assert_eq!(s[0].churn, vec![2, 0]);
+        assert!(
+            s[0].message
+                .as_ref()
+                .unwrap()
+                .contains("up to 2 of its keys were replaced"),
+            "{:?}",
+            s[0].message
+        );
     }
 }
