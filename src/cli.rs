@@ -35,6 +35,16 @@ pub enum Command {
     Diff(DiffArgs),
 }
 
+impl OpName {
+    /// The bench operation, `path` for openat.
+    pub fn kind(self, path: PathBuf) -> crate::bench::OpKind {
+        match self {
+            OpName::Openat => crate::bench::OpKind::Openat(path),
+            OpName::Connect => crate::bench::OpKind::Connect,
+        }
+    }
+}
+
 /// The operation the bench times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpName {
@@ -333,10 +343,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     recover_stale();
     match cli.command {
         Command::Bench(a) => commands::bench::run(&crate::bench::BenchOptions {
-            op: match a.op {
-                OpName::Openat => crate::bench::OpKind::Openat(a.path),
-                OpName::Connect => crate::bench::OpKind::Connect,
-            },
+            op: a.op.kind(a.path),
             iterations: a.iterations,
             warmup_fraction: a.warmup_fraction,
             paths: a.paths,
@@ -398,10 +405,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         aa: a.aa,
         rounds: a.rounds,
         iterations: a.iterations,
-        op: match a.op {
-            OpName::Openat => crate::bench::OpKind::Openat(a.path),
-            OpName::Connect => crate::bench::OpKind::Connect,
-        },
+        op: a.op.kind(a.path),
         cpu: a.cpu,
         priority: (!a.no_fifo).then_some(a.priority),
         stats_rounds: a.stats_rounds,

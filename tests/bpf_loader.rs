@@ -6,6 +6,8 @@
 //! not being root fails them. Tests that load programs hold one lock, so that no test's hook
 //! is attached while another measures or checks what is left.
 
+mod common;
+
 use std::ffi::CString;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -27,12 +29,7 @@ const HIT_CALLBACK: u32 = 2;
 
 /// Takes the kernel lock if we are root; `None` (after saying why) when the test must skip.
 fn kernel(test: &str) -> Option<MutexGuard<'static, ()>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test} needs root to load BPF programs, and CI=true forbids skipping it");
-        }
-        eprintln!("skipping {test}: loading BPF programs needs root");
+    if !common::need_root(test) {
         return None;
     }
     Some(KERNEL.lock().unwrap_or_else(PoisonError::into_inner))

@@ -7,6 +7,8 @@
 //! Other processes on the machine may load programs or enable stats meanwhile: the tests
 //! retry or skip the one assertion such a process would break, and say so.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -32,12 +34,7 @@ const VERDICT_ALLOW: u32 = 1;
 
 /// Takes the kernel lock if we are root; `None` (after saying why) when the test must skip.
 fn kernel(test: &str) -> Option<MutexGuard<'static, ()>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test} needs root to load BPF programs, and CI=true forbids skipping it");
-        }
-        eprintln!("skipping {test}: loading BPF programs needs root");
+    if !common::need_root(test) {
         return None;
     }
     Some(KERNEL.lock().unwrap_or_else(PoisonError::into_inner))

@@ -10,10 +10,7 @@ use std::sync::Mutex;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn hook_loaded() -> bool {
-    std::fs::read_to_string("/proc/kallsyms")
-        .unwrap()
-        .lines()
-        .any(|l| l.ends_with("[bpf]") && l.contains("_tail_call_security_check"))
+    bpf_symbol_loaded("_tail_call_security_check")
 }
 
 fn with_hook(dir: &Path) {

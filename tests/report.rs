@@ -140,10 +140,7 @@ fn diff_text_and_svg() {
 
 /// Program symbols of the sample hook now in /proc/kallsyms.
 fn hook_loaded() -> bool {
-    std::fs::read_to_string("/proc/kallsyms")
-        .unwrap()
-        .lines()
-        .any(|l| l.ends_with("[bpf]") && l.contains("_path_check_callback"))
+    bpf_symbol_loaded("_path_check_callback")
 }
 
 /// `perf report` over the run: symbol → (children %, self %).

@@ -14,10 +14,7 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn hook_loaded() -> bool {
-    std::fs::read_to_string("/proc/kallsyms")
-        .unwrap()
-        .lines()
-        .any(|l| l.ends_with("[bpf]") && l.contains("_path_check_callback"))
+    bpf_symbol_loaded("_path_check_callback")
 }
 
 /// Start a long recording of the sample hook; return once perf runs the benchmark.

@@ -14,10 +14,7 @@ fn working_sets_left() -> usize {
 }
 
 fn cache_loaded() -> bool {
-    std::fs::read_to_string("/proc/kallsyms")
-        .unwrap()
-        .lines()
-        .any(|l| l.ends_with("[bpf]") && l.contains("_verdict_"))
+    bpf_symbol_loaded("_verdict_")
 }
 
 #[test]

@@ -135,3 +135,12 @@ pub fn open_tempdir() -> tempfile::TempDir {
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     d
 }
+
+/// Whether a JIT-ed BPF symbol whose name holds `part` is in /proc/kallsyms (a program of ours
+/// still loaded).
+pub fn bpf_symbol_loaded(part: &str) -> bool {
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .any(|l| l.ends_with("[bpf]") && l.contains(part))
+}
