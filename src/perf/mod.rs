@@ -2,6 +2,8 @@
 //! argv (a pure function), running `record` and `script`.
 
 pub mod locate;
+mod probe;
 pub mod record;
 pub mod script;
+mod trust;
 pub mod version;
