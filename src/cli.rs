@@ -300,6 +300,9 @@ pub struct OverheadArgs {
     /// Measure at each value: paths=1,10,100,1000,10000 or workers=1,2.
     #[arg(long, value_name = "PARAM=V,V,…")]
     pub sweep: Option<commands::overhead::Sweep>,
+    /// After measuring, record one profile per arm here (base.data, treat.data) for `diff`.
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
     /// Also watch the maps of this loaded program (repeatable).
     #[arg(long = "prog-id", value_name = "ID")]
     pub prog_ids: Vec<u32>,
@@ -425,6 +428,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         sweep: a.sweep,
         watch_ids: a.prog_ids,
         watch_names: a.prog_names,
+        profile: a.profile,
     }
 }
 

@@ -110,6 +110,45 @@ fn attached_costs_more_and_every_output_is_there() {
 }
 
 #[test]
+fn profile_per_arm_feeds_diff() {
+    if !need_root("profile_per_arm_feeds_diff") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    with_hook(d.path());
+    let r = overhead(
+        d.path(),
+        &[
+            "--load",
+            "hook.bpf.o",
+            "--stats-rounds",
+            "0",
+            "--profile",
+            "prof",
+        ],
+    );
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    for f in [
+        "prof/base.data",
+        "prof/treat.data",
+        "prof/treat.data.kallsyms",
+    ] {
+        assert!(d.path().join(f).exists(), "{f}: {r:?}");
+    }
+    let diff = run(ebpf_prof(
+        &["diff", "prof/base.data", "prof/treat.data", "--text"],
+        d.path(),
+    ));
+    assert_eq!(diff.code(), Some(0), "{diff:?}");
+    assert!(
+        diff.stdout().contains("path_check_callback"),
+        "the hook is where the extra time goes: {diff:?}"
+    );
+    assert!(!hook_loaded());
+}
+
+#[test]
 fn gates_exit_1_only_when_confidently_over() {
     if !need_root("gates_exit_1_only_when_confidently_over") {
         return;

@@ -7,6 +7,7 @@ mod arms;
 mod kstats;
 mod output;
 mod pressure;
+mod profile;
 mod runner;
 mod sweep;
 mod sweep_plot;
@@ -65,6 +66,8 @@ pub struct OverheadOptions {
     /// Programs someone else loaded whose maps to watch (ids, and names as bpftool shows them).
     pub watch_ids: Vec<u32>,
     pub watch_names: Vec<String>,
+    /// Record one profile per arm here after the latency rounds (for `ebpf-prof diff`).
+    pub profile: Option<PathBuf>,
 }
 
 pub use sweep::{Sweep, SweepParam};
@@ -312,8 +315,8 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         Ok,
     )?;
     cpu::validate(&host, cpu)?;
-    if let Some(k) = &o.keep {
-        output::prepare_keep(k)?;
+    for d in o.keep.iter().chain(o.profile.iter()) {
+        output::prepare_keep(d)?;
     }
     if let Some(p) = &o.plot {
         output::check_new_file(p)?;
@@ -366,6 +369,9 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     );
     report.maps = pressure::summarise(&maps);
     report.emit(o, &rounds)?;
+    if let Some(dir) = &o.profile {
+        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &bench)?;
+    }
     gate_exit(&report.gates)
 }
 

@@ -315,7 +315,7 @@ pub fn prepare_keep(dir: &Path) -> Result<()> {
             .unwrap_or(false);
         if !dir.is_dir() || !empty {
             return Err(usage(format!(
-                "--keep {}: must be a new or empty directory",
+                "{}: must be a new or empty directory",
                 dir.display()
             )));
         }

@@ -1,0 +1,52 @@
+//! `overhead --profile DIR`: after the latency rounds, one `record` per arm (base.data,
+//! treat.data) under the same pinning, priority and benchmark, so `ebpf-prof diff` can show
+//! where the extra time goes.
+
+use super::arms::{Active, ArmSpec};
+use super::runner::BenchRun;
+use crate::commands::record::{self, Load, RecordOptions};
+use crate::commands::{say, PerfChoice};
+use crate::perf::record::Scope;
+use anyhow::Result;
+use std::path::Path;
+
+/// Record one profile per arm into `dir` (new or empty; checked before measuring).
+pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) -> Result<()> {
+    for (name, spec) in arms {
+        let load = match spec {
+            ArmSpec::Object(p) => Load::Object(p.clone()),
+            ArmSpec::Detached | ArmSpec::Command(_) => Load::Nothing,
+        };
+        // The user's loader runs for the recording; objects are loaded by record itself (after
+        // the JIT sysctls, so their programs get symbols).
+        let active = match spec {
+            ArmSpec::Command(_) => Some(Active::start(spec)?),
+            _ => None,
+        };
+        let opts = RecordOptions {
+            output: dir.join(format!("{name}.data")),
+            event: "cycles:k".into(),
+            freq: 4999,
+            cpu: bench.cpus.first().copied(),
+            priority: bench.priority,
+            iterations: 0,
+            filter: ".".into(),
+            allow_no_bpf: true,
+            load,
+            perf_args: Vec::new(),
+            perf: PerfChoice::default(),
+            command: bench.command.clone(),
+            scope: Scope::Bench,
+        };
+        let recorded = record::run(&opts);
+        if let Some(a) = active {
+            a.stop()?;
+        }
+        recorded?;
+    }
+    say(format!(
+        "profiles: {0}/base.data, {0}/treat.data; where the extra time goes: ebpf-prof diff {0}/base.data {0}/treat.data > diff.svg",
+        dir.display()
+    ));
+    Ok(())
+}
