@@ -70,6 +70,16 @@ fn stderr_of(dir: &Path) -> String {
     s
 }
 
+/// perf's own temp files (a SIGKILLed perf leaves its /tmp/perf-vdso.so-* behind).
+fn perf_temp_files() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("perf-vdso.so-"))
+        .collect()
+}
+
 fn kill(pid: u32, sig: i32) {
     // SAFETY: signalling a child we started.
     unsafe { libc::kill(pid as i32, sig) };
@@ -134,6 +144,7 @@ fn second_signal_aborts_removes_the_partial_file_and_restores() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
+    let vdso_before = perf_temp_files();
     let child = start_recording(d.path());
     kill(child.id(), libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(5));
@@ -147,6 +158,10 @@ fn second_signal_aborts_removes_the_partial_file_and_restores() {
         // perf may have finished between the two signals: then the file must be whole.
         assert!(perf_can_read(d.path()), "{err}");
     }
+    assert!(
+        perf_temp_files().is_subset(&vdso_before),
+        "perf's temp files cleaned up after the abort"
+    );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
     assert!(!hook_loaded());
 }
@@ -159,6 +174,7 @@ fn sigkill_is_recovered_by_the_next_start() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
+    let vdso_before = perf_temp_files();
     let child = start_recording(d.path());
     let pid = child.id();
     let perf: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
@@ -201,6 +217,10 @@ fn sigkill_is_recovered_by_the_next_start() {
     assert!(
         perf_can_read(d.path()),
         "perf finished its file after SIGTERM from PDEATHSIG"
+    );
+    assert!(
+        perf_temp_files().is_subset(&vdso_before),
+        "perf cleaned up after itself"
     );
 }
 

@@ -128,6 +128,15 @@ pub struct RecordOutcome {
     pub aborted: bool,
 }
 
+/// The child processes of `pid` (perf's workload), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 /// Run the plan with stdout going to `stdout`. While it runs, a signal sent to us is passed to
 /// perf as SIGINT so it finishes its file (perf takes a repeated SIGINT, as from a terminal that
 /// signalled the whole group, as one); a second signal kills perf. Should we be SIGKILLed, the
@@ -144,6 +153,9 @@ pub fn run(
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            // Once we are gone its stderr pipe is broken: perf must not die of SIGPIPE on
+            // its closing lines before it has cleaned up (its /tmp/perf-vdso.so-* files).
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
             Ok(())
         });
     }
@@ -164,6 +176,7 @@ pub fn run(
     let start = ints.count();
     let mut forwarded = 0;
     let mut aborted = false;
+    let mut deadline = None;
     let status = loop {
         if let Some(st) = child.try_wait()? {
             break st;
@@ -171,12 +184,22 @@ pub fn run(
         let got = ints.count() - start;
         if got > forwarded {
             forwarded = got;
-            if got >= 2 {
-                let _ = child.kill();
+            if got >= 2 && !aborted {
+                // Abort: end the benchmark now and tell perf to stop; perf then exits in well
+                // under a second and cleans up after itself (a SIGKILLed perf leaves its
+                // /tmp/perf-vdso.so-* behind). SIGKILL only if it does not.
+                for pid in children(child.id()) {
+                    signals::send(pid, libc::SIGKILL);
+                }
+                signals::send(child.id(), libc::SIGTERM);
                 aborted = true;
-            } else {
+                deadline = Some(std::time::Instant::now() + Duration::from_secs(3));
+            } else if got < 2 {
                 signals::send(child.id(), libc::SIGINT);
             }
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            let _ = child.kill();
         }
         std::thread::sleep(Duration::from_millis(20));
     };
