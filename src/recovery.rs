@@ -6,7 +6,7 @@ use crate::host::sysctl::{self, Saved};
 use crate::host::Host;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where state files live.
 pub const STATE_DIR: &str = "run/ebpf-prof";
@@ -108,11 +108,6 @@ pub fn recover(host: &Host) -> Vec<String> {
         }
     }
     lines
-}
-
-/// Whether `path` is a state directory entry (for tests).
-pub fn is_state_file(path: &Path) -> bool {
-    path.extension().is_some_and(|x| x == "json")
 }
 
 #[cfg(test)]

@@ -400,20 +400,16 @@ fn flame_unreadable_input_for_an_ordinary_user() {
     let f = d.path().join("secret.data");
     std::fs::write(&f, b"PERFILE2........").unwrap();
     let mut c = std::process::Command::new("runuser");
-    let bin = d.path().join("ebpf-prof");
-    std::fs::copy(bin_path(), &bin).unwrap();
+    let copy = d.path().join("ebpf-prof");
+    std::fs::copy(bin(), &copy).unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     c.args(["-u", "nobody", "--"])
-        .arg(&bin)
+        .arg(&copy)
         .args(["flame", "secret.data"])
         .current_dir(d.path());
     usage_error(&run(c), "Permission denied");
-}
-
-fn bin_path() -> std::path::PathBuf {
-    bin()
 }
 
 #[test]
@@ -424,7 +420,7 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
     // The workload: a process opening files in a loop for a few seconds.
-    let mut work = std::process::Command::new(bin_path())
+    let mut work = std::process::Command::new(bin())
         .args(["bench", "-n", "3000000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

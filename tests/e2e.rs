@@ -138,11 +138,11 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
     assert_eq!(snap.permissions().mode() & 0o777, 0o600);
 
     // flame as nobody, with kptr_restrict=1: /proc/kallsyms shows nobody zeros.
-    let bin = d.path().join("ebpf-prof");
-    std::fs::copy(bin_path(), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = d.path().join("ebpf-prof");
+    std::fs::copy(bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let _kr = SysctlSet::new("kernel.kptr_restrict", "1");
-    let r = flame_as_nobody(d.path(), &bin);
+    let r = flame_as_nobody(d.path(), &copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let svg = r.stdout();
     for name in [
@@ -159,7 +159,7 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
 
     // Without the snapshot the same reader loses the kernel's names: the snapshot is what works.
     std::fs::rename(d.path().join("perf.data.kallsyms"), d.path().join("moved")).unwrap();
-    let r = flame_as_nobody(d.path(), &bin);
+    let r = flame_as_nobody(d.path(), &copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stderr().contains("no kallsyms snapshot"), "{r:?}");
     assert!(
@@ -170,10 +170,6 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         r.stdout().contains("path_check_callback"),
         "BPF names live in perf.data"
     );
-}
-
-fn bin_path() -> std::path::PathBuf {
-    bin()
 }
 
 #[test]

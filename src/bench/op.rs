@@ -34,14 +34,15 @@ pub trait Op {
 pub struct Openat {
     paths: Vec<CString>,
     next: usize,
+    /// The path the next run opens, chosen outside the timed span.
+    cur: *const libc::c_char,
 }
 
 impl Op for Openat {
     #[inline(always)]
     fn run(&mut self) -> i64 {
-        let path = self.paths[self.next].as_ptr();
-        // SAFETY: path is a valid NUL-terminated string that outlives the call.
-        unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path, libc::O_RDONLY) }
+        // SAFETY: cur points into `paths`, NUL-terminated strings that live as long as self.
+        unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, self.cur, libc::O_RDONLY) }
     }
 
     #[inline(always)]
@@ -54,6 +55,7 @@ impl Op for Openat {
         if self.next == self.paths.len() {
             self.next = 0;
         }
+        self.cur = self.paths[self.next].as_ptr();
     }
 }
 
@@ -67,7 +69,11 @@ impl Openat {
                 usage(format!("{}: a path cannot hold a NUL byte", path.display()))
             })?);
         }
-        let mut op = Openat { paths: c, next: 0 };
+        let mut op = Openat {
+            cur: c.first().map_or(std::ptr::null(), |p| p.as_ptr()),
+            paths: c,
+            next: 0,
+        };
         for path in paths {
             let ret = op.run();
             if ret < 0 {
@@ -80,6 +86,7 @@ impl Openat {
             op.cleanup(ret);
         }
         op.next = start % paths.len().max(1);
+        op.cur = op.paths[op.next].as_ptr();
         Ok(op)
     }
 }

@@ -211,7 +211,7 @@ pub(super) fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Open the -o file: a new file, or with --force an existing regular one (never through a symlink).
-pub(super) fn open_output(path: &Path, force: bool) -> Result<std::fs::File> {
+pub(crate) fn open_output(path: &Path, force: bool) -> Result<std::fs::File> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !force {
             return Err(usage(format!(

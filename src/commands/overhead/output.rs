@@ -7,7 +7,7 @@ use super::runner::ClockCost;
 use super::{OverheadOptions, Rounds};
 use crate::error::usage;
 use crate::plot::{cdf_svg, CdfSeries, PlotOptions};
-use crate::runfiles::{create_new, Owner};
+use crate::runfiles::Owner;
 use crate::stats::{self, Comparison, GateResult, Summary};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -298,8 +298,7 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 
 /// Write a new file for the user (refusing to overwrite), owned by the sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    check_new_file(path)?;
-    let mut f = create_new(path, 0o644)?;
+    let mut f = crate::commands::flame::open_output(path, false)?;
     f.write_all(bytes)?;
     if let Some(o) = Owner::from_sudo_env() {
         o.give(path)?;
