@@ -11,6 +11,7 @@ pub mod failpoint;
 pub mod flame;
 pub mod folded;
 pub mod host;
+pub mod overhead;
 pub mod perf;
 pub mod plot;
 pub mod recovery;

@@ -1,4 +1,4 @@
-//! `sudo ebpf-prof overhead`: what the hook costs, as baseline vs attached latency with its
+//! The overhead engine: what the hook costs, as baseline vs attached latency with its
 //! uncertainty. The arms interleave round by round (detached, attached, detached, …), each
 //! round a fresh pinned SCHED_FIFO benchmark, so drift of the machine hits both alike; extra
 //! attached rounds read the kernel's own run stats, never during the latency rounds.
