@@ -1,11 +1,18 @@
-//! Benchmark of `overhead`'s statistical targets on the real machine (root):
-//! - sensitivity: two hooks whose p50 costs differ by about 35 ns (2 vs 4 hash-map lookups per
-//!   openat) compared `--compare`: how many of R runs get the right sign with an interval that
-//!   excludes 0 (target ≥ 9 of 10);
-//! - noise floor: `--aa` runs whose p50 (and p99) interval holds 0 (target ≥ 19 of 20);
-//! - the wall time of each run (target for a default run: under 30 s).
+//! Benchmark of `overhead`'s statistical targets on the real machine (root), at its default
+//! settings (no `--rounds`, `-n`, `--target-ns` or `--max-time` unless given after `--`):
+//! - sensitivity: pairs of hooks compared with `--compare`, how many of R runs get the right sign
+//!   with an interval that excludes 0: 2 vs 4 hash-map look-ups per openat (the "≈35 ns"
+//!   pair; 50–55 ns on the test VM in 2026-12), 2 vs 3 (about 26 ns: a harder case than 35 ns),
+//!   and 2 hash look-ups vs 2 hash and 4 array look-ups (about 20 ns: the 15–20 ns stretch);
+//!   target ≥ 9 of 10;
+//! - noise floor: `--aa` runs whose interval holds 0, per quantile (target ≥ 19 of 20 at p50),
+//!   and the median width of the p50 interval (target ≤ 30 ns);
+//! - the wall time of each run (target: ≤ 15 s).
 //!
-//! Run: `scripts/overhead-targets.sh [COMPARE_RUNS=10] [AA_RUNS=20] [-- extra overhead args]`.
+//! The kinds of run are interleaved (A/A, 2v4, 2v3, A/A, 2v2a, …) so that a slow spell of the
+//! machine falls on all of them.
+//!
+//! Run: `sudo scripts/overhead-targets.sh [COMPARE_RUNS=10] [AA_RUNS=20] [-- extra overhead args]`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,91 +26,172 @@ fn bin() -> PathBuf {
         .join("ebpf-prof")
 }
 
-/// (p50 lo, p50 hi, p50 delta, p99 lo, p99 hi, seconds)
-fn one(args: &[String], dir: &Path) -> Option<(f64, f64, f64, f64, f64, f64)> {
+/// One run's figures: (lo, delta, hi) per quantile p50, p90, p99, p99.9, pairs, seconds.
+struct Figures {
+    diffs: Vec<(f64, f64, f64)>,
+    pairs: u64,
+    ended: String,
+    seconds: f64,
+}
+
+fn one(args: &[String], dir: &Path) -> Option<Figures> {
     let t = Instant::now();
     let out = Command::new(bin())
         .arg("overhead")
         .args(args)
-        .args(["--json", "--stats-rounds", "0"])
+        .arg("--json")
         .current_dir(dir)
         .output()
         .ok()?;
-    let secs = t.elapsed().as_secs_f64();
+    let seconds = t.elapsed().as_secs_f64();
     if !out.status.success() {
         eprintln!("run failed: {}", String::from_utf8_lossy(&out.stderr));
         return None;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let d = |q: f64| {
-        v["comparison"]["diffs"]
-            .as_array()?
-            .iter()
-            .find(|d| d["q"] == q)
-            .cloned()
-    };
-    let (p50, p99) = (d(50.0)?, d(99.0)?);
     let f = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap_or(f64::NAN);
-    Some((
-        f(&p50, "lo"),
-        f(&p50, "hi"),
-        f(&p50, "delta"),
-        f(&p99, "lo"),
-        f(&p99, "hi"),
-        secs,
-    ))
+    let diffs = v["comparison"]["diffs"]
+        .as_array()?
+        .iter()
+        .map(|d| (f(d, "lo"), f(d, "delta"), f(d, "hi")))
+        .collect();
+    Some(Figures {
+        diffs,
+        pairs: v["rounds"].as_u64().unwrap_or(0),
+        ended: v["ended"]["reason"].as_str().unwrap_or("?").to_string(),
+        seconds,
+    })
+}
+
+#[derive(Default)]
+struct Tally {
+    runs: usize,
+    detected: usize,
+    wrong: usize,
+    holds: [usize; 4],
+    widths: Vec<f64>,
+    deltas: Vec<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    let compare_runs: usize = args
-        .first()
-        .filter(|_| split > 0)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10);
-    let aa_runs: usize = args
-        .get(1)
-        .filter(|_| split > 1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(20);
+    let num = |i: usize, default: usize| {
+        args.get(i)
+            .filter(|_| split > i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    let (compare_runs, aa_runs) = (num(0, 10), num(1, 20));
     let extra: Vec<String> = args.iter().skip(split + 1).cloned().collect();
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("a.bpf.o"), ebpf_prof::bpf::HOOK_LOOKUPS_A).expect("write");
-    std::fs::write(dir.path().join("b.bpf.o"), ebpf_prof::bpf::HOOK_LOOKUPS_B).expect("write");
-
-    let mut cmp: Vec<String> = ["--load", "a.bpf.o", "--compare", "b.bpf.o"]
-        .map(String::from)
-        .to_vec();
-    cmp.extend(extra.iter().cloned());
-    let mut detected = 0;
+    for (name, bytes) in [
+        ("a.bpf.o", ebpf_prof::bpf::HOOK_LOOKUPS_A),
+        ("b.bpf.o", ebpf_prof::bpf::HOOK_LOOKUPS_B),
+        ("mid.bpf.o", ebpf_prof::bpf::HOOK_LOOKUPS_MID),
+        ("fine.bpf.o", ebpf_prof::bpf::HOOK_LOOKUPS_FINE),
+    ] {
+        std::fs::write(dir.path().join(name), bytes).expect("write");
+    }
+    let with = |base: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        v.extend(extra.iter().cloned());
+        v
+    };
+    let kinds = [
+        ("aa", with(&["--aa"])),
+        ("2v4", with(&["--load", "a.bpf.o", "--compare", "b.bpf.o"])),
+        (
+            "2v3",
+            with(&["--load", "a.bpf.o", "--compare", "mid.bpf.o"]),
+        ),
+        (
+            "2v2a",
+            with(&["--load", "a.bpf.o", "--compare", "fine.bpf.o"]),
+        ),
+    ];
+    let mut tallies: [Tally; 4] = Default::default();
     let mut times = Vec::new();
-    for i in 1..=compare_runs {
-        let Some((lo, hi, d, _, _, s)) = one(&cmp, dir.path()) else {
+    // A/A, 2v4, 2v3, A/A, 2v2a, …: `compare_runs` of each pair of hooks, `aa_runs` A/A runs.
+    let mut plan = Vec::new();
+    let (mut a, mut c) = (0, 0);
+    while a < aa_runs || c < compare_runs {
+        for kind in [0, 1, 2, 0, 3] {
+            match kind {
+                0 if a < aa_runs => {
+                    plan.push(0);
+                    a += 1;
+                }
+                1..=3 if c < compare_runs => plan.push(kind),
+                _ => {}
+            }
+        }
+        c += 1;
+    }
+    for k in plan {
+        let (name, a) = &kinds[k];
+        let Some(fig) = one(a, dir.path()) else {
             continue;
         };
-        times.push(s);
-        let ok = lo > 0.0;
-        detected += usize::from(ok);
+        times.push(fig.seconds);
+        let t = &mut tallies[k];
+        t.runs += 1;
+        let (lo, d, hi) = fig.diffs[0];
+        t.widths.push(hi - lo);
+        t.deltas.push(d);
+        for (q, &(l, _, h)) in fig.diffs.iter().enumerate().take(4) {
+            t.holds[q] += usize::from(l <= 0.0 && 0.0 <= h);
+        }
+        t.detected += usize::from(lo > 0.0);
+        t.wrong += usize::from(hi < 0.0);
+        let verdict = match (name, lo > 0.0, hi < 0.0) {
+            (&"aa", false, false) => "holds 0",
+            (&"aa", _, _) => "EXCLUDES 0",
+            (_, true, _) => "detected",
+            (_, _, true) => "WRONG SIGN",
+            _ => "not detected",
+        };
         println!(
-            "compare {i:>2}: Δp50 {d:+.0} ns [{lo:+.0}, {hi:+.0}] {} ({s:.1} s)",
-            if ok { "detected" } else { "not detected" }
+            "{name:<5} Δp50 {d:+6.1} ns [{lo:+6.1}, {hi:+6.1}] width {:5.1}  {verdict:<12} {} pairs, ended by {}, {:.1} s",
+            hi - lo,
+            fig.pairs,
+            fig.ended,
+            fig.seconds
         );
     }
-    let mut aa: Vec<String> = vec!["--aa".into()];
-    aa.extend(extra.iter().cloned());
-    let (mut held50, mut held99) = (0, 0);
-    for i in 1..=aa_runs {
-        let Some((lo, hi, d, lo99, hi99, s)) = one(&aa, dir.path()) else {
-            continue;
-        };
-        times.push(s);
-        held50 += usize::from(lo <= 0.0 && hi >= 0.0);
-        held99 += usize::from(lo99 <= 0.0 && hi99 >= 0.0);
-        println!("aa      {i:>2}: Δp50 {d:+.0} ns [{lo:+.0}, {hi:+.0}]  p99 [{lo99:+.0}, {hi99:+.0}] ({s:.1} s)");
+    let [aa, pairs @ ..] = &tallies;
+    println!();
+    let names = [
+        "2 vs 4 hash look-ups",
+        "2 vs 3 hash look-ups",
+        "2 vs 2 hash + 4 array look-ups",
+    ];
+    for (name, t) in names.iter().zip(pairs) {
+        println!(
+            "sensitivity, {name} (median Δp50 {:+.1} ns): detected with the right sign in {} of {} runs, wrong sign {} (target ≥ 9 of 10)",
+            median(t.deltas.clone()),
+            t.detected,
+            t.runs,
+            t.wrong
+        );
     }
+    println!(
+        "noise floor (--aa): interval held 0 in p50 {} / p90 {} / p99 {} / p99.9 {} of {} runs (target ≥ 19 of 20 at p50); median p50 width {:.1} ns (target ≤ 30)",
+        aa.holds[0], aa.holds[1], aa.holds[2], aa.holds[3], aa.runs,
+        median(aa.widths.clone())
+    );
     let max = times.iter().copied().fold(0.0, f64::max);
-    println!("sensitivity (lookups_2 vs lookups_4, ~35 ns at p50): detected with the right sign in {detected} of {compare_runs} runs (target ≥ 9 of 10)");
-    println!("noise floor (--aa): p50 interval held 0 in {held50} of {aa_runs} runs, p99 in {held99} of {aa_runs} (target ≥ 19 of 20)");
-    println!("wall time per run: max {max:.1} s (target for a default run: < 30 s)");
+    println!(
+        "wall time per run: median {:.1} s, max {max:.1} s (target ≤ 15 s)",
+        median(times)
+    );
 }

@@ -1,200 +1,280 @@
-//! Does the `overhead` interval keep its promises? Coverage, power and speed of
-//! `ebpf_prof::stats::compare` on synthetic latencies shaped like openat on the test VM.
+//! Does `overhead`'s interval keep its promises at the default settings? Coverage, power and
+//! speed of its whole procedure — pairs of rounds ordered by a coin, as many as the time budget
+//! holds, per-round mid-quantiles, the median pair difference and its sign-test interval — on
+//! synthetic rounds shaped like the test VM's.
 //!
 //! ```text
-//! cargo run --release --example stats_coverage [-- --runs 1000 --n 90000 --rounds 5 --threads N --only NAME]
+//! cargo run --release --example stats_coverage [-- --runs 400 --threads N --only NAME --rounds R --target-ns T --confidence C]
 //! ```
-//! (`--runs 0`: only the timing.) Each table line is one drift model; A/A lines count runs whose
-//! interval holds 0, the +35 ns lines runs whose p50 interval excludes 0 on the right side, and
-//! P(>=19/20), P(>=9/10) turn those rates into the odds of passing the issue's 20- and 10-run
-//! targets.
+//! (`--rounds R`: a fixed R pairs instead of the default time budget; `--target-ns T`: stop early
+//! at that width, as `overhead --target-ns`; `--runs 0`: only the timing.)
 //!
-//! Model of one round (90,000 samples): latency = 1050 ns + drift + scale × excess, where the
-//! excess has quantile function 150·w^0.8 + 2·(e^{0.8 w} − 1), w = −ln(1 − u) (p50 ≈ 1.16 µs,
-//! p99 ≈ 1.64 µs, p99.9 ≈ 2.25 µs), plus a log-uniform 10 µs–5 ms outlier tail in the top 2e-5;
-//! readings are floored to a 10 ns clock step. Rounds run base, treat, base, treat… in time
-//! slots 0, 1, 2, …; the drift models below give each slot a shift (ns) and a scale of the
-//! excess. Samples are generated already sorted (Rényi's representation of exponential order
-//! statistics), which is exact and spares a sort.
+//! The model, calibrated on rounds kept with `overhead --keep` on the test VM (2 vCPUs, kernel
+//! 6.18): a round is 9,000 kept openats whose latency is the level (≈1840 ns) plus an excess
+//! drawn from the median per-round excess quantiles (a ±20 ns body, 3% from +120 ns, p99 +506,
+//! p99.9 +11 µs: interrupts), in 10% of rounds with 30% of the body lifted by 190 ns (the
+//! bimodal rounds seen there); each reading is the difference of two clock readings with a
+//! 10 ns tick and a random phase, plus a 1 ns jitter (values such as 1833/1834). Rounds run in
+//! time slots, the order within each pair by a coin as `overhead` does; each scenario gives
+//! each slot a shift: AR(1) drift, an independent shift, bursts that lift a round by 150–700 ns
+//! and dips that lower it by 100–500 ns (per arm), state changes of ±400 ns that last 10–40
+//! slots, a steady trend, interference with a period of four slots (which strict ABBA
+//! alternation would resonate with).
+//! Bursts strike a round at a rate per unit of its time, so the treat arm's slightly longer
+//! rounds are struck slightly more often; the last line multiplies the treat arm's rate by 2.5
+//! besides (a hook that attracts interference: a stress case, not a target). The treatment
+//! shifts every latency by the effect. A round takes 9 ms + 2.7 µs × 10,000
+//! iterations of simulated time, and `overhead::Stop` decides when a run ends, as on the
+//! machine: at the default, when the next pair would not fit in the 12 s budget.
+//!
+//! A/A lines count runs whose interval holds 0 for each quantile (the target: at least the
+//! intervals' confidence, 99% by default as in `overhead`, ≥ 95% at `--confidence 0.95`); effect
+//! lines count runs whose p50 interval excludes 0 with the right sign (power), with the
+//! wrong sign, and whose intervals hold the true effect. P(≥19/20) and P(≥9/10) turn the rates
+//! into the odds of passing the issue's 20-run and 10-run targets.
 
+use ebpf_prof::overhead::{Stop, DEFAULT_CONFIDENCE, DEFAULT_MAX_TIME};
 use ebpf_prof::stats::rng::Rng;
-use ebpf_prof::stats::{compare, CompareOptions, Comparison};
-use std::time::Instant;
+use ebpf_prof::stats::{compare_summaries, shift_interval, CompareOptions, RoundSummary};
+use std::time::{Duration, Instant};
 
-/// How the machine drifts between rounds, and in which order the rounds run.
+/// How the machine moves between rounds.
 #[derive(Clone, Copy)]
-struct Drift {
+struct Scenario {
     name: &'static str,
-    /// Half-width of a uniform offset of the whole run (cancels in pairs).
-    run_offset: f64,
     /// Stationary sd (ns) and slot-to-slot correlation of an AR(1) shift.
     ar_sd: f64,
     rho: f64,
-    /// Half-width of an independent uniform shift per slot (ns).
-    iid: f64,
+    /// sd of an independent shift per slot (ns).
+    iid_sd: f64,
+    /// Per round of the base arm: probability of a burst (+150–700 ns).
+    burst: f64,
+    /// The treat arm's burst rate relative to the base arm's, besides its longer rounds.
+    burst_treat: f64,
+    /// Per round: probability of a dip (−100–500 ns), both arms.
+    dip: f64,
+    /// Per slot: probability that a state change (±400 ns for 10–40 slots) starts.
+    state: f64,
     /// A steady trend, ns per slot.
     trend: f64,
-    /// Stationary sd of an AR(1) relative scale of the excess (same rho).
-    scale_sd: f64,
-    /// Alternate the order within pairs (base-treat, treat-base, …) instead of base first.
-    abba: bool,
+    /// Amplitude (ns) of an interference with a period of four slots.
+    period4: f64,
 }
 
+/// Bursts strike a round at a rate per unit of its time: a round made longer by the effect is
+/// struck a little more often (`b_treat` is the rate in the treat arm relative to base's
+/// beyond that; only the stress line sets it above 1).
 #[rustfmt::skip]
-const DRIFTS: [Drift; 6] = [
-    //     name                   offset  ar_sd  rho  iid   trend scale  abba
-    drift("none",                   5.0,  0.0, 0.0,  0.0, 0.0, 0.0,  false),
-    drift("slow AR(1) 10ns",       20.0, 10.0, 0.8,  0.0, 0.0, 0.02, false),
-    drift("independent N(0,12ns)",  0.0, 12.0, 0.0,  0.0, 0.0, 0.02, false),
-    drift("independent ±20ns",      0.0,  0.0, 0.0, 20.0, 0.0, 0.02, false),
-    drift("trend 2ns/slot+AR",     20.0,  5.0, 0.8,  0.0, 2.0, 0.02, false),
-    drift("trend 2ns/slot+AR ABBA", 20.0, 5.0, 0.8,  0.0, 2.0, 0.02, true),
+const SCENARIOS: [Scenario; 7] = [
+    //        name                            ar_sd  rho  iid  burst  b_treat  dip   state  trend period4
+    scenario("calm drift",                     6.0, 0.7,  5.0, 0.0,   1.0,   0.0,  0.0,   0.0,  0.0),
+    scenario("bursts and dips (6%, 3%)",       6.0, 0.7,  5.0, 0.06,  1.0,   0.03, 0.0,   0.0,  0.0),
+    scenario("state changes",                  6.0, 0.7,  5.0, 0.03,  1.0,   0.0,  0.01,  0.0,  0.0),
+    scenario("trend 2 ns/slot",                6.0, 0.7,  5.0, 0.03,  1.0,   0.0,  0.0,   2.0,  0.0),
+    scenario("period of 4 slots, ±8 ns",       6.0, 0.7,  5.0, 0.03,  1.0,   0.0,  0.0,   0.0,  8.0),
+    scenario("noisy VM (all, 3x drift)",      18.0, 0.5, 15.0, 0.08,  1.0,   0.06, 0.01,  0.5,  3.0),
+    scenario("stress: treat bursts 2.5x",      6.0, 0.7,  5.0, 0.04,  2.5,   0.03, 0.0,   0.0,  0.0),
 ];
 
 #[allow(clippy::too_many_arguments)]
-const fn drift(
+const fn scenario(
     name: &'static str,
-    run_offset: f64,
     ar_sd: f64,
     rho: f64,
-    iid: f64,
+    iid_sd: f64,
+    burst: f64,
+    burst_treat: f64,
+    dip: f64,
+    state: f64,
     trend: f64,
-    scale_sd: f64,
-    abba: bool,
-) -> Drift {
-    Drift {
+    period4: f64,
+) -> Scenario {
+    Scenario {
         name,
-        run_offset,
         ar_sd,
         rho,
-        iid,
+        iid_sd,
+        burst,
+        burst_treat,
+        dip,
+        state,
         trend,
-        scale_sd,
-        abba,
+        period4,
     }
 }
 
-const BASE_NS: f64 = 1050.0;
-const STEP: f64 = 1e-3;
-const W_MAX: f64 = 30.0;
+const LEVEL_NS: f64 = 1840.0;
+const KEPT: usize = 9_000;
+const ITERATIONS: f64 = 10_000.0;
+/// Median per-round excess over the round's p50 at these probabilities (ns), test VM.
+const EXCESS: [(f64, f64); 20] = [
+    (0.0, -35.0),
+    (0.001, -30.0),
+    (0.01, -20.0),
+    (0.1, -12.0),
+    (0.25, -7.0),
+    (0.5, 0.0),
+    (0.75, 7.0),
+    (0.9, 12.0),
+    (0.95, 21.0),
+    (0.965, 120.0),
+    (0.97, 210.0),
+    (0.98, 250.0),
+    (0.99, 506.0),
+    (0.995, 760.0),
+    (0.997, 1110.0),
+    (0.998, 7880.0),
+    (0.999, 11100.0),
+    (0.9995, 16400.0),
+    (0.9999, 38000.0),
+    (1.0, 60000.0),
+];
 
-/// The excess latency as a function of w = −ln(1 − u), tabulated for linear interpolation.
-struct Shape(Vec<f64>);
+fn excess(u: f64) -> f64 {
+    let i = EXCESS
+        .partition_point(|&(p, _)| p <= u)
+        .clamp(1, EXCESS.len() - 1);
+    let ((p0, x0), (p1, x1)) = (EXCESS[i - 1], EXCESS[i]);
+    x0 + (x1 - x0) * (u - p0) / (p1 - p0)
+}
 
-impl Shape {
-    fn new() -> Shape {
-        let w_far = (1.0f64 / 2e-5).ln();
-        let excess = |w: f64| {
-            let body = 150.0 * w.powf(0.8) + 2.0 * ((0.8 * w).exp() - 1.0);
-            let far = 1e4 * 500f64.powf(1.0 - (-(w - w_far)).exp()) - BASE_NS;
-            if w > w_far {
-                body.max(far)
-            } else {
-                body
+/// One round's samples: level shift `d`, the effect `plus`, bimodal with probability 10%.
+fn round(rng: &mut Rng, d: f64, plus: f64) -> Vec<u64> {
+    let bimodal = rng.uniform() < 0.1;
+    (0..KEPT)
+        .map(|_| {
+            let mut lat = LEVEL_NS + d + plus + excess(rng.uniform());
+            if bimodal && rng.uniform() < 0.3 {
+                lat += 190.0;
             }
+            let phase = rng.uniform();
+            let ticks = (lat / 10.0 + phase).floor();
+            (ticks * 10.0) as u64 + u64::from(rng.uniform() < 0.5)
+        })
+        .collect()
+}
+
+/// The machine's state, slot by slot.
+struct Machine<'a> {
+    s: &'a Scenario,
+    ar: f64,
+    state_left: usize,
+    state_shift: f64,
+    slot: usize,
+}
+
+impl Machine<'_> {
+    /// The shift of the next slot for a round of `arm` (0 base, 1 treat), `effect` ns per
+    /// operation longer in the treat arm.
+    fn next(&mut self, rng: &mut Rng, arm: usize, effect: f64) -> f64 {
+        let s = self.s;
+        self.ar = s.rho * self.ar + (1.0 - s.rho * s.rho).sqrt() * s.ar_sd * rng.normal();
+        if self.state_left == 0 && rng.uniform() < s.state {
+            self.state_left = 10 + rng.below(31);
+            self.state_shift = if rng.uniform() < 0.5 { 400.0 } else { -400.0 };
+        }
+        let state = if self.state_left > 0 {
+            self.state_left -= 1;
+            self.state_shift
+        } else {
+            0.0
         };
-        Shape(
-            (0..=(W_MAX / STEP) as usize)
-                .map(|i| excess(i as f64 * STEP))
-                .collect(),
-        )
+        let longer = 1.0 + effect / LEVEL_NS;
+        let burst_p = [s.burst, s.burst * s.burst_treat * longer][arm];
+        let burst = if rng.uniform() < burst_p {
+            150.0 + 550.0 * rng.uniform()
+        } else if rng.uniform() < s.dip {
+            -100.0 - 400.0 * rng.uniform()
+        } else {
+            0.0
+        };
+        self.slot += 1;
+        let wave = s.period4 * [1.0, 0.0, -1.0, 0.0][self.slot % 4];
+        self.ar + s.iid_sd * rng.normal() + state + burst + s.trend * self.slot as f64 + wave
     }
-
-    fn at(&self, w: f64) -> f64 {
-        let x = (w / STEP).min(self.0.len() as f64 - 2.0);
-        let (i, f) = (x as usize, x.fract());
-        self.0[i] + f * (self.0[i + 1] - self.0[i])
-    }
 }
 
-/// One round's samples, sorted: shift `d` ns, excess scaled by `s`, plus `plus` ns.
-fn round(rng: &mut Rng, shape: &Shape, n: usize, d: f64, s: f64, plus: f64) -> Vec<u64> {
-    let mut w = 0.0;
-    (0..n)
-        .map(|j| {
-            w += -rng.uniform().ln() / (n - j) as f64;
-            let ns = BASE_NS + d + plus + s * shape.at(w);
-            ((ns / 10.0).floor() * 10.0) as u64
-        })
-        .collect()
-}
-
-/// Shift and scale of each time slot of one run.
-fn slots(rng: &mut Rng, m: &Drift, count: usize) -> Vec<(f64, f64)> {
-    let offset = m.run_offset * (2.0 * rng.uniform() - 1.0);
-    let innov = (1.0 - m.rho * m.rho).sqrt();
-    let (mut ar, mut sc) = (m.ar_sd * rng.normal(), m.scale_sd * rng.normal());
-    (0..count)
-        .map(|t| {
-            if t > 0 {
-                ar = m.rho * ar + innov * m.ar_sd * rng.normal();
-                sc = m.rho * sc + innov * m.scale_sd * rng.normal();
-            }
-            let iid = m.iid * (2.0 * rng.uniform() - 1.0);
-            (offset + ar + iid + m.trend * t as f64, 1.0 + sc)
-        })
-        .collect()
-}
-
-/// One simulated `overhead` run: the treatment is shifted by `effect` ns.
-fn simulate(seed: u64, shape: &Shape, m: &Drift, cfg: &Config, effect: f64) -> Comparison {
+/// One simulated run of `overhead` with the stop rule of `cfg`.
+fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, usize) {
     let mut rng = Rng::new(seed);
-    let sl = slots(&mut rng, m, 2 * cfg.rounds);
-    let mut arm = |parity: usize, plus: f64| -> Vec<Vec<u64>> {
-        let slot = |i: usize| sl[2 * i + (parity ^ (m.abba && i % 2 == 1) as usize)];
-        (0..cfg.rounds)
-            .map(|i| round(&mut rng, shape, cfg.n, slot(i).0, slot(i).1, plus))
-            .collect()
+    let mut m = Machine {
+        s,
+        ar: s.ar_sd * rng.normal(),
+        state_left: 0,
+        state_shift: 0.0,
+        slot: 0,
     };
-    let base = arm(0, 0.0);
-    let treat = arm(1, effect);
     let opts = CompareOptions {
-        seed: seed ^ 0xA5A5,
+        confidence: cfg.confidence,
         ..CompareOptions::default()
     };
-    compare(&base, &treat, &opts)
+    let round_time = Duration::from_secs_f64(0.009 + 2.7e-6 * ITERATIONS);
+    let mut arms: [Vec<RoundSummary>; 2] = [Vec::new(), Vec::new()];
+    let mut spent = Duration::ZERO;
+    let mut pairs = 0;
+    loop {
+        if cfg.stop.before_pair(pairs, spent).is_some() {
+            break;
+        }
+        pairs += 1;
+        let order = if rng.uniform() < 0.5 { [0, 1] } else { [1, 0] };
+        for arm in order {
+            let d = m.next(&mut rng, arm, effect);
+            let plus = if arm == 1 { effect } else { 0.0 };
+            arms[arm].push(RoundSummary::of(&round(&mut rng, d, plus), &opts.quantiles));
+            spent += round_time;
+        }
+        let width = shift_interval(&arms[0], &arms[1], 0, opts.confidence).map(|i| i.hi - i.lo);
+        if cfg.stop.after_pair(pairs, width).is_some() {
+            break;
+        }
+    }
+    let c = compare_summaries(&arms[0], &arms[1], &opts);
+    let intervals = c.diffs.iter().map(|d| (d.lo, d.hi)).collect();
+    let p50 = c.diffs[0].delta;
+    (RunResult { intervals, p50 }, pairs)
+}
+
+struct RunResult {
+    /// (lo, hi) per quantile: p50, p90, p99, p99.9.
+    intervals: Vec<(f64, f64)>,
+    /// The p50 estimate.
+    p50: f64,
 }
 
 struct Config {
+    /// Confidence of the intervals (the tool's default, or `--confidence`).
+    confidence: f64,
     runs: usize,
     threads: usize,
-    n: usize,
-    rounds: usize,
-    /// Only the drift models whose name holds this text.
+    stop: Stop,
     only: String,
 }
 
-/// Tallies over runs of one scenario.
+/// Tallies over runs of one scenario and effect.
 #[derive(Default, Clone)]
 struct Tally {
     runs: usize,
-    /// Per quantile (p50, p90, p99, p99.9): interval holds the true effect.
     covers: [usize; 4],
-    /// p50 interval excludes 0 with the right sign (lo > 0).
     detects: usize,
-    /// p50 interval excludes 0 with the wrong sign (hi < 0).
     wrong_sign: usize,
-    /// Alternatives, p50 only: ±1.96 se_within, and a percentile bootstrap over the pairs.
-    within_only: usize,
-    pair_bootstrap: usize,
-    half_widths: Vec<f64>,
+    widths: Vec<f64>,
+    pairs: Vec<f64>,
+    estimates: Vec<f64>,
 }
 
 impl Tally {
-    fn add(&mut self, c: &Comparison, effect: f64, rng: &mut Rng) {
+    fn add(&mut self, r: &RunResult, pairs: usize, effect: f64) {
         self.runs += 1;
-        let holds = |lo: f64, hi: f64| lo <= effect && effect <= hi;
-        for (k, d) in c.diffs.iter().enumerate().take(4) {
-            self.covers[k] += holds(d.lo, d.hi) as usize;
+        for (k, &(lo, hi)) in r.intervals.iter().enumerate().take(4) {
+            self.covers[k] += usize::from(lo <= effect && effect <= hi);
         }
-        let p50 = &c.diffs[0];
-        self.detects += (p50.lo > 0.0) as usize;
-        self.wrong_sign += (p50.hi < 0.0) as usize;
-        let w = 1.96 * p50.se_within;
-        self.within_only += holds(p50.delta - w, p50.delta + w) as usize;
-        let (lo, hi) = pair_bootstrap(&p50.pair_deltas, rng);
-        self.pair_bootstrap += holds(lo, hi) as usize;
-        self.half_widths.push((p50.hi - p50.lo) / 2.0);
+        let (lo, hi) = r.intervals[0];
+        self.detects += usize::from(lo > 0.0);
+        self.wrong_sign += usize::from(hi < 0.0);
+        self.widths.push(hi - lo);
+        self.pairs.push(pairs as f64);
+        self.estimates.push(r.p50);
     }
 
     fn merge(mut self, o: Tally) -> Tally {
@@ -204,34 +284,24 @@ impl Tally {
         }
         self.detects += o.detects;
         self.wrong_sign += o.wrong_sign;
-        self.within_only += o.within_only;
-        self.pair_bootstrap += o.pair_bootstrap;
-        self.half_widths.extend(o.half_widths);
+        self.widths.extend(o.widths);
+        self.pairs.extend(o.pairs);
+        self.estimates.extend(o.estimates);
         self
     }
 }
 
-/// The plain percentile bootstrap over pairs (the method the docs argue against), 95%.
-fn pair_bootstrap(d: &[f64], rng: &mut Rng) -> (f64, f64) {
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..d.len()).map(|_| d[rng.below(d.len())]).sum::<f64>() / d.len() as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    (means[49], means[1949])
-}
-
-/// Run `cfg.runs` simulations of one scenario on all cores.
-fn scenario(shape: &Shape, m: &Drift, cfg: &Config, effect: f64) -> Tally {
-    let threads = cfg.threads;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
+/// `cfg.runs` runs of one scenario and effect, on all threads.
+fn tally(s: &Scenario, cfg: &Config, effect: f64) -> Tally {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
-                s.spawn(move || {
+                scope.spawn(move || {
                     let mut tally = Tally::default();
-                    let mut rng = Rng::new(t as u64 + 77);
-                    for run in (t..cfg.runs).step_by(threads) {
-                        let seed = (run as u64 + 1) * 0x9E37_79B9 + effect as u64;
-                        tally.add(&simulate(seed, shape, m, cfg, effect), effect, &mut rng);
+                    for run in (t..cfg.runs).step_by(cfg.threads) {
+                        let seed = ((run as u64 + 1) * 0x9E37_79B9) ^ ((effect as u64) << 32);
+                        let (r, pairs) = simulate(seed, s, cfg, effect);
+                        tally.add(&r, pairs, effect);
                     }
                     tally
                 })
@@ -254,7 +324,7 @@ fn at_least(k: usize, n: usize, p: f64) -> f64 {
 }
 
 fn pct(k: usize, n: usize) -> f64 {
-    100.0 * k as f64 / n as f64
+    100.0 * k as f64 / n.max(1) as f64
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -262,93 +332,49 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn report_aa(m: &Drift, t: &Tally) {
-    let c = |k: usize| pct(t.covers[k], t.runs);
-    println!(
-        "{:<24} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>9.1} {:>9.1} | {:>6.1} | P(>=19/20) {:.2}",
-        m.name,
-        c(0),
-        c(1),
-        c(2),
-        c(3),
-        pct(t.within_only, t.runs),
-        pct(t.pair_bootstrap, t.runs),
-        median(t.half_widths.clone()),
-        at_least(19, 20, c(0) / 100.0)
-    );
-}
-
-fn report_effect(m: &Drift, t: &Tally, effect: f64) {
-    let power = pct(t.detects, t.runs);
-    println!(
-        "{:<24} {:>6.1} {:>6} {:>8.1} {:>8.1} | {:>6.1} | P(>=9/10) {:.2}   (+{effect} ns)",
-        m.name,
-        power,
-        t.wrong_sign,
-        pct(t.covers[0], t.runs),
-        pct(t.covers[2], t.runs),
-        median(t.half_widths.clone()),
-        at_least(9, 10, power / 100.0)
-    );
-}
-
-/// Wall time of `compare` on one default-sized run (5 × 90,000 per arm, 2000 resamples).
-fn timing(shape: &Shape) {
-    let cfg = Config {
-        runs: 1,
-        threads: 1,
-        n: 90_000,
-        rounds: 5,
-        only: String::new(),
-    };
+/// Wall time of the comparison on a long run: 160 pairs of 9,000-sample rounds.
+fn timing() {
     let mut rng = Rng::new(9);
-    let mut arm = || {
-        (0..cfg.rounds)
-            .map(|_| round(&mut rng, shape, cfg.n, 0.0, 1.0, 0.0))
-            .collect::<Vec<_>>()
-    };
-    let (mut base, mut treat) = (arm(), arm());
-    for r in base.iter_mut().chain(treat.iter_mut()) {
-        shuffle(r, &mut rng);
-    }
-    let times: Vec<f64> = (0..10)
-        .map(|_| {
-            let t0 = Instant::now();
-            std::hint::black_box(compare(&base, &treat, &CompareOptions::default()));
-            t0.elapsed().as_secs_f64() * 1e3
-        })
+    let opts = CompareOptions::default();
+    let rounds: Vec<Vec<u64>> = (0..320).map(|_| round(&mut rng, 0.0, 0.0)).collect();
+    let t0 = Instant::now();
+    let sums: Vec<RoundSummary> = rounds
+        .iter()
+        .map(|r| RoundSummary::of(r, &opts.quantiles))
         .collect();
-    let max = times.iter().cloned().fold(0.0, f64::max);
+    let summarise = t0.elapsed().as_secs_f64() * 1e3 / 320.0;
+    let t1 = Instant::now();
+    let c = compare_summaries(&sums[..160], &sums[160..], &opts);
+    std::hint::black_box(&c);
     println!(
-        "compare(): 5 rounds x 90,000 samples per arm (unsorted), 2000 resamples, 4 quantiles:"
+        "speed: summarising a 9,000-sample round {summarise:.2} ms; comparing 160 pairs, 4 quantiles {:.1} ms",
+        t1.elapsed().as_secs_f64() * 1e3
     );
-    println!(
-        "  median {:.1} ms, max {:.1} ms over 10 calls",
-        median(times),
-        max
-    );
-}
-
-/// Fisher-Yates, so the timing includes sorting unsorted rounds, as real data are.
-fn shuffle(v: &mut [u64], rng: &mut Rng) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, rng.below(i + 1));
-    }
 }
 
 fn parse_args() -> Config {
     let args: Vec<String> = std::env::args().collect();
-    let get = |flag: &str, default: usize| {
-        let at = args.iter().position(|a| a == flag);
-        at.and_then(|i| args.get(i + 1)?.parse().ok())
-            .unwrap_or(default)
+    let get = |flag: &str| {
+        let at = args.iter().position(|a| a == flag)?;
+        args.get(at + 1)?.parse::<usize>().ok()
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let confidence = args
+        .iter()
+        .position(|a| a == "--confidence")
+        .and_then(|i| args.get(i + 1)?.parse::<f64>().ok())
+        .unwrap_or(DEFAULT_CONFIDENCE);
     Config {
-        runs: get("--runs", 1000),
-        threads: get("--threads", cores).max(1),
-        n: get("--n", 90_000),
-        rounds: get("--rounds", 5),
+        confidence,
+        runs: get("--runs").unwrap_or(400),
+        threads: get("--threads").unwrap_or(cores).max(1),
+        stop: get("--rounds").map_or(
+            Stop::Adaptive {
+                target_ns: get("--target-ns").map(|t| t as f64),
+                budget: DEFAULT_MAX_TIME,
+            },
+            Stop::Pairs,
+        ),
         only: args
             .iter()
             .position(|a| a == "--only")
@@ -360,30 +386,92 @@ fn parse_args() -> Config {
 
 fn main() {
     let cfg = parse_args();
-    let shape = Shape::new();
-    timing(&shape);
+    timing();
     if cfg.runs == 0 {
         return;
     }
+    let stop = match cfg.stop {
+        Stop::Pairs(n) => format!("{n} pairs"),
+        Stop::Adaptive {
+            target_ns: None,
+            budget,
+        } => format!("the default: pairs for {} s of rounds", budget.as_secs()),
+        Stop::Adaptive {
+            target_ns: Some(t),
+            budget,
+        } => format!(
+            "--target-ns {t}: p50 interval ≤ {t} ns at 30, 45, 67… pairs, or {} s of rounds",
+            budget.as_secs()
+        ),
+    };
     println!(
-        "\n{} simulated runs per line, {} rounds x {} samples per arm, 95% intervals",
-        cfg.runs, cfg.rounds, cfg.n
+        "\n{} simulated runs per line, {stop}, 9,000 kept samples a round, {:.0}% intervals",
+        cfg.runs,
+        100.0 * cfg.confidence
     );
-    println!("\nA/A (no effect): % of runs whose interval holds 0");
+    let scenarios = || {
+        SCENARIOS
+            .iter()
+            .filter(|s| s.name.contains(cfg.only.as_str()))
+    };
     println!(
-        "{:<24} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>9} | {:>6} |",
-        "drift", "p50", "p90", "p99", "p99.9", "within1.96", "pairboot", "½w p50"
+        "\nA/A: % of runs whose interval holds 0 (target ≥ {:.0})",
+        100.0 * cfg.confidence
     );
-    let models = || DRIFTS.iter().filter(|m| m.name.contains(cfg.only.as_str()));
-    for m in models() {
-        report_aa(m, &scenario(&shape, m, &cfg, 0.0));
+    println!(
+        "{:<28} {:>6} {:>6} {:>6} {:>6} | {:>8} {:>6} | P(≥19/20 p50)",
+        "scenario", "p50", "p90", "p99", "p99.9", "width50", "pairs"
+    );
+    for s in scenarios() {
+        let t = tally(s, &cfg, 0.0);
+        let c = |k: usize| pct(t.covers[k], t.runs);
+        println!(
+            "{:<28} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>8.1} {:>6.0} | {:.2}",
+            s.name,
+            c(0),
+            c(1),
+            c(2),
+            c(3),
+            median(t.widths.clone()),
+            median(t.pairs.clone()),
+            at_least(19, 20, c(0) / 100.0)
+        );
     }
-    println!("\nTreatment +35 ns: power = % of runs whose p50 interval excludes 0 with lo > 0");
-    println!(
-        "{:<24} {:>6} {:>6} {:>8} {:>8} | {:>6} |",
-        "drift", "power", "wrong", "cov p50", "cov p99", "½w p50"
-    );
-    for m in models() {
-        report_effect(m, &scenario(&shape, m, &cfg, 35.0), 35.0);
+    for effect in [35.0, 15.0] {
+        println!(
+            "\nTreatment +{effect} ns: power = % of runs whose p50 interval excludes 0 with lo > 0"
+        );
+        println!(
+            "{:<28} {:>6} {:>6} | {:>6} {:>6} {:>6} {:>6} | {:>6} {:>8} {:>6} | P(≥9/10)",
+            "scenario",
+            "power",
+            "wrong",
+            "cov50",
+            "cov90",
+            "cov99",
+            "cov999",
+            "est50",
+            "width50",
+            "pairs"
+        );
+        for s in scenarios() {
+            let t = tally(s, &cfg, effect);
+            let power = pct(t.detects, t.runs);
+            let c = |k: usize| pct(t.covers[k], t.runs);
+            println!(
+                "{:<28} {:>6.1} {:>6} | {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>6.1} {:>8.1} {:>6.0} | {:.2}",
+                s.name,
+                power,
+                t.wrong_sign,
+                c(0),
+                c(1),
+                c(2),
+                c(3),
+                median(t.estimates.clone()),
+                median(t.widths.clone()),
+                median(t.pairs.clone()),
+                at_least(9, 10, power / 100.0)
+            );
+        }
     }
 }

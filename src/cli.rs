@@ -4,6 +4,7 @@
 use crate::commands;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What an eBPF hook costs and where that time goes.
 #[derive(Debug, Parser)]
@@ -27,8 +28,8 @@ pub enum Command {
     Hook(HookArgs),
     /// The whole method on the bundled sample hook: load, record, flame graph, detach.
     Demo(DemoArgs),
-    /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 95% intervals.
-    Overhead(OverheadArgs),
+    /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
+    Overhead(Box<OverheadArgs>),
     /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
     Report(ReportArgs),
     /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
@@ -77,6 +78,10 @@ pub struct BenchArgs {
     /// Run K loops at once, each pinned to its own CPU of the allowed set.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub workers: usize,
+    /// Leave the timed operation out, keep what the loop does outside the span (for counting
+    /// how often a hook runs outside it).
+    #[arg(long)]
+    pub untimed_only: bool,
 }
 
 #[derive(Debug, Args)]
@@ -246,11 +251,17 @@ pub struct OverheadArgs {
     /// Both arms detached: the noise floor of this box.
     #[arg(long)]
     pub aa: bool,
-    /// Rounds per arm.
-    #[arg(long, default_value_t = 5)]
-    pub rounds: usize,
+    /// Run exactly N pairs of rounds (default: as many as --max-time holds).
+    #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"])]
+    pub rounds: Option<usize>,
+    /// Stop early once the p50 interval is at most N ns wide (looked at after 30, 45, 67… pairs).
+    #[arg(long, value_name = "N")]
+    pub target_ns: Option<f64>,
+    /// Time budget of the rounds: 12s, 1m, 500ms (no pair starts that would end past it).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub max_time: Option<f64>,
     /// Iterations per round of the built-in bench.
-    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
+    #[arg(short = 'n', long = "iterations", default_value_t = crate::overhead::DEFAULT_ITERATIONS)]
     pub iterations: usize,
     /// Operation of the built-in bench.
     #[arg(long, value_enum, default_value = "openat")]
@@ -309,9 +320,12 @@ pub struct OverheadArgs {
     /// Also watch the maps of the loaded programs of this name (repeatable).
     #[arg(long = "prog-name", value_name = "NAME")]
     pub prog_names: Vec<String>,
-    /// Seed of the bootstrap (same seed, same interval for the same samples).
+    /// Seed of the coin that orders the two arms within each pair of rounds.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// Two-sided confidence of the intervals (0.95 for the conventional 95%).
+    #[arg(long, value_name = "C", default_value_t = crate::overhead::DEFAULT_CONFIDENCE)]
+    pub confidence: f64,
     /// Your benchmark and its arguments (prints one latency in ns per line).
     #[arg(last = true)]
     pub bench: Vec<std::ffi::OsString>,
@@ -352,6 +366,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             paths: a.paths,
             dir: a.dir,
             workers: a.workers,
+            untimed_only: a.untimed_only,
         }),
         Command::Doctor(a) => commands::doctor::run(&commands::doctor::DoctorOptions {
             perf: (&a.perf).into(),
@@ -373,7 +388,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             load: a.load,
             seconds: a.seconds,
         }),
-        Command::Overhead(a) => commands::overhead::run(&overhead_options(a)),
+        Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)),
         Command::Demo(a) => commands::demo::run(&commands::demo::DemoOptions {
             perf: (&a.perf).into(),
             dir: a.dir,
@@ -406,7 +421,15 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         attach_cmd: a.attach_cmd,
         compare: a.compare,
         aa: a.aa,
-        rounds: a.rounds,
+        stop: match a.rounds {
+            Some(n) => crate::overhead::Stop::Pairs(n),
+            None => crate::overhead::Stop::Adaptive {
+                target_ns: a.target_ns,
+                budget: a
+                    .max_time
+                    .map_or(crate::overhead::DEFAULT_MAX_TIME, Duration::from_secs_f64),
+            },
+        },
         iterations: a.iterations,
         op: a.op.kind(a.path),
         cpu: a.cpu,
@@ -423,6 +446,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         },
         bench: a.bench,
         seed: a.seed,
+        confidence: a.confidence,
         paths: a.paths,
         workers: a.workers,
         sweep: a.sweep,
@@ -478,6 +502,9 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     };
     match num.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v * scale),
+        Ok(v) if v.is_finite() => Err(format!(
+            "{s:?}: a duration must be more than 0 (e.g. 30s, 2m, 500ms)"
+        )),
         _ => Err(format!("{s:?} is not a duration: give e.g. 30s, 2m, 500ms")),
     }
 }

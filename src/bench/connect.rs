@@ -131,6 +131,12 @@ impl Op for Connect {
         }
         self.drain();
     }
+
+    #[inline(always)]
+    fn cleanup_without_run(&mut self) {
+        // The socket made in setup is closed unconnected: nothing to accept on the listener.
+        self.cleanup(0);
+    }
 }
 
 impl Drop for Connect {

@@ -33,6 +33,9 @@ pub struct BenchOptions {
     pub dir: Option<std::path::PathBuf>,
     /// Loops run at once, each pinned to its own CPU of the allowed set.
     pub workers: usize,
+    /// Leave the timed operation out: only the calls outside the span (the close of each
+    /// openat, on no fd), for counting how often hooks run outside it.
+    pub untimed_only: bool,
 }
 
 impl BenchOptions {
@@ -45,6 +48,7 @@ impl BenchOptions {
             paths: 1,
             dir: None,
             workers: 1,
+            untimed_only: false,
         }
     }
 }
@@ -122,7 +126,7 @@ fn one_loop(
 ) -> Result<BenchResult> {
     let mut buf = SampleBuffer::new(opts.iterations)?;
     let locked = buf.locked();
-    op::with_op(prepared, start, |run_loop| {
+    op::with_op(prepared, start, opts.untimed_only, |run_loop| {
         ready();
         run_loop(buf.as_mut_slice())
     })?;

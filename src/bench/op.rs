@@ -28,6 +28,34 @@ pub trait Op {
     fn run(&mut self) -> i64;
     /// Undo what `run` did (close the fd), untimed.
     fn cleanup(&mut self, ret: i64);
+    /// The system calls `cleanup` makes, when `run` did not happen (`bench --untimed-only`):
+    /// whatever a hook sees outside the timed span, without the timed operation.
+    fn cleanup_without_run(&mut self);
+}
+
+/// `op` with its timed operation left out: the loop makes only the calls outside the span.
+pub struct UntimedOnly<O: Op>(pub O);
+
+impl<O: Op> Op for UntimedOnly<O> {
+    #[inline(always)]
+    fn setup(&mut self) {
+        self.0.setup();
+    }
+
+    #[inline(always)]
+    fn run(&mut self) -> i64 {
+        0
+    }
+
+    #[inline(always)]
+    fn cleanup(&mut self, _ret: i64) {
+        self.0.cleanup_without_run();
+    }
+
+    #[inline(always)]
+    fn cleanup_without_run(&mut self) {
+        self.0.cleanup_without_run();
+    }
 }
 
 /// The raw openat of a path, or of each path of a working set in turn.
@@ -51,15 +79,30 @@ impl Op for Openat {
             // SAFETY: ret is an fd this loop just opened and nobody else holds.
             unsafe { libc::close(ret as i32) };
         }
+        self.advance();
+    }
+
+    #[inline(always)]
+    fn cleanup_without_run(&mut self) {
+        // The close(2) the timed loop makes, on no fd: the same system call reaches the hooks
+        // on syscall entry and exit (it fails with EBADF), nothing else does.
+        // SAFETY: closing -1 touches no fd.
+        unsafe { libc::close(-1) };
+        self.advance();
+    }
+}
+
+impl Openat {
+    /// The next path, chosen outside the timed span.
+    #[inline(always)]
+    fn advance(&mut self) {
         self.next += 1;
         if self.next == self.paths.len() {
             self.next = 0;
         }
         self.cur = self.paths[self.next].as_ptr();
     }
-}
 
-impl Openat {
     /// Prepare openats of `paths` (cycled, starting at `start`), opening each once so a bad
     /// path fails before the loop.
     pub fn new(paths: &[PathBuf], start: usize) -> Result<Openat> {
@@ -99,20 +142,29 @@ pub enum Prepared {
 }
 
 /// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
-/// monomorphised (no indirect call in the span). `start` staggers workers over a working set.
+/// monomorphised (no indirect call in the span). `start` staggers workers over a working set;
+/// `untimed_only` leaves the timed operation out.
 pub fn with_op<R>(
     kind: &Prepared,
     start: usize,
+    untimed_only: bool,
     f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
 ) -> Result<R> {
+    fn go<O: Op, R>(
+        op: O,
+        untimed_only: bool,
+        f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
+    ) -> R {
+        if untimed_only {
+            let mut op = UntimedOnly(op);
+            f(&mut |d| super::timed_loop(&mut op, d))
+        } else {
+            let mut op = op;
+            f(&mut |d| super::timed_loop(&mut op, d))
+        }
+    }
     match kind {
-        Prepared::Openat(p) => {
-            let mut op = Openat::new(p, start)?;
-            Ok(f(&mut |d| super::timed_loop(&mut op, d)))
-        }
-        Prepared::Connect => {
-            let mut op = super::connect::Connect::new()?;
-            Ok(f(&mut |d| super::timed_loop(&mut op, d)))
-        }
+        Prepared::Openat(p) => Ok(go(Openat::new(p, start)?, untimed_only, f)),
+        Prepared::Connect => Ok(go(super::connect::Connect::new()?, untimed_only, f)),
     }
 }

@@ -28,6 +28,37 @@ pub(crate) fn all_prog_ids() -> anyhow::Result<Vec<u32>> {
     }
 }
 
+/// Ids of the BPF links (kernel link objects: `bpftool link show`) whose program is one of
+/// `progs`. Attachments made without a link object (perf events on kernels before 5.15, the
+/// legacy ioctl) are not seen: their detach is the perf event's close.
+pub(crate) fn links_to(progs: &[u32]) -> anyhow::Result<Vec<u32>> {
+    let mut found = Vec::new();
+    let mut id = 0;
+    loop {
+        let mut next = 0;
+        // SAFETY: `next` is a valid u32 to write to.
+        match unsafe { libbpf_sys::bpf_link_get_next_id(id, &mut next) } {
+            0 => {}
+            ret if -ret == libc::ENOENT => return Ok(found),
+            ret => return Err(syscall_error("listing BPF links", -ret)),
+        }
+        id = next;
+        // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
+        let fd = unsafe { libbpf_sys::bpf_link_get_fd_by_id(id) };
+        let Some(fd) = owned_or_absent(fd, &format!("opening BPF link {id}"))? else {
+            continue; // released since it was listed
+        };
+        let mut info = libbpf_sys::bpf_link_info::default();
+        let mut len = std::mem::size_of::<libbpf_sys::bpf_link_info>() as u32;
+        // SAFETY: `info` is a zeroed bpf_link_info of `len` bytes, no output arrays asked for.
+        let ret =
+            unsafe { libbpf_sys::bpf_link_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+        if ret == 0 && progs.contains(&info.prog_id) {
+            found.push(id);
+        }
+    }
+}
+
 /// An fd for program `id`; `Ok(None)` if no such program is loaded (any more).
 pub(crate) fn open_prog(id: u32) -> anyhow::Result<Option<OwnedFd>> {
     // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.

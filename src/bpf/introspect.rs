@@ -50,6 +50,11 @@ impl Attached {
     }
 }
 
+/// Ids of the BPF links that attach any of the programs `progs` (see `bpftool link show`).
+pub fn links_to(progs: &[u32]) -> anyhow::Result<Vec<u32>> {
+    ids::links_to(progs)
+}
+
 /// Ids of every program loaded right now.
 pub fn loaded_program_ids() -> anyhow::Result<BTreeSet<u32>> {
     Ok(ids::all_prog_ids()?.into_iter().collect())

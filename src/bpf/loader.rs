@@ -21,14 +21,13 @@ use super::mounts::{self, tracefs_visible, with_private_mount};
 use super::{ObjectSource, ProgramInfo};
 use crate::error::usage;
 
-/// The most PROG_ARRAY slots we read when looking for tail-call targets.
-const MAX_PROG_ARRAY_SLOTS: u32 = 1 << 16;
-
 /// A loaded object whose auto-attachable programs are attached; dropping it detaches and
-/// unloads everything.
+/// unloads everything. [`Attached::detach`] and [`Attached::attach_again`] take the programs
+/// off their hooks and put them back without unloading (what `overhead` does between rounds:
+/// a link comes and goes in well under a millisecond, an unload waits for an RCU grace period).
 pub struct Attached {
     // Fields drop in order: the links (detach) before the object (unload).
-    _links: Vec<Link>,
+    links: Vec<Link>,
     object: Object,
     programs: Vec<ProgramInfo>,
     name: String,
@@ -83,11 +82,72 @@ pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
         with_private_mount(c"tracefs", mounts::TRACEFS, attach)
     }?;
     Ok(Attached {
-        _links: links,
+        links,
         object,
         programs,
         name,
     })
+}
+
+impl Attached {
+    /// Take every program off its hook (destroy the links); the object stays loaded. Closing a
+    /// link detaches before `close(2)` returns (the file's release runs on the way back to user
+    /// space), so the hook does not fire for events that start after this.
+    pub fn detach(&mut self) {
+        self.links.clear();
+    }
+
+    /// Take the programs' links off the object without destroying them: whoever drops them
+    /// detaches the programs (`overhead` hands them to a thread, so that the tracepoint's
+    /// teardown — tens of ms of RCU grace periods after the program is already off the hook —
+    /// does not hold up the next round). The object stays loaded.
+    pub fn take_links(&mut self) -> Vec<Link> {
+        std::mem::take(&mut self.links)
+    }
+
+    /// Whether the programs are on their hooks.
+    pub fn is_attached(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// Put back on their hooks the programs that were attached when loaded.
+    pub fn attach_again(&mut self) -> anyhow::Result<()> {
+        if self.is_attached() {
+            return Ok(());
+        }
+        let wanted: HashSet<String> = self
+            .programs
+            .iter()
+            .filter(|p| p.attached)
+            .map(|p| p.name.clone())
+            .collect();
+        let capture = Capture::start();
+        let (name, object) = (&self.name, &self.object);
+        let attach = || -> anyhow::Result<Vec<Link>> {
+            let mut links = Vec::new();
+            for prog in object.progs() {
+                let pname = prog.name().to_string_lossy().into_owned();
+                if !wanted.contains(&pname) {
+                    continue;
+                }
+                let link = attach_one(&prog).map_err(|errno| {
+                    let meta = ProgMeta {
+                        name: pname.clone(),
+                        section: prog.section().to_string_lossy().into_owned(),
+                    };
+                    diagnose::attach_error(name, &meta, errno, &capture.lines())
+                })?;
+                links.extend(link);
+            }
+            Ok(links)
+        };
+        self.links = if tracefs_visible() {
+            attach()
+        } else {
+            with_private_mount(c"tracefs", mounts::TRACEFS, attach)
+        }?;
+        Ok(())
+    }
 }
 
 /// Open and load `bytes` without attaching anything.
@@ -200,16 +260,14 @@ fn attach_one(prog: &Program<'_>) -> Result<Option<Link>, i32> {
 
 /// Ids of the programs the object's PROG_ARRAY maps hold (filled by libbpf at load).
 fn tail_call_targets(object: &Object) -> HashSet<u32> {
-    let mut ids = HashSet::new();
-    for map in object.maps().filter(|m| m.map_type() == MapType::ProgArray) {
-        for slot in 0..map.max_entries().min(MAX_PROG_ARRAY_SLOTS) {
-            // From user space a PROG_ARRAY slot reads as the program's id.
-            if let Ok(Some(value)) = map.lookup(&slot.to_ne_bytes(), MapFlags::ANY) {
-                ids.insert(u64_from(&value) as u32);
-            }
-        }
-    }
-    ids
+    let maps: Vec<u32> = object
+        .maps()
+        .filter(|m| m.map_type() == MapType::ProgArray)
+        .filter_map(|m| m.info().ok().map(|i| i.info.id))
+        .collect();
+    super::pressure::tail_call_targets(&maps)
+        .map(|t| t.into_iter().collect())
+        .unwrap_or_default()
 }
 
 fn program_info(prog: &Program<'_>) -> anyhow::Result<ProgramInfo> {

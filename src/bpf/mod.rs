@@ -21,9 +21,11 @@ mod runstats;
 
 use std::sync::OnceLock;
 
-pub use introspect::{loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram};
+pub use introspect::{
+    links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
+};
 pub use loader::{attach, Attached};
-pub use pressure::{key_digests, map_pressure, MapPressure};
+pub use pressure::{key_digests, map_pressure, tail_call_targets, MapPressure};
 #[doc(hidden)]
 pub use runstats::enable_run_stats_via_sysctl;
 pub use runstats::{
@@ -55,6 +57,19 @@ pub const HOOK_LOOKUPS_A: &[u8] =
 #[doc(hidden)]
 pub const HOOK_LOOKUPS_B: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_4.bpf.o"));
+/// The in-between version: [`HOOK_LOOKUPS_MID_COUNT`] look-ups, about half the A–B difference
+/// from either.
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_MID: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_3.bpf.o"));
+/// The finest step: [`HOOK_LOOKUPS_A`] plus four array-map look-ups per call (about 20 ns on
+/// the project's VM, the 15–20 ns sensitivity target).
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_FINE: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_2a.bpf.o"));
+/// Look-ups per call of [`HOOK_LOOKUPS_MID`].
+#[doc(hidden)]
+pub const HOOK_LOOKUPS_MID_COUNT: u32 = 3;
 /// Display name (and file stem) of [`HOOK_LOOKUPS_A`].
 #[doc(hidden)]
 pub const HOOK_LOOKUPS_A_NAME: &str = "lookups_2";
@@ -78,6 +93,17 @@ pub const HOOK_VERDICT_CACHE_NAME: &str = "verdict_cache";
 /// `max_entries` of the verdict cache hook's `verdict_cache` map.
 #[doc(hidden)]
 pub const VERDICT_CACHE_ENTRIES: u32 = 1024;
+
+/// A hook on every system call (raw_syscalls sys_enter and sys_exit) with a hash map created
+/// with `BPF_F_NO_PREALLOC`, updated on entry and deleted on exit (fixtures/hooks/every_syscall.bpf.c).
+#[doc(hidden)]
+pub const HOOK_EVERY_SYSCALL: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/every_syscall.bpf.o"));
+/// Three programs on sys_enter_open, sys_enter_openat and sys_enter_openat2
+/// (fixtures/hooks/open_family.bpf.c): the openat bench triggers one of them.
+#[doc(hidden)]
+pub const HOOK_OPEN_FAMILY: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/open_family.bpf.o"));
 
 /// Display name of the tracepoint sample hook, for [`ObjectSource::Bytes`].
 pub const SAMPLE_HOOK_NAME: &str = "openat_hook";

@@ -234,6 +234,40 @@ pub fn key_digests(id: u32) -> anyhow::Result<Option<Vec<u64>>> {
     }
 }
 
+/// The most PROG_ARRAY slots read when looking for tail-call targets.
+const MAX_PROG_ARRAY_SLOTS: u32 = 1 << 16;
+
+/// The ids of the programs that the tail-call tables (`PROG_ARRAY` maps) among `map_ids` hold,
+/// read with read-only fds: from user space a slot reads as its program's id. Maps that are
+/// gone are skipped.
+pub fn tail_call_targets(map_ids: &[u32]) -> anyhow::Result<std::collections::BTreeSet<u32>> {
+    let mut out = std::collections::BTreeSet::new();
+    for &id in map_ids {
+        let Some(fd) = ids::open_map(id)? else {
+            continue;
+        };
+        let info = ids::map_info(fd.as_fd())?;
+        if info.type_ != libbpf_sys::BPF_MAP_TYPE_PROG_ARRAY || info.value_size != 4 {
+            continue;
+        }
+        for slot in 0..info.max_entries.min(MAX_PROG_ARRAY_SLOTS) {
+            let mut prog: u32 = 0;
+            // SAFETY: a 4-byte key and a 4-byte value buffer, as the map's sizes say.
+            let ret = unsafe {
+                libbpf_sys::bpf_map_lookup_elem(
+                    fd.as_raw_fd(),
+                    (&raw const slot).cast(),
+                    (&raw mut prog).cast(),
+                )
+            };
+            if ret == 0 {
+                out.insert(prog);
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn count_by_keys(fd: BorrowedFd<'_>, key_size: usize, limit: u64) -> Result<u64, i32> {
     walk_keys(fd, key_size, limit, |_| {})
 }

@@ -1,13 +1,33 @@
 //! The two arms of an overhead measurement and how each round brings one about: nothing
-//! attached, an object attached through libbpf-rs, or the user's own loader running.
+//! attached, an object's programs put on their hooks, or the user's own loader running.
+//!
+//! An object is loaded once per measurement ([`Arm::prepare`]) and its programs are attached
+//! for each of its rounds and detached after ([`Arm::engage`], [`Engaged::disengage`]), so its
+//! maps live for the whole measurement, as a deployed hook's do, and a round costs no load
+//! and verification. Taking a tracepoint program off its hook is immediate, but closing its
+//! perf event then waits for RCU grace periods (`tracepoint_synchronize_unregister`: 60–80 ms
+//! on the test VM, as long as a round), whose IPIs slow whatever runs meanwhile: measured,
+//! a detached round overlapping it ran ~20 ns slower at p50. So:
+//! - when both arms attach objects (`--compare`), every round is followed by a teardown, the
+//!   same for both arms: the links are dropped on a helper thread while the next round runs
+//!   (once the kernel shows them gone: `bpf_link_free` releases a link's id and detaches its
+//!   program before that wait), and a time budget holds about twice as many rounds;
+//! - otherwise a teardown would fall only on rounds after an attached one, mostly detached
+//!   ones, and bias the difference down: links are dropped in place, before the next round.
+//!
+//! Where the kernel has no link objects for them (perf-event attachments before 5.15), links
+//! are dropped in place too. After every detached round no kernel link may still attach the
+//! object's programs; at the end the object is unloaded and its programs must be gone.
 
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
 use crate::error::{child, usage};
 use crate::signals;
 use anyhow::{Context, Result};
+use libbpf_rs::Link;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// What one arm has loaded while its rounds run.
@@ -35,45 +55,146 @@ impl ArmSpec {
     }
 }
 
-/// An arm brought about for one round; dropping it undoes it.
-pub enum Active {
-    Nothing,
-    Object(Attached),
-    Command {
-        child: Child,
-        line: String,
-        programs: Vec<LoadedProgram>,
-    },
+/// An arm made ready for a measurement: an object is loaded, its programs off their hooks.
+pub enum Arm {
+    Detached,
+    /// The reaper (dropped first: it joins its threads, so no link outlives the object), the
+    /// object, and whether its links are dropped on the reaper's threads (the kernel shows its
+    /// attachments as link objects, and the other arm tears down after its rounds too).
+    Object(Reaper, Attached, bool),
+    Command(Vec<String>),
+}
+
+/// Drops detached links on threads of their own — one per round, as each teardown waits for
+/// grace periods and a queue would make the next round's links wait behind it — and joins
+/// them all when dropped, so no link outlives the object.
+#[derive(Default)]
+pub struct Reaper {
+    threads: std::cell::RefCell<Vec<JoinHandle<()>>>,
+}
+
+impl Reaper {
+    /// Drop `links` on a new thread (here, if no thread can be started).
+    fn drop_later(&self, links: Vec<Link>) {
+        let mut threads = self.threads.borrow_mut();
+        threads.retain(|t| !t.is_finished());
+        let spawned = std::thread::Builder::new()
+            .name("ebpf-prof-detach".into())
+            .spawn(move || drop(links));
+        if let Ok(t) = spawned {
+            threads.push(t);
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for t in self.threads.get_mut().drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// How long to wait for a user's loader to load its programs.
 pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 
-impl Active {
-    /// Bring `spec` about.
-    pub fn start(spec: &ArmSpec) -> Result<Active> {
+impl Arm {
+    /// Make `spec` ready: load its object (checking it attaches), or just keep the loader's
+    /// argv. `overlap_teardown`: whether detaching may overlap the next round (both arms tear
+    /// down after their rounds, see the module docs).
+    pub fn prepare(spec: &ArmSpec, overlap_teardown: bool) -> Result<Arm> {
         match spec {
-            ArmSpec::Detached => Ok(Active::Nothing),
-            ArmSpec::Object(p) => Ok(Active::Object(bpf::attach(ObjectSource::Path(p))?)),
-            ArmSpec::Command(argv) => start_command(argv),
+            ArmSpec::Detached => Ok(Arm::Detached),
+            ArmSpec::Object(p) => {
+                let mut a = bpf::attach(ObjectSource::Path(p))?;
+                let linked = !bpf::links_to(&a.program_ids())?.is_empty();
+                a.detach();
+                Ok(Arm::Object(
+                    Reaper::default(),
+                    a,
+                    linked && overlap_teardown,
+                ))
+            }
+            ArmSpec::Command(argv) => Ok(Arm::Command(argv.clone())),
         }
     }
 
-    /// The kernel ids of the programs this arm has loaded.
+    /// The kernel ids of the loaded object's programs (none for the other arms).
     pub fn program_ids(&self) -> Vec<u32> {
         match self {
-            Active::Nothing => Vec::new(),
-            Active::Object(a) => a.program_ids(),
-            Active::Command { programs, .. } => programs.iter().map(|p| p.id).collect(),
+            Arm::Object(_, a, _) => a.program_ids(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Full program names by id (the kernel keeps only 15 characters of a name).
+    pub fn program_names(&self) -> Vec<(u32, String)> {
+        match self {
+            Arm::Object(_, a, _) => a
+                .programs()
+                .iter()
+                .map(|p| (p.id, p.name.clone()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Bring the arm about for one round.
+    pub fn engage(&mut self) -> Result<Engaged<'_>> {
+        match self {
+            Arm::Detached => Ok(Engaged::Nothing),
+            Arm::Object(reaper, attached, overlap) => {
+                attached.attach_again()?;
+                Ok(Engaged::Object {
+                    attached,
+                    reaper,
+                    overlap: *overlap,
+                })
+            }
+            Arm::Command(argv) => start_command(argv),
+        }
+    }
+
+    /// Unload the object and check its programs are gone (dropping does the first half).
+    pub fn finish(self) -> Result<()> {
+        let ids = self.program_ids();
+        drop(self);
+        ensure_gone(&ids)
+    }
+}
+
+/// An arm brought about for one round; [`Engaged::disengage`] undoes it and checks, and
+/// dropping it undoes it too (on an error or a panic in the round).
+pub enum Engaged<'a> {
+    Nothing,
+    Object {
+        attached: &'a mut Attached,
+        reaper: &'a Reaper,
+        overlap: bool,
+    },
+    Command {
+        child: Option<Child>,
+        line: String,
+        programs: Vec<LoadedProgram>,
+    },
+}
+
+impl Engaged<'_> {
+    /// The kernel ids of the programs this arm has on its hooks.
+    pub fn program_ids(&self) -> Vec<u32> {
+        match self {
+            Engaged::Nothing => Vec::new(),
+            Engaged::Object { attached, .. } => attached.program_ids(),
+            Engaged::Command { programs, .. } => programs.iter().map(|p| p.id).collect(),
         }
     }
 
     /// The maps of this arm's programs (or of the object).
     pub fn map_ids(&self) -> Vec<u32> {
         match self {
-            Active::Nothing => Vec::new(),
-            Active::Object(a) => a.map_ids(),
-            Active::Command { programs, .. } => {
+            Engaged::Nothing => Vec::new(),
+            Engaged::Object { attached, .. } => attached.map_ids(),
+            Engaged::Command { programs, .. } => {
                 let mut v: Vec<u32> = programs
                     .iter()
                     .flat_map(|p| p.map_ids.iter().copied())
@@ -88,33 +209,67 @@ impl Active {
     /// Full program names by id (the kernel keeps only 15 characters of a name).
     pub fn program_names(&self) -> Vec<(u32, String)> {
         match self {
-            Active::Nothing => Vec::new(),
-            Active::Object(a) => a
+            Engaged::Nothing => Vec::new(),
+            Engaged::Object { attached, .. } => attached
                 .programs()
                 .iter()
                 .map(|p| (p.id, p.name.clone()))
                 .collect(),
-            Active::Command { programs, .. } => {
+            Engaged::Command { programs, .. } => {
                 programs.iter().map(|p| (p.id, p.name.clone())).collect()
             }
         }
     }
 
-    /// Undo the arm and check that its programs are gone.
-    pub fn stop(self) -> Result<()> {
-        let ids = self.program_ids();
-        match self {
-            Active::Nothing => {}
-            Active::Object(a) => drop(a),
-            Active::Command {
-                mut child, line, ..
-            } => stop_child(&mut child, &line)?,
+    /// Undo the arm and check it is undone: an object's programs off their hooks, a loader
+    /// stopped and its programs unloaded.
+    pub fn disengage(mut self) -> Result<()> {
+        match &mut self {
+            Engaged::Nothing => Ok(()),
+            Engaged::Object {
+                attached,
+                reaper,
+                overlap,
+            } => {
+                let ids = attached.program_ids();
+                let links = attached.take_links();
+                if *overlap {
+                    reaper.drop_later(links);
+                } else {
+                    drop(links);
+                }
+                ensure_unlinked(&ids)
+            }
+            Engaged::Command {
+                child,
+                line,
+                programs,
+            } => {
+                let ids: Vec<u32> = programs.iter().map(|p| p.id).collect();
+                if let Some(mut c) = child.take() {
+                    stop_child(&mut c, line)?;
+                }
+                ensure_gone(&ids)
+            }
         }
-        ensure_gone(&ids)
     }
 }
 
-fn start_command(argv: &[String]) -> Result<Active> {
+impl Drop for Engaged<'_> {
+    fn drop(&mut self) {
+        match self {
+            Engaged::Nothing => {}
+            Engaged::Object { attached, .. } => attached.detach(),
+            Engaged::Command { child, line, .. } => {
+                if let Some(mut c) = child.take() {
+                    let _ = stop_child(&mut c, line);
+                }
+            }
+        }
+    }
+}
+
+fn start_command(argv: &[String]) -> Result<Engaged<'static>> {
     let line = argv.join(" ");
     let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
     let mut child = Command::new(&argv[0])
@@ -126,8 +281,8 @@ fn start_command(argv: &[String]) -> Result<Active> {
         .map_err(|e| usage(format!("cannot start --attach-cmd `{line}`: {e}")))?;
     let mut alive = || matches!(child.try_wait(), Ok(None));
     match bpf::wait_for_new_programs(&before, ATTACH_TIMEOUT, &mut alive) {
-        Ok(programs) => Ok(Active::Command {
-            child,
+        Ok(programs) => Ok(Engaged::Command {
+            child: Some(child),
             line,
             programs,
         }),
@@ -164,22 +319,55 @@ fn child_err(line: &str) -> anyhow::Error {
     ))
 }
 
-/// Fail when any of `ids` is still loaded (the detached arm must really be detached).
-pub fn ensure_gone(ids: &[u32]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    // Program teardown is asynchronous (RCU): give the kernel a moment.
+/// Poll `still_there` every `every` for up to 2 s until it lists nothing; fail with `what`.
+fn wait_until_none(
+    every: Duration,
+    still_there: impl Fn() -> Result<Vec<u32>>,
+    what: impl Fn(&[u32]) -> String,
+) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let loaded: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
-        let left: Vec<u32> = ids.iter().copied().filter(|i| loaded.contains(i)).collect();
+        let left = still_there()?;
         if left.is_empty() {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(child(format!("programs {left:?} are still loaded after detaching: is something else holding them (a pin, another process)?")));
+            return Err(child(what(&left)));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(every);
     }
+}
+
+/// Fail when a kernel link still attaches any of `ids` (the detached arm must be detached).
+pub fn ensure_unlinked(ids: &[u32]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    // The id goes first in `bpf_link_free`, and the program comes off its hook right after: a
+    // few µs, within the bench's warm-up even if the next round started at once.
+    wait_until_none(
+        Duration::from_micros(100),
+        || bpf::links_to(ids),
+        |left| {
+            format!("BPF links {left:?} still attach the programs after detaching: is something else holding them (a pin, bpftool link)?")
+        },
+    )
+}
+
+/// Fail when any of `ids` is still loaded. Program teardown is asynchronous (RCU): the poll
+/// gives the kernel a moment.
+pub fn ensure_gone(ids: &[u32]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    wait_until_none(
+        Duration::from_millis(20),
+        || {
+            let loaded: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
+            Ok(ids.iter().copied().filter(|i| loaded.contains(i)).collect())
+        },
+        |left| {
+            format!("programs {left:?} are still loaded after detaching: is something else holding them (a pin, another process)?")
+        },
+    )
 }

@@ -1,8 +1,16 @@
 //! The kernel's own view: in extra attached rounds (never the latency rounds — run stats cost
 //! ~20 ns a run), BPF run stats are on, and each program's run count and run time are read
 //! before and after the benchmark.
+//!
+//! The programs may also run outside the timed span — a hook on every system call runs on the
+//! `close(2)` after each openat too — and only their runs inside it are part of the latency
+//! delta. With the built-in bench, one more stats round runs it with `--untimed-only` (the loop
+//! without the timed operation: the close of each openat on no fd), and its runs and time are
+//! taken off. With the user's own bench that cannot be done, and a program that runs more than
+//! once per iteration makes its time inside the span unknown: the report says so instead of
+//! subtracting.
 
-use super::arms::{Active, ArmSpec};
+use super::arms::Arm;
 use super::runner::BenchRun;
 use crate::bpf::{self, ProgramStats};
 use crate::signals::Interrupts;
@@ -21,7 +29,57 @@ pub struct ProgramView {
     pub runs_per_iteration: f64,
     /// Mean run time per run, ns.
     pub mean_run_ns: f64,
+    /// Runs and time per iteration outside the timed span (the `--untimed-only` round of the
+    /// built-in bench); `None` with the user's bench.
+    pub outside_runs_per_iteration: Option<f64>,
+    pub outside_ns_per_iteration: Option<f64>,
+    /// Whether a tail-call table (`PROG_ARRAY`) of the arm holds it: its runs and time are
+    /// counted under the program that tail-called it.
+    pub tail_call_target: bool,
 }
+
+impl ProgramView {
+    /// Runs per iteration inside the timed span, when that can be told.
+    pub fn runs_in_span(&self) -> Option<f64> {
+        match self.outside_runs_per_iteration {
+            Some(out) => Some((self.runs_per_iteration - out).max(0.0)),
+            None => {
+                (self.runs_per_iteration <= ONCE_PER_ITERATION).then_some(self.runs_per_iteration)
+            }
+        }
+    }
+
+    /// Own time per iteration inside the timed span, ns, when that can be told.
+    pub fn ns_in_span(&self) -> Option<f64> {
+        let all = self.runs_per_iteration * self.mean_run_ns;
+        match self.outside_ns_per_iteration {
+            Some(out) => Some((all - out).max(0.0)),
+            None => (self.runs_per_iteration <= ONCE_PER_ITERATION).then_some(all),
+        }
+    }
+
+    /// One line for the table.
+    pub fn sentence(&self, method: &str) -> String {
+        if self.runs == 0 && self.tail_call_target {
+            return format!("kernel ({} arm): {} never ran on its own: it is a tail-call target (a prog array of the arm holds it), and its runs and time count under the program that tail-called it", self.arm, self.name);
+        }
+        if self.runs == 0 {
+            return format!("kernel ({} arm): {} is attached but did not run during the stats rounds: its event did not fire (the bench does not trigger it)", self.arm, self.name);
+        }
+        let inside = match (self.runs_in_span(), self.outside_runs_per_iteration) {
+            (Some(r), Some(_)) => format!(", {r:.2} of them inside the timed span"),
+            (None, _) => ", some outside the timed span (this bench cannot tell how many)".into(),
+            _ => String::new(),
+        };
+        format!(
+            "kernel ({} arm, {method}): {} ran {:.2} times per iteration{inside}, {:.0} ns per run",
+            self.arm, self.name, self.runs_per_iteration, self.mean_run_ns
+        )
+    }
+}
+
+/// Up to this many runs per iteration count as "once": other processes' events add a few.
+const ONCE_PER_ITERATION: f64 = 1.05;
 
 /// The kernel's view of each attached arm.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -33,16 +91,21 @@ pub struct KernelView {
 }
 
 impl KernelView {
-    /// The programs' own time per benchmark iteration for one arm, ns.
-    pub fn time_per_iteration(&self, arm: &str) -> Option<f64> {
+    /// The programs' own time per benchmark iteration inside the timed span for one arm, ns:
+    /// `None` when the arm has no programs or the time inside the span cannot be told.
+    pub fn time_in_span(&self, arm: &str) -> Option<f64> {
         let v: Vec<&ProgramView> = self.programs.iter().filter(|p| p.arm == arm).collect();
-        (!v.is_empty()).then(|| v.iter().map(|p| p.runs_per_iteration * p.mean_run_ns).sum())
+        if v.is_empty() {
+            return None;
+        }
+        v.iter().map(|p| p.ns_in_span()).sum()
     }
 }
 
-/// Run `rounds` stats rounds for every attached arm.
+/// Run `rounds` stats rounds for every attached arm (and one `--untimed-only` round of the
+/// built-in bench, to take off the runs outside the timed span).
 pub fn collect(
-    specs: &[&ArmSpec],
+    arms: [&mut Arm; 2],
     bench: &BenchRun,
     rounds: usize,
     iterations: usize,
@@ -55,49 +118,78 @@ pub fn collect(
     if rounds == 0 {
         return Ok(view);
     }
-    for (i, spec) in specs.iter().enumerate() {
-        if **spec == ArmSpec::Detached {
+    for (i, spec) in arms.into_iter().enumerate() {
+        if matches!(spec, Arm::Detached) {
             continue;
         }
         let arm = if i == 0 { "base" } else { "treat" };
-        let mut totals: Vec<ProgramStats> = Vec::new();
-        for r in 1..=rounds {
-            ints.check()?;
-            let active = Active::start(spec)?;
-            let ids = active.program_ids();
-            let guard = bpf::enable_run_stats()?;
-            view.method = guard.method().to_string();
-            let names = active.program_names();
-            let before = bpf::program_stats(&ids)?;
-            let ran = bench.run(&format!("stats {arm} {r}"));
-            let mut after = bpf::program_stats(&ids)?;
-            for a in &mut after {
-                if let Some((_, full)) = names.iter().find(|(id, _)| *id == a.id) {
-                    a.name.clone_from(full);
-                }
-            }
-            drop(guard);
-            active.stop()?;
-            ran?;
-            accumulate(&mut totals, &before, &after);
-        }
-        let n = (iterations * rounds) as f64;
-        view.programs
-            .extend(totals.into_iter().map(|t| ProgramView {
+        let (totals, targets) = stats_rounds(spec, bench, rounds, arm, &mut view.method, ints)?;
+        let outside = match bench.untimed() {
+            Some(u) => Some(stats_rounds(spec, &u, 1, arm, &mut view.method, ints)?.0),
+            None => None,
+        };
+        let per_iteration = |n: u64, rounds: usize| n as f64 / (iterations * rounds) as f64;
+        view.programs.extend(totals.into_iter().map(|t| {
+            let out = outside
+                .as_ref()
+                .map(|o| o.iter().find(|x| x.name == t.name));
+            ProgramView {
                 arm: arm.into(),
                 id: t.id,
+                outside_runs_per_iteration: out
+                    .map(|o| o.map_or(0.0, |o| per_iteration(o.run_cnt, 1))),
+                outside_ns_per_iteration: out
+                    .map(|o| o.map_or(0.0, |o| per_iteration(o.run_time_ns, 1))),
+                tail_call_target: targets.contains(&t.id),
                 name: t.name,
                 runs: t.run_cnt,
                 run_time_ns: t.run_time_ns,
-                runs_per_iteration: t.run_cnt as f64 / n,
+                runs_per_iteration: per_iteration(t.run_cnt, rounds),
                 mean_run_ns: if t.run_cnt == 0 {
                     0.0
                 } else {
                     t.run_time_ns as f64 / t.run_cnt as f64
                 },
-            }));
+            }
+        }));
     }
     Ok(view)
+}
+
+/// `rounds` rounds of `bench` with the arm engaged and run stats on: each program's runs and
+/// time, summed by name, and the tail-call targets of the arm's maps.
+fn stats_rounds(
+    spec: &mut Arm,
+    bench: &BenchRun,
+    rounds: usize,
+    arm: &str,
+    method: &mut String,
+    ints: &Interrupts,
+) -> Result<(Vec<ProgramStats>, std::collections::BTreeSet<u32>)> {
+    let mut totals: Vec<ProgramStats> = Vec::new();
+    let mut targets = std::collections::BTreeSet::new();
+    for r in 1..=rounds {
+        ints.check()?;
+        let active = spec.engage()?;
+        let ids = active.program_ids();
+        targets.extend(bpf::tail_call_targets(&active.map_ids())?);
+        let guard = bpf::enable_run_stats()?;
+        method.clone_from(&guard.method().to_string());
+        let names = active.program_names();
+        let before = bpf::program_stats(&ids)?;
+        let ran = bench.run(&format!("stats {arm} {r}"));
+        let mut after = bpf::program_stats(&ids)?;
+        for a in &mut after {
+            if let Some((_, full)) = names.iter().find(|(id, _)| *id == a.id) {
+                a.name.clone_from(full);
+            }
+        }
+        drop(guard);
+        active.disengage()?;
+        ran?;
+        accumulate(&mut totals, &before, &after);
+    }
+    Ok((totals, targets))
 }
 
 /// Add `after − before` per program name into `totals` (ids change from round to round).
@@ -117,5 +209,75 @@ fn accumulate(totals: &mut Vec<ProgramStats>, before: &[ProgramStats], after: &[
                 ..a.clone()
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(runs: f64, mean: f64, outside: Option<(f64, f64)>, target: bool) -> ProgramView {
+        ProgramView {
+            arm: "treat".into(),
+            id: 1,
+            name: "p".into(),
+            runs: (runs * 1000.0) as u64,
+            run_time_ns: 0,
+            runs_per_iteration: runs,
+            mean_run_ns: mean,
+            outside_runs_per_iteration: outside.map(|o| o.0),
+            outside_ns_per_iteration: outside.map(|o| o.1),
+            tail_call_target: target,
+        }
+    }
+
+    #[test]
+    fn time_inside_the_span_table() {
+        // (what, view, runs in span, ns in span)
+        let cases = [
+            (
+                "once, user bench",
+                view(1.01, 100.0, None, false),
+                Some(1.01),
+                Some(101.0),
+            ),
+            (
+                "twice, user bench",
+                view(2.01, 100.0, None, false),
+                None,
+                None,
+            ),
+            (
+                "twice, built-in bench: close counted apart",
+                view(2.01, 100.0, Some((1.0, 80.0)), false),
+                Some(1.01),
+                Some(121.0),
+            ),
+        ];
+        for (what, v, runs, ns) in cases {
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                (a, b) => a.is_none() && b.is_none(),
+            };
+            assert!(
+                close(v.runs_in_span(), runs),
+                "{what}: {:?}",
+                v.runs_in_span()
+            );
+            assert!(close(v.ns_in_span(), ns), "{what}: {:?}", v.ns_in_span());
+        }
+    }
+
+    #[test]
+    fn a_program_that_did_not_run_is_named_for_why() {
+        let target = view(0.0, 0.0, None, true).sentence("x");
+        assert!(target.contains("tail-call target"), "{target}");
+        let idle = view(0.0, 0.0, None, false).sentence("x");
+        assert!(
+            idle.contains("did not run") && !idle.contains("tail-call"),
+            "{idle}"
+        );
+        let twice = view(2.01, 100.0, None, false).sentence("BPF_ENABLE_STATS");
+        assert!(twice.contains("cannot tell how many"), "{twice}");
     }
 }

@@ -1,31 +1,49 @@
 //! The overhead engine: what the hook costs, as baseline vs attached latency with its
-//! uncertainty. The arms interleave round by round (detached, attached, detached, …), each
-//! round a fresh pinned SCHED_FIFO benchmark, so drift of the machine hits both alike; extra
-//! attached rounds read the kernel's own run stats, never during the latency rounds.
+//! uncertainty. The arms interleave in pairs of rounds, the order within a pair by a coin, each
+//! round a fresh pinned SCHED_FIFO benchmark, so drift of the machine hits both alike; pairs are
+//! added until the p50 interval is narrow enough or the time budget runs out (the method is in
+//! [`crate::stats`]); extra attached rounds read the kernel's own run stats, never during the
+//! latency rounds.
 
 mod arms;
 mod kstats;
 mod output;
 mod pressure;
 mod profile;
+mod rounds;
 mod runner;
 mod sweep;
 mod sweep_plot;
 
 use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
+use crate::commands::say;
 use crate::error::{check, usage};
 use crate::host::{cpu, security, Host};
 use crate::signals::Interrupts;
 use crate::stats::{self, CompareOptions, Comparison, GateResult};
 use anyhow::{Context, Result};
-use arms::{Active, ArmSpec};
+use arms::{Arm, ArmSpec};
+use rounds::RoundsPlan;
 use runner::BenchRun;
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub use output::Report;
+pub use rounds::{Ended, Rounds, Stop, MIN_PAIRS};
+
+/// The default time budget of the latency rounds.
+pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(12);
+/// The default two-sided confidence of the intervals. 99%, not the conventional 95%: the
+/// answer is read as a decision ("did my change make it cheaper?", a CI gate on the lower
+/// end), and at 95% an unchanged hook is called changed in one run of twenty — a gate people
+/// learn to ignore. The intervals are 1.3× as wide; `--confidence 0.95` gives the usual level.
+pub const DEFAULT_CONFIDENCE: f64 = 0.99;
+/// The default iterations of one round of the built-in bench.
+pub const DEFAULT_ITERATIONS: usize = 10_000;
+/// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
+pub const MAX_PAIRS: usize = 2000;
 
 /// The CI gates: exceeded when the lower end of the difference's interval is above the limit.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +61,8 @@ pub struct OverheadOptions {
     pub attach_cmd: Option<String>,
     pub compare: Option<PathBuf>,
     pub aa: bool,
-    pub rounds: usize,
+    /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
+    pub stop: Stop,
     pub iterations: usize,
     pub op: OpKind,
     pub cpu: Option<u32>,
@@ -56,7 +75,10 @@ pub struct OverheadOptions {
     pub gates: Gates,
     /// The user's benchmark (prints one ns latency per line); empty: the built-in bench.
     pub bench: Vec<OsString>,
+    /// Seed of the coin that orders the arms within each pair of rounds.
     pub seed: u64,
+    /// Two-sided confidence of the intervals (0.5..1).
+    pub confidence: f64,
     /// Distinct files the built-in openat bench cycles over.
     pub paths: usize,
     /// Loops of the built-in bench at once, one per CPU.
@@ -175,61 +197,8 @@ fn bench_run(
         command,
         cpus,
         priority: o.priority,
+        builtin: o.bench.is_empty(),
     })
-}
-
-/// Samples of every round of both arms.
-#[derive(Debug, Clone, Default)]
-pub struct Rounds {
-    pub base: Vec<Vec<u64>>,
-    pub treat: Vec<Vec<u64>>,
-}
-
-/// Run the interleaved rounds: base, treat, treat, base, base, treat, … reading the maps of every attached
-/// round (and of the watched programs) after its benchmark.
-fn measure(
-    base: &ArmSpec,
-    treat: &ArmSpec,
-    bench: &BenchRun,
-    rounds: usize,
-    watch: &[u32],
-    ints: &Interrupts,
-) -> Result<(Rounds, Vec<pressure::RoundMaps>)> {
-    let mut r = Rounds::default();
-    let mut maps = Vec::new();
-    for i in 1..=rounds {
-        // Alternate the order within pairs (base-treat, treat-base, …): a steady trend of the
-        // machine then does not bias the delta one way.
-        let mut order = [(base, &mut r.base, "base"), (treat, &mut r.treat, "treat")];
-        if i % 2 == 0 {
-            order.reverse();
-        }
-        for (spec, out, name) in order {
-            ints.check()?;
-            let active = Active::start(spec)?;
-            if name == "treat" {
-                crate::failpoint::hit("overhead:attached");
-            }
-            let samples = bench.run(&format!("{name} {i}"));
-            let mut ids = active.map_ids();
-            ids.extend_from_slice(watch);
-            if !ids.is_empty() {
-                maps.push(pressure::read(name, i, &ids)?);
-            }
-            active.stop()?;
-            if samples.is_err() {
-                ints.check()?; // a bench killed by the same Ctrl-C: say "interrupted"
-            }
-            out.push(samples?);
-        }
-        if std::io::stderr().is_terminal() {
-            eprint!("\rebpf-prof: round {i}/{rounds} done");
-        }
-    }
-    if std::io::stderr().is_terminal() {
-        eprintln!();
-    }
-    Ok((r, maps))
 }
 
 /// Map ids of the programs to watch, by id or by name.
@@ -264,48 +233,71 @@ fn watched_maps(o: &OverheadOptions) -> Result<Vec<u32>> {
     Ok(maps)
 }
 
-/// A first attach of each non-detached arm before measuring: the object must load, and no
-/// program of the same name may already be loaded by someone else (the baseline would not be one).
-fn preflight(specs: &[&ArmSpec]) -> Result<()> {
-    for spec in specs {
-        if let ArmSpec::Object(p) = spec {
-            let a = crate::bpf::attach(crate::bpf::ObjectSource::Path(p))?;
-            let ours = a.program_ids();
-            let names: Vec<String> = a
-                .programs()
-                .iter()
-                .map(|p| p.name.chars().take(15).collect())
-                .collect();
-            drop(a);
-            arms::ensure_gone(&ours)?;
-            let clash: Vec<String> = crate::bpf::loaded_programs()?
-                .into_iter()
-                .filter(|l| names.contains(&l.name))
-                .map(|l| format!("{} (id {})", l.name, l.id))
-                .collect();
-            if !clash.is_empty() {
-                return Err(check(format!(
-                    "{} of {} already loaded by someone else: the detached rounds would not be detached; unload it first (bpftool prog show)",
-                    clash.join(", "),
-                    p.display()
-                )));
-            }
+/// Before measuring: no program of the same name as one of the prepared arms' may be loaded
+/// by someone else (the baseline would not be one).
+fn preflight(arms: &[&Arm], specs: &[&ArmSpec]) -> Result<()> {
+    for (arm, spec) in arms.iter().zip(specs) {
+        let ours = arm.program_ids();
+        let names: Vec<String> = arm
+            .program_names()
+            .into_iter()
+            .map(|(_, n)| n.chars().take(15).collect())
+            .collect();
+        let clash: Vec<String> = crate::bpf::loaded_programs()?
+            .into_iter()
+            .filter(|l| names.contains(&l.name) && !ours.contains(&l.id))
+            .map(|l| format!("{} (id {})", l.name, l.id))
+            .collect();
+        if !clash.is_empty() {
+            return Err(check(format!(
+                "{} of {} already loaded by someone else: the detached rounds would not be detached; unload it first (bpftool prog show)",
+                clash.join(", "),
+                spec.label()
+            )));
         }
     }
     Ok(())
 }
 
+/// Check the confidence: a two-sided level between 0.5 and 1.
+fn check_confidence(c: f64) -> Result<()> {
+    if (0.5..1.0).contains(&c) {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--confidence {c} must be a fraction between 0.5 and 1 (0.99 for 99% intervals)"
+    )))
+}
+
+/// Check the stop rule's figures.
+fn check_stop(stop: Stop) -> Result<()> {
+    match stop {
+        Stop::Pairs(n) if n < 2 => Err(usage(
+            "--rounds must be at least 2: the interval comes from the spread between pairs of rounds",
+        )),
+        Stop::Pairs(n) if n > MAX_PAIRS => Err(usage(format!(
+            "--rounds {n} is more than {MAX_PAIRS}: use --max-time to measure longer"
+        ))),
+        Stop::Adaptive {
+            target_ns: Some(t), ..
+        } if !(t > 0.0 && t.is_finite()) => Err(usage(format!(
+            "--target-ns {t} must be a width above 0 ns (the p50 interval stops the run once it is this narrow)"
+        ))),
+        Stop::Adaptive { budget, .. } if budget.is_zero() => Err(usage(
+            "--max-time must be more than 0: it is the time the rounds may take",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Run `overhead`; exit status 1 when a gate is exceeded.
 pub fn run(o: &OverheadOptions) -> Result<()> {
     let (base, treat, mode) = arms(o)?;
+    check_stop(o.stop)?;
+    check_confidence(o.confidence)?;
     if !security::is_root() {
         return Err(usage(
             "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",
-        ));
-    }
-    if o.rounds < 2 {
-        return Err(usage(
-            "--rounds must be at least 2: the interval comes from the spread between rounds",
         ));
     }
     let ints = Interrupts::install()?;
@@ -322,7 +314,6 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         output::check_new_file(p)?;
     }
     let watch = watched_maps(o)?;
-    preflight(&[&base, &treat])?;
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, &host, cpu, (&base, &treat), &watch, &ints);
     }
@@ -335,44 +326,99 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         ws.as_ref(),
     )?;
     let clock = runner::clock_cost();
-    eprintln!(
-        "ebpf-prof: {} rounds per arm ({} vs {}), pinned to CPU {cpu}: {}",
-        o.rounds,
-        base.label(),
-        treat.label(),
-        bench
-            .argv()
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let (rounds, maps) = measure(&base, &treat, &bench, o.rounds, &watch, &ints)?;
-    let kernel = kstats::collect(
-        &[&base, &treat],
-        &bench,
-        o.stats_rounds,
-        o.iterations,
-        &ints,
-    )?;
-    let cmp = stats::compare(
-        &rounds.base,
-        &rounds.treat,
-        &CompareOptions {
-            seed: o.seed,
-            ..Default::default()
-        },
-    );
-    let gates = gates(&cmp, &o.gates);
-    let mut report = Report::new(
-        mode, &base, &treat, o, cpu, clock, &rounds, cmp, kernel, gates,
-    );
-    report.maps = pressure::summarise(&maps);
-    report.emit(o, &rounds)?;
+    let m = measure(o, (&base, &treat), &bench, (&watch, o.stats_rounds), &ints)?;
+    let gates = gates(&m.comparison, &o.gates);
+    let mut report = Report::new(mode, (&base, &treat), o, cpu, clock, &m, gates);
+    report.maps = pressure::summarise(&m.maps);
+    report.emit(o, &m.rounds)?;
     if let Some(dir) = &o.profile {
         profile::record_arms(dir, [("base", &base), ("treat", &treat)], &bench)?;
     }
     gate_exit(&report.gates)
+}
+
+/// What one measurement gives: the rounds, the comparison, the maps after each attached round
+/// and the kernel's own view.
+pub struct Measured {
+    pub rounds: Rounds,
+    pub comparison: Comparison,
+    pub maps: Vec<pressure::RoundMaps>,
+    pub kernel: kstats::KernelView,
+}
+
+/// The names the arms go by in notes and modes: "base (detached)", "treat (hook.bpf.o)".
+fn arm_names(specs: (&ArmSpec, &ArmSpec)) -> [String; 2] {
+    [
+        format!("base ({})", specs.0.label()),
+        format!("treat ({})", specs.1.label()),
+    ]
+}
+
+/// Prepare both arms (objects loaded once), run the rounds and the stats rounds, unload, and
+/// compare.
+fn measure(
+    o: &OverheadOptions,
+    specs: (&ArmSpec, &ArmSpec),
+    bench: &BenchRun,
+    (watch, stats_rounds): (&[u32], usize),
+    ints: &Interrupts,
+) -> Result<Measured> {
+    let both_objects = matches!(specs, (ArmSpec::Object(_), ArmSpec::Object(_)));
+    let mut base = Arm::prepare(specs.0, both_objects)?;
+    let mut treat = Arm::prepare(specs.1, both_objects)?;
+    preflight(&[&base, &treat], &[specs.0, specs.1])?;
+    let opts = CompareOptions {
+        arm_names: arm_names(specs),
+        confidence: o.confidence,
+        ..CompareOptions::default()
+    };
+    say(format!(
+        "{} vs {}, pinned to CPU {}: {}; {}",
+        specs.0.label(),
+        specs.1.label(),
+        bench.cpus.first().copied().unwrap_or_default(),
+        bench.line(),
+        match o.stop {
+            Stop::Pairs(n) => format!("{n} pairs of rounds"),
+            Stop::Adaptive {
+                target_ns: Some(t),
+                budget,
+            } => format!(
+                "pairs of rounds until the p50 interval is {t:.0} ns wide or {:.0} s have passed",
+                budget.as_secs_f64()
+            ),
+            Stop::Adaptive {
+                target_ns: None,
+                budget,
+            } => format!("pairs of rounds for {:.0} s", budget.as_secs_f64()),
+        }
+    ));
+    let plan = RoundsPlan {
+        bench,
+        stop: o.stop,
+        watch,
+        quantiles: &opts.quantiles,
+        confidence: opts.confidence,
+        seed: o.seed,
+    };
+    let (rounds, maps) = rounds::measure([&mut base, &mut treat], &plan, ints)?;
+    let kernel = kstats::collect(
+        [&mut base, &mut treat],
+        bench,
+        stats_rounds,
+        o.iterations,
+        ints,
+    )?;
+    base.finish()?;
+    treat.finish()?;
+    let comparison =
+        stats::compare_summaries(&rounds.base.summaries, &rounds.treat.summaries, &opts);
+    Ok(Measured {
+        rounds,
+        comparison,
+        maps,
+        kernel,
+    })
 }
 
 /// Exit status 1 (a check) when any gate is exceeded.

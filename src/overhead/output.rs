@@ -3,8 +3,9 @@
 
 use super::arms::ArmSpec;
 use super::kstats::KernelView;
+use super::rounds::{ArmRounds, Ended, Rounds};
 use super::runner::ClockCost;
-use super::{OverheadOptions, Rounds};
+use super::{Measured, OverheadOptions};
 use crate::error::usage;
 use crate::plot::{cdf_svg, CdfSeries, PlotOptions};
 use crate::runfiles::Owner;
@@ -18,8 +19,10 @@ use std::path::Path;
 #[derive(Debug, Clone, Serialize)]
 pub struct ArmReport {
     pub label: String,
-    /// Summary of each round.
+    /// Summary of each round (nearest-rank percentiles).
     pub rounds: Vec<Option<Summary>>,
+    /// Seconds from the start of the rounds to the start of each round.
+    pub started_s: Vec<f64>,
     /// Summary of all rounds pooled.
     pub pooled: Option<Summary>,
 }
@@ -30,8 +33,11 @@ pub struct Report {
     pub mode: String,
     pub cpu: u32,
     pub priority: Option<u8>,
+    /// Pairs of rounds compared.
     pub rounds: usize,
     pub iterations: usize,
+    /// Why the rounds ended: the count asked for, the target width, or the time budget.
+    pub ended: Ended,
     pub bench: String,
     pub base: ArmReport,
     pub treat: ArmReport,
@@ -39,57 +45,108 @@ pub struct Report {
     pub verdict: String,
     pub clock: ClockCost,
     pub kernel: KernelView,
-    /// Latency delta at p50 minus the programs' own time per iteration: dispatch/trampoline cost.
+    /// Latency delta at p50 minus the programs' own time inside the timed span: the dispatch,
+    /// trampoline and glue cost; `None` when it cannot be separated (see `dispatch`).
     pub dispatch_gap_ns: Option<f64>,
+    /// How the latency delta at p50 splits into the programs' own time and the rest.
+    pub dispatch: Option<Dispatch>,
     pub gates: Vec<GateResult>,
     /// The programs' maps over the rounds (full or close to full ones carry a message).
     pub maps: Vec<super::pressure::MapSummary>,
 }
 
-fn arm(spec: &ArmSpec, rounds: &[Vec<u64>]) -> ArmReport {
-    let all: Vec<u64> = rounds.iter().flatten().copied().collect();
+/// The latency delta at p50 against the programs' own time inside the timed span.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dispatch {
+    /// The programs' own time per iteration inside the span (treat − base with `--compare`),
+    /// ns, with run stats on; `None` when the bench cannot tell how often they run inside it.
+    pub own_ns: Option<f64>,
+    /// Δp50 − own_ns and its interval (the p50 interval less own_ns), ns.
+    pub gap_ns: Option<f64>,
+    pub gap_lo: Option<f64>,
+    pub gap_hi: Option<f64>,
+    /// One sentence: the gap, or why it is not shown.
+    pub sentence: String,
+}
+
+impl Dispatch {
+    /// Split the p50 difference `(delta, lo, hi)` by the programs' own time `own` (None: not
+    /// separable). A gap whose whole interval is below 0 is not a cost: said, not printed.
+    pub fn new((delta, lo, hi): (f64, f64, f64), own: Option<f64>) -> Dispatch {
+        let Some(own) = own else {
+            return Dispatch {
+                own_ns: None,
+                gap_ns: None,
+                gap_lo: None,
+                gap_hi: None,
+                sentence: "the programs also run outside the timed span, and this bench cannot tell how often: their own time inside it, and the dispatch cost, are not separated (the built-in bench can)".into(),
+            };
+        };
+        let (gap, glo, ghi) = (delta - own, lo - own, hi - own);
+        let sentence = if ghi < 0.0 {
+            format!("the programs' own time inside the timed span, {own:.0} ns per iteration (with run stats on, which add ~20–30 ns a run), is more than the latency delta at p50 ({delta:+.0} ns [{lo:+.0}, {hi:+.0}]): the dispatch cost cannot be separated here")
+        } else {
+            let none = if glo <= 0.0 { "; none detectable" } else { "" };
+            format!("latency delta at p50 beyond the programs' own time inside the timed span ({own:.0} ns): {gap:+.0} ns [{glo:+.0}, {ghi:+.0}] (dispatch, trampoline, tracepoint glue){none}")
+        };
+        let shown = ghi >= 0.0;
+        Dispatch {
+            own_ns: Some(own),
+            gap_ns: shown.then_some(gap),
+            gap_lo: shown.then_some(glo),
+            gap_hi: shown.then_some(ghi),
+            sentence,
+        }
+    }
+}
+
+fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
+    let all: Vec<u64> = rounds.samples.iter().flatten().copied().collect();
     ArmReport {
         label: spec.label(),
-        rounds: rounds.iter().map(|r| Summary::of(r)).collect(),
+        rounds: rounds.samples.iter().map(|r| Summary::of(r)).collect(),
+        started_s: rounds.started_s.clone(),
         pooled: Summary::of(&all),
     }
 }
 
 impl Report {
     /// Assemble the report.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mode: &str,
-        base: &ArmSpec,
-        treat: &ArmSpec,
+        (base, treat): (&ArmSpec, &ArmSpec),
         o: &OverheadOptions,
         cpu: u32,
         clock: ClockCost,
-        r: &Rounds,
-        comparison: Comparison,
-        kernel: KernelView,
+        m: &Measured,
         gates: Vec<GateResult>,
     ) -> Report {
+        let (r, comparison, kernel) = (&m.rounds, m.comparison.clone(), m.kernel.clone());
         let verdict = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
         let p50 = comparison
-            .diffs
-            .iter()
-            .find(|d| d.q == 50.0)
-            .map(|d| d.delta);
-        let own = match mode {
-            "load" | "attach-cmd" => kernel.time_per_iteration("treat"),
-            "compare" => kernel
-                .time_per_iteration("treat")
-                .zip(kernel.time_per_iteration("base"))
-                .map(|(t, b)| t - b),
+            .diff(50.0)
+            .filter(|d| d.lo.is_finite())
+            .map(|d| (d.delta, d.lo, d.hi));
+        let has = |arm: &str| kernel.programs.iter().any(|p| p.arm == arm);
+        let dispatch = match mode {
+            "load" | "attach-cmd" if has("treat") => {
+                p50.map(|d| Dispatch::new(d, kernel.time_in_span("treat")))
+            }
+            "compare" if has("treat") && has("base") => p50.map(|d| {
+                let own = kernel
+                    .time_in_span("treat")
+                    .zip(kernel.time_in_span("base"));
+                Dispatch::new(d, own.map(|(t, b)| t - b))
+            }),
             _ => None,
         };
         Report {
             mode: mode.into(),
             cpu,
             priority: o.priority,
-            rounds: o.rounds,
+            rounds: comparison.rounds,
             iterations: o.iterations,
+            ended: r.ended.clone(),
             bench: if o.bench.is_empty() {
                 match &o.op {
                     crate::bench::OpKind::Openat(p) => {
@@ -111,7 +168,8 @@ impl Report {
             comparison,
             verdict,
             clock,
-            dispatch_gap_ns: p50.zip(own).map(|(d, o)| d - o),
+            dispatch_gap_ns: dispatch.as_ref().and_then(|d| d.gap_ns),
+            dispatch,
             kernel,
             gates,
             maps: Vec::new(),
@@ -144,15 +202,21 @@ impl Report {
         w(
             &mut s,
             format!(
-                "overhead ({}): {} vs {}, {} rounds each of {}, CPU {}",
+                "overhead ({}): {} vs {}, {} pairs of rounds of {}, CPU {}",
                 self.mode, self.base.label, self.treat.label, self.rounds, self.bench, self.cpu
             ),
         );
+        w(&mut s, self.ended.sentence());
+        let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
         w(
             &mut s,
             format!(
                 "{:<7} {:>12} {:>12} {:>28} {:>22}",
-                "", "base (ns)", "treat (ns)", "delta [95% CI] (ns)", "delta %"
+                "",
+                "base (ns)",
+                "treat (ns)",
+                format!("delta [{conf} CI] (ns)"),
+                "delta %"
             ),
         );
         for d in &self.comparison.diffs {
@@ -168,14 +232,19 @@ impl Report {
                 ),
             );
         }
-        let rt = &self.comparison.rank_test;
         w(
             &mut s,
             format!(
-                "rank test (Mann-Whitney, pooled): P(treat > base) = {:.3}, z = {:.1}, p = {:.2e}",
-                rt.prob_greater, rt.z, rt.p_value
+                "method: per-round mid-quantiles, paired in time; the median of the {} pair differences with its sign-test {conf} interval",
+                self.rounds
             ),
         );
+        for m in &self.comparison.modes {
+            w(
+                &mut s,
+                format!("modes: {}", mode_sentence(m, &self.arm_starts(m))),
+            );
+        }
         w(
             &mut s,
             format!(
@@ -184,18 +253,10 @@ impl Report {
             ),
         );
         for p in &self.kernel.programs {
-            let line = if p.runs == 0 {
-                format!("kernel ({} arm): {} never ran on its own: a tail-call target's runs and time count under the program that called it", p.arm, p.name)
-            } else {
-                format!(
-                    "kernel ({} arm, {}): {} ran {:.2} times per iteration, {:.0} ns per run",
-                    p.arm, self.kernel.method, p.name, p.runs_per_iteration, p.mean_run_ns
-                )
-            };
-            w(&mut s, line);
+            w(&mut s, p.sentence(&self.kernel.method));
         }
-        if let Some(g) = self.dispatch_gap_ns {
-            w(&mut s, format!("latency delta at p50 minus the programs' own time: {g:+.0} ns (dispatch, trampoline, tracepoint glue)"));
+        if let Some(d) = &self.dispatch {
+            w(&mut s, d.sentence.clone());
         }
         for m in self.maps.iter().filter_map(|m| m.message.as_ref()) {
             w(&mut s, format!("maps: {m}"));
@@ -220,19 +281,32 @@ impl Report {
         s
     }
 
-    /// With few rounds, one burst of interference spoils a pair and widens everything: say how
-    /// to resist it (more, shorter rounds turn on the trimmed estimate).
+    /// With a fixed `--rounds`, a wide p50 interval: say that the default adds pairs until
+    /// it is narrow.
     fn rounds_hint(&self) -> Option<String> {
         let d = self.comparison.diffs.iter().find(|d| d.q == 50.0)?;
-        let wide = (d.hi - d.lo) / 2.0 > 50.0;
-        (wide && self.rounds < crate::stats::TRIM_FROM_PAIRS).then(|| {
+        let wide = d.hi - d.lo > 50.0;
+        (wide && self.ended.reason == "rounds").then(|| {
             format!(
-                "the p50 interval is ±{:.0} ns wide: with {} rounds a burst of interference in one round widens it for all; more, shorter rounds resist bursts (e.g. --rounds 40 -n {})",
-                (d.hi - d.lo) / 2.0,
+                "the p50 interval is {:.0} ns wide after {} pairs: without --rounds, overhead adds pairs for {:.0} s (--max-time)",
+                d.hi - d.lo,
                 self.rounds,
-                (self.iterations * self.rounds / 40).max(1000)
+                super::DEFAULT_MAX_TIME.as_secs_f64()
             )
         })
+    }
+
+    /// When each round of the arm of mode `m` started.
+    fn arm_starts(&self, m: &crate::stats::Mode) -> Vec<f64> {
+        let arm = if m.arm.starts_with("base") {
+            &self.base
+        } else {
+            &self.treat
+        };
+        m.rounds
+            .iter()
+            .filter_map(|&i| arm.started_s.get(i).copied())
+            .collect()
     }
 
     fn plot(&self, path: &Path, r: &Rounds) -> Result<()> {
@@ -255,11 +329,11 @@ impl Report {
         let series = vec![
             CdfSeries {
                 label: format!("{} (base)", self.base.label),
-                samples: r.base.iter().flatten().copied().collect(),
+                samples: r.base.samples.iter().flatten().copied().collect(),
             },
             CdfSeries {
                 label: format!("{} (treat)", self.treat.label),
-                samples: r.treat.iter().flatten().copied().collect(),
+                samples: r.treat.samples.iter().flatten().copied().collect(),
             },
         ];
         let svg = cdf_svg(
@@ -271,6 +345,25 @@ impl Report {
         );
         write_user_file(path, svg.as_bytes())
     }
+}
+
+/// "treat (hook.bpf.o): 3 of 48 rounds sat above the rest, +180 to +610 ns (median +240 ns):
+/// rounds 5, 17, 33 (at 0.4, 1.9, 3.3 s); kept: each moves the median of the pair differences by at most one place".
+fn mode_sentence(m: &crate::stats::Mode, starts: &[f64]) -> String {
+    let at: Vec<String> = starts.iter().take(8).map(|t| format!("{t:.1}")).collect();
+    let more = if starts.len() > 8 { ", …" } else { "" };
+    format!(
+        "{}: {} of {} rounds sat {} the rest, {:+.0} to {:+.0} ns (median {:+.0} ns): round {} (at {}{more} s); kept: each moves the median of the pair differences by at most one place",
+        m.arm,
+        m.rounds.len(),
+        m.of,
+        if m.above { "above" } else { "below" },
+        m.range_ns.0,
+        m.range_ns.1,
+        m.offset_ns,
+        crate::stats::modes::round_list(&m.rounds),
+        at.join(", ")
+    )
 }
 
 fn trim(q: f64) -> String {
@@ -330,11 +423,47 @@ pub fn prepare_keep(dir: &Path) -> Result<()> {
 /// Every round's samples as `base-N.samples` / `treat-N.samples`.
 fn keep(dir: &Path, r: &Rounds) -> Result<()> {
     for (name, rounds) in [("base", &r.base), ("treat", &r.treat)] {
-        for (i, s) in rounds.iter().enumerate() {
+        for (i, s) in rounds.samples.iter().enumerate() {
             let mut buf = Vec::new();
             crate::bench::write_samples(&mut buf, s)?;
             write_user_file(&dir.join(format!("{name}-{}.samples", i + 1)), &buf)?;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatch_is_never_a_negative_cost() {
+        // (p50 difference, own time, gap shown, sentence holds)
+        let cases = [
+            (
+                (1524.0, 1428.0, 1578.0),
+                Some(1280.0),
+                Some(244.0),
+                "+244 ns [+148, +298]",
+            ),
+            (
+                (40.0, 30.0, 50.0),
+                Some(45.0),
+                Some(-5.0),
+                "none detectable",
+            ),
+            (
+                (39.0, 30.0, 48.0),
+                Some(55.0),
+                None,
+                "cannot be separated here",
+            ),
+            ((900.0, 850.0, 950.0), None, None, "cannot tell how often"),
+        ];
+        for (diff, own, gap, text) in cases {
+            let d = Dispatch::new(diff, own);
+            assert_eq!(d.gap_ns, gap, "{}", d.sentence);
+            assert!(d.sentence.contains(text), "{}", d.sentence);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! treat.data) under the same pinning, priority and benchmark, so `ebpf-prof diff` can show
 //! where the extra time goes.
 
-use super::arms::{Active, ArmSpec};
+use super::arms::{Arm, ArmSpec};
 use super::runner::BenchRun;
 use crate::commands::record::{self, Load, RecordOptions};
 use crate::commands::{say, PerfChoice};
@@ -19,9 +19,13 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
         };
         // The user's loader runs for the recording; objects are loaded by record itself (after
         // the JIT sysctls, so their programs get symbols).
-        let active = match spec {
-            ArmSpec::Command(_) => Some(Active::start(spec)?),
+        let mut loader = match spec {
+            ArmSpec::Command(_) => Some(Arm::prepare(spec, false)?),
             _ => None,
+        };
+        let active = match loader.as_mut() {
+            Some(a) => Some(a.engage()?),
+            None => None,
         };
         let opts = RecordOptions {
             output: dir.join(format!("{name}.data")),
@@ -40,7 +44,7 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
         };
         let recorded = record::run(&opts);
         if let Some(a) = active {
-            a.stop()?;
+            a.disengage()?;
         }
         recorded?;
     }

@@ -16,6 +16,8 @@ pub struct BenchRun {
     pub cpus: Vec<u32>,
     /// SCHED_FIFO priority; `None` without chrt.
     pub priority: Option<u8>,
+    /// Whether `command` is the built-in bench (which can leave its timed operation out).
+    pub builtin: bool,
 }
 
 impl BenchRun {
@@ -35,6 +37,24 @@ impl BenchRun {
         a
     }
 
+    /// The built-in bench with `--untimed-only`: only what the loop does outside the span.
+    pub fn untimed(&self) -> Option<BenchRun> {
+        self.builtin.then(|| {
+            let mut b = self.clone();
+            b.command.push("--untimed-only".into());
+            b
+        })
+    }
+
+    /// The full command line, for messages.
+    pub fn line(&self) -> String {
+        self.argv()
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Run one round; the samples in loop order.
     pub fn run(&self, label: &str) -> Result<Vec<u64>> {
         let argv = self.argv();
@@ -45,11 +65,7 @@ impl BenchRun {
             .stderr(Stdio::piped())
             .output()
             .context("cannot start taskset (install util-linux)")?;
-        let line = argv
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let line = self.line();
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
             if err.contains("chrt: failed to set") {
@@ -108,6 +124,7 @@ mod tests {
             command: vec!["./b".into(), "x".into()],
             cpus: vec![1],
             priority: Some(99),
+            builtin: false,
         };
         let s: Vec<_> = r
             .argv()
@@ -120,6 +137,13 @@ mod tests {
             ..r
         };
         assert_eq!(r.argv().len(), 5);
+        assert!(
+            r.untimed().is_none(),
+            "a user's bench cannot leave its operation out"
+        );
+        let own = BenchRun { builtin: true, ..r };
+        let u = own.untimed().unwrap();
+        assert_eq!(u.command.last().unwrap(), "--untimed-only");
     }
 
     #[test]

@@ -4,11 +4,12 @@
 
 use super::arms::ArmSpec;
 use super::pressure::{self, MapSummary};
+use super::rounds::Ended;
 use super::{bench_run, cpus_for, measure, OverheadOptions};
 use crate::error::usage;
 use crate::host::Host;
 use crate::signals::Interrupts;
-use crate::stats::{self, CompareOptions, Comparison, QuantileDiff};
+use crate::stats::{Comparison, QuantileDiff};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -55,6 +56,8 @@ impl std::str::FromStr for Sweep {
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepPoint {
     pub value: usize,
+    /// Why this point's rounds ended.
+    pub ended: Ended,
     pub comparison: Comparison,
     pub maps: Vec<MapSummary>,
 }
@@ -88,7 +91,6 @@ pub struct SweepReport {
     pub param: SweepParam,
     pub base: String,
     pub treat: String,
-    pub rounds: usize,
     pub iterations: usize,
     pub points: Vec<SweepPoint>,
     pub cliff: Option<Cliff>,
@@ -122,26 +124,18 @@ pub fn run(
             ws.as_ref(),
         )?;
         eprintln!("ebpf-prof: sweep {}={v}", name(sw.param));
-        let (rounds, maps) = measure(arms.0, arms.1, &bench, o.rounds, watch, ints)?;
-        let comparison = stats::compare(
-            &rounds.base,
-            &rounds.treat,
-            &CompareOptions {
-                seed: o.seed,
-                ..Default::default()
-            },
-        );
+        let m = measure(o, arms, &bench, (watch, 0), ints)?;
         points.push(SweepPoint {
             value: v,
-            comparison,
-            maps: pressure::summarise(&maps),
+            ended: m.rounds.ended,
+            comparison: m.comparison,
+            maps: pressure::summarise(&m.maps),
         });
     }
     let report = SweepReport {
         param: sw.param,
         base: arms.0.label(),
         treat: arms.1.label(),
-        rounds: o.rounds,
         iterations: o.iterations,
         cliff: cliff(&points),
         points,
@@ -203,18 +197,22 @@ fn cell(d: Option<&QuantileDiff>) -> String {
 /// The terminal table.
 pub fn table(r: &SweepReport) -> String {
     let mut s = format!(
-        "sweep {}: {} vs {}, {} rounds of {} iterations per arm and point\n",
+        "sweep {}: {} vs {}, rounds of {} iterations\n",
         name(r.param),
         r.base,
         r.treat,
-        r.rounds,
         r.iterations
     );
+    let conf = r
+        .points
+        .first()
+        .map_or(0.0, |p| 100.0 * p.comparison.confidence);
     s.push_str(&format!(
-        "{:>8} {:>26} {:>26}  maps\n",
+        "{:>8} {:>6} {:>26} {:>26}  maps\n",
         name(r.param),
-        "Δp50 [95% CI] (ns)",
-        "Δp99 [95% CI] (ns)"
+        "pairs",
+        format!("Δp50 [{conf:.0}% CI] (ns)"),
+        format!("Δp99 [{conf:.0}% CI] (ns)")
     ));
     for p in &r.points {
         let maps = p
@@ -236,8 +234,9 @@ pub fn table(r: &SweepReport) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         s.push_str(&format!(
-            "{:>8} {:>26} {:>26}  {maps}\n",
+            "{:>8} {:>6} {:>26} {:>26}  {maps}\n",
             p.value,
+            p.comparison.rounds,
             cell(p.diff(50.0)),
             cell(p.diff(99.0))
         ));

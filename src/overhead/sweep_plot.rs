@@ -1,5 +1,5 @@
 //! The sweep's picture: latency delta (attached − baseline) against the swept value on a log
-//! axis, p50 and p99 as lines with their 95% intervals as bands, and the points where a map
+//! axis, p50 and p99 as lines with their intervals as bands, and the points where a map
 //! filled marked — the cliff at a glance.
 
 use super::sweep::SweepReport;
@@ -240,9 +240,13 @@ pub fn sweep_svg(r: &SweepReport) -> String {
     series(r, &f, 50.0, "#1f77b4", "p50", &mut out);
     series(r, &f, 99.0, "#ff7f0e", "p99", &mut out);
     cliffs(r, &f, &mut out);
+    let conf = r
+        .points
+        .first()
+        .map_or(0.0, |p| 100.0 * p.comparison.confidence);
     let _ = writeln!(
         out,
-        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#1f77b4"/><text x="{:.1}" y="{:.1}">Δp50 (band: 95% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#ff7f0e"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
+        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#1f77b4"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#ff7f0e"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
         L + 10.0,
         T + 10.0,
         L + 30.0,

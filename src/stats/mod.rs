@@ -7,64 +7,74 @@
 //! value; p50 of an even count is the lower middle, not an average.
 //!
 //! # The comparison ([`compare`])
-//! The arms run interleaved — base 1, treat 1, base 2, treat 2, … — so round i of each arm is a
-//! *pair*, adjacent in time. Per quantile q:
-//! 1. Each round's q-th percentile: the nearest rank, read at the middle of that rank on the
-//!    empirical CDF with each run of tied values spread evenly over the half-gaps to its
-//!    neighbours. Clock readings come in steps (~10 ns on the test VM), so thousands of samples
-//!    tie at p50; spreading them lets a 3 ns shift move the estimate by 3 ns instead of by 0 or
-//!    10. Without ties this is the nearest-rank value itself (± a quarter of the neighbouring
-//!    gaps). Per pair, `D_i = treat_i − base_i`: drift both rounds share cancels. The arm figures
-//!    are means over the rounds, so `delta = mean(D_i) = treat − base`. (The per-arm summary,
-//!    [`Summary`], stays plain nearest rank over pooled samples; the two differ by a fraction of
-//!    a clock step plus the drift.)
-//! 2. `se_between = sd(D_i) / √R` over the R pairs sees the drift a pair does *not* share plus
-//!    the sampling noise. Resampling within rounds alone cannot see drift at all (at p50 a
-//!    90,000-sample round has ~0.5 ns of sampling noise, the drift is ±20 ns): in simulation
-//!    such an interval held 0 in only 7–26% of A/A runs with drift.
-//! 3. `se_within`: a bootstrap that resamples every round within itself (the issue's method).
-//!    A replicate needs no n draws: the k-th order statistic of n draws with replacement from
-//!    sorted `s` is `s[floor(U n)]` with U ~ Beta(k, n − k + 1) — exact, since the inverse
-//!    empirical CDF is monotone — so each round costs one Beta draw (read on the same smoothed
-//!    CDF, at position U·n).
-//! 4. Interval: `delta ± t(R − 1) · max(se_between, se_within)`. With 5 pairs `sd(D_i)` has only
-//!    4 degrees of freedom, so the multiplier is Student's t (2.776 for 95%), exact for normal
-//!    `D_i`. A percentile bootstrap over 5 pairs uses ~1.96 and a variance shrunk by (R−1)/R —
-//!    an interval ~0.63× as wide that covered 81–89% in simulation. `se_within` is only a floor,
-//!    for when four degrees of freedom happen to give a tiny `sd(D_i)`; it makes the interval a
-//!    little conservative when there is no drift. With one pair only `se_within` exists (normal
-//!    multiplier, and a note says drift is not covered).
-//!    From 10 pairs on (`--rounds 10` and more), the centre is the 20% trimmed mean of the
-//!    `D_i` with Yuen's winsorized standard error and h − 1 degrees of freedom (h = pairs kept):
-//!    measured on the test VM, interference comes in bursts of tens to hundreds of ms that lift
-//!    a round's p50 by 200–400 ns; with many short rounds a burst spoils a few pairs, which the
-//!    trimmed mean sets aside instead of letting them widen the interval for everyone.
-//! 5. `pct = 100 · delta / base`, its interval the ns interval over the same `base` (the level
-//!    is known far better than the difference).
+//! The arms run interleaved in pairs of rounds, the order within each pair drawn by a fair coin
+//! (`overhead`'s rounds, see there why not strict alternation), so round i of each arm is a
+//! *pair*, adjacent in time, and nothing the machine does can favour one arm. Per quantile q:
+//! 1. **Per round**, the q-th *mid-quantile*: the nearest rank read at the middle of its rank
+//!    on the mid-distribution function, each run of tied values spread evenly over the
+//!    half-gaps to its neighbours ([`compare::mid_quantile`]; Parzen, "Quantile probability and
+//!    statistical data modeling", Statist. Sci. 2004, and Ma, Genton & Parzen, "Asymptotic
+//!    properties of sample quantiles of discrete distributions", AISM 2011). Clock readings
+//!    come in steps (~10 ns on the test VM, in pairs such as 1833/1834), so thousands of samples
+//!    tie at p50 and a plain order statistic — or a Harrell–Davis or band mean, whose window is
+//!    narrower than a step — moves only when the median crosses a step: in simulation they saw
+//!    a 3 ns shift as 1 ns. The mid-quantile saw it as 2.8 ns (a shift of s ns reads as
+//!    0.93–1.0 s), from 9,000 samples a round.
+//! 2. **Per pair**, `D_i = treat_i − base_i`: drift both rounds of a pair share cancels.
+//! 3. **Across pairs**, the shift is the median of the `D_i` and its interval the sign-test
+//!    interval `[D_(k), D_(R+1−k)]` ([`rank`]; Thompson 1936), exact from the binomial. Its
+//!    coverage needs the `D_i − shift` to be as likely positive as negative, independently:
+//!    with the order of each pair drawn by a coin and the effect a shift of the round, that
+//!    holds whatever the noise looks like — not normal, not symmetric, not even independent
+//!    between pairs (a randomization argument: the coin decides each sign). Why not a t interval: on a shared VM, bursts of interference lift a whole
+//!    round by 150–900 ns in 2–15% of rounds (measured on the test VM with `--keep`); one such
+//!    round stretches a t interval over every pair (A/A intervals 336 ns wide at 5 pairs, 39 ns
+//!    at 40 pairs of the test VM's kept rounds), while a burst moves the median by at most one
+//!    place (10 ns at 40 pairs on the same rounds). Kalibera & Jones ("Rigorous benchmarking in
+//!    reasonable time", ISMM 2013) show that such run-level variation, not the samples within a
+//!    run, sets how many repetitions a benchmark needs: here, many short rounds. Why not the
+//!    Hodges–Lehmann shift with its Wilcoxon signed-rank interval (Hodges & Lehmann 1963), 1.3×
+//!    narrower when nothing is skewed: it needs the `D_i` symmetric, and bursts that strike the
+//!    attached rounds more often skew them — its coverage fell to 87–90% in that simulation,
+//!    the sign interval's stayed at 93–96%.
+//! 4. **Arm levels** are the medians over the paired rounds of each arm's per-round quantile;
+//!    `pct = 100 · delta / base` and its interval the ns interval over the same `base` (the
+//!    level is known far better than the difference). With fewer than 6 pairs no sign interval
+//!    reaches 95%: the interval is then `[min, max]` of the `D_i` and the `confidence` of each
+//!    difference says what it achieves (50% for 2 pairs, 94% for 5).
 //!
-//! Assumptions: pair deltas independent and roughly normal — true for stationary or random-walk
-//! drift; one wild round widens the interval, as it should. A *steady* trend through the run is
-//! not cancelled: with base always first, each delta carries one round's worth of the trend
-//! (2 ns per round cut A/A coverage to 86% in simulation). Alternating the order within pairs
-//! (base-treat, treat-base, …; `compare` does not need to know) cancels it (97%); [`compare`]
-//! notes a monotone trend. Coverage, power and speed are checked by simulation:
-//! `cargo run --release --example stats_coverage`.
+//! Rounds that sit in another mode than the rest of their arm are found and reported
+//! ([`modes`]) — how many, how far, which rounds — and kept: the median is how they are
+//! handled (a minority of spoiled pairs moves it by at most their count in places). p90, p99
+//! and p99.9 go through the same steps; their per-round quantiles carry more sampling noise
+//! (p99.9 of 9,000 samples rests on nine), which the spread of their `D_i` carries into their
+//! intervals.
 //!
-//! The Mann-Whitney test ([`mann_whitney`]) on the pooled samples is reported too, but with
-//! ~450,000 samples per arm it finds "significance" in shifts far below a clock step, and it
-//! treats samples as independent, ignoring drift between rounds: the interval is the decision
-//! basis.
+//! **How many pairs** (`overhead` without `--rounds`): as many as the time budget holds, so
+//! that the count depends on the clock and never on what the pairs showed, which keeps the
+//! coverage exact. `--target-ns` stops early once the p50 interval is that narrow, looked at
+//! after 30, 45, 67, … pairs; stopping on the *width* depends on the spread of the `D_i` and
+//! hardly on where they lie (Chow & Robbins, "On the asymptotic theory of fixed-width
+//! sequential confidence intervals for the mean", Ann. Math. Statist. 1965), but a little:
+//! runs whose spread came out small stop first, and their intervals are slightly too narrow (simulated A/A coverage 94.4–96.2% with those looks, 93.2% looking after every
+//! pair). `cargo run --release --example stats_coverage` checks all of it — the coverage of
+//! every quantile and the power, on rounds with bursts, clock steps, drift and state changes.
 
-mod compare;
+pub mod compare;
 pub mod dist;
+pub mod modes;
 mod notes;
-mod rank;
+pub mod rank;
 pub mod rng;
 mod verdict;
 
-pub use compare::{compare, CompareOptions, Comparison, QuantileDiff, TRIM_FROM_PAIRS};
-pub use notes::{round_notes, STALL_NS};
-pub use rank::{mann_whitney, mann_whitney_sorted, RankTest};
+pub use compare::{
+    compare, compare_summaries, shift_interval, CompareOptions, Comparison, QuantileDiff,
+    RoundSummary, METHOD,
+};
+pub use modes::Mode;
+pub use notes::STALL_NS;
+pub use rank::{median_interval, ShiftInterval};
 pub use verdict::{gate_ns, gate_pct, q_label, verdict, GateResult};
 
 /// The percentile `p` (0..=100) of already sorted samples; `None` when empty.

@@ -144,7 +144,6 @@ fn gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rank::RankTest;
 
     fn diff(q: f64, delta: f64, lo: f64, hi: f64, base: f64) -> QuantileDiff {
         let pct = |x: f64| 100.0 * x / base;
@@ -158,22 +157,17 @@ mod tests {
             pct: pct(delta),
             pct_lo: pct(lo),
             pct_hi: pct(hi),
+            confidence: 0.95,
             pair_deltas: vec![],
-            se_between: 0.0,
-            se_within: 0.0,
+            method: crate::stats::METHOD,
         }
     }
 
     fn comparison(diffs: Vec<QuantileDiff>) -> Comparison {
-        let rank_test = RankTest {
-            u: 0.0,
-            z: 0.0,
-            p_value: 1.0,
-            prob_greater: 0.5,
-        };
         Comparison {
+            method: crate::stats::METHOD,
             diffs,
-            rank_test,
+            modes: vec![],
             notes: vec![],
             rounds: 5,
             n_base: 10,
