@@ -2,7 +2,7 @@
 //! struct its command takes; nothing past this module sees clap.
 
 use crate::commands;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,6 +34,43 @@ pub enum Command {
     Report(ReportArgs),
     /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
     Diff(DiffArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout: `ebpf-prof man | man -l -`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// A profile to read: positional (`report perf.data`) or `-i/--input` as in `perf report -i`.
+#[derive(Debug, Args, Clone)]
+pub struct InputArgs {
+    /// perf.data, `perf script` text, or folded stacks (told apart by content) [default: perf.data]
+    #[arg(value_name = "INPUT")]
+    pub positional: Option<PathBuf>,
+    /// The same, as an option (`perf report -i` style).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "INPUT",
+        conflicts_with = "positional"
+    )]
+    pub input: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// The input given either way, else `perf.data`.
+    pub fn path(&self) -> PathBuf {
+        self.input
+            .clone()
+            .or_else(|| self.positional.clone())
+            .unwrap_or_else(|| PathBuf::from("perf.data"))
+    }
 }
 
 impl OpName {
@@ -87,7 +124,7 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Which BPF program symbols count as the hook under test (regex on the symbol name).
-    #[arg(long, default_value = commands::DEFAULT_FILTER)]
+    #[arg(long, default_value = crate::recording::DEFAULT_FILTER)]
     pub filter: String,
     /// Machine-readable output.
     #[arg(long)]
@@ -130,7 +167,7 @@ pub struct RecordArgs {
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
     /// Regex naming the program symbols that must be present.
-    #[arg(long, default_value = commands::DEFAULT_FILTER)]
+    #[arg(long, default_value = crate::recording::DEFAULT_FILTER)]
     pub filter: String,
     /// Record even when no BPF program symbol matches the filter.
     #[arg(long)]
@@ -152,17 +189,23 @@ pub struct RecordArgs {
     pub perf_args: Vec<String>,
     #[command(flatten)]
     pub perf: PerfArgs,
-    /// The benchmark and its arguments (default: ebpf-prof bench).
-    #[arg(last = true)]
+    /// The benchmark and its arguments, with or without `--` before them (default: ebpf-prof
+    /// bench); everything from the command on is its own, flags included.
+    #[arg(
+        value_name = "CMD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
 pub struct FlameArgs {
-    /// perf.data, `perf script` text, or folded stacks (told apart by content).
-    #[arg(default_value = "perf.data")]
-    pub input: PathBuf,
-    /// Write here instead of stdout (refuses to overwrite unless --force).
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write here instead of stdout (refuses to overwrite unless --force); with stdout on a
+    /// terminal the SVG goes to flame.svg.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Overwrite the -o file if it exists.
@@ -186,9 +229,8 @@ pub struct FlameArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// perf.data, `perf script` text, or folded stacks (told apart by content).
-    #[arg(default_value = "perf.data")]
-    pub input: PathBuf,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Machine-readable output, the same content as the text.
     #[arg(long)]
     pub json: bool,
@@ -217,6 +259,9 @@ pub struct DiffArgs {
     /// Print the biggest per-function moves (share of each profile) as a table, not an SVG.
     #[arg(long)]
     pub text: bool,
+    /// The per-function moves as JSON (implies --text's content).
+    #[arg(long)]
+    pub json: bool,
     /// Rows of the --text table.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -314,6 +359,12 @@ pub struct OverheadArgs {
     /// After measuring, record one profile per arm here (base.data, treat.data) for `diff`.
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
+    /// Also write every figure as JSON (what --json prints) to this new file.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the table as Markdown to this new file.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
     /// Also watch the maps of this loaded program (repeatable).
     #[arg(long = "prog-id", value_name = "ID")]
     pub prog_ids: Vec<u32>,
@@ -326,8 +377,14 @@ pub struct OverheadArgs {
     /// Two-sided confidence of the intervals (0.95 for the conventional 95%).
     #[arg(long, value_name = "C", default_value_t = crate::overhead::DEFAULT_CONFIDENCE)]
     pub confidence: f64,
-    /// Your benchmark and its arguments (prints one latency in ns per line).
-    #[arg(last = true)]
+    /// Your benchmark and its arguments, with or without `--` before them (prints one latency
+    /// in ns per line); everything from the command on is its own, flags included.
+    #[arg(
+        value_name = "BENCH",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..
+    )]
     pub bench: Vec<std::ffi::OsString>,
 }
 
@@ -342,13 +399,22 @@ pub struct DemoArgs {
     /// Sampling frequency (Hz); higher than record's 997 so a short demo has enough BPF samples.
     #[arg(short = 'F', long, default_value_t = 4999)]
     pub freq: u32,
+    /// SCHED_FIFO priority for the benchmark (1..99).
+    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: u8,
+    /// Run the benchmark without chrt (where SCHED_FIFO is refused: containers, RT limits).
+    #[arg(long)]
+    pub no_fifo: bool,
+    /// How long to measure what the hook costs (without perf): 6s, 1m.
+    #[arg(long, value_name = "TIME", default_value = "6s", value_parser = parse_duration)]
+    pub cost_time: f64,
     #[command(flatten)]
     pub perf: PerfArgs,
 }
 
-impl From<&PerfArgs> for commands::PerfChoice {
+impl From<&PerfArgs> for crate::perf::PerfChoice {
     fn from(a: &PerfArgs) -> Self {
-        commands::PerfChoice {
+        crate::perf::PerfChoice {
             explicit: a.perf.clone(),
             trust: a.trust_perf,
         }
@@ -368,7 +434,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             workers: a.workers,
             untimed_only: a.untimed_only,
         }),
-        Command::Doctor(a) => commands::doctor::run(&commands::doctor::DoctorOptions {
+        Command::Doctor(a) => commands::doctor::run(&crate::doctor::DoctorOptions {
             perf: (&a.perf).into(),
             filter: a.filter,
             json: a.json,
@@ -376,7 +442,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(a) => commands::record::run(&record_options(a)).map(|_| ()),
         Command::Flame(a) => commands::flame::run(&commands::flame::FlameOptionsCli {
             perf: (&a.perf).into(),
-            input: a.input,
+            input: a.input.path(),
             output: a.output,
             force: a.force,
             folded: a.folded,
@@ -394,10 +460,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             dir: a.dir,
             iterations: a.iterations,
             freq: a.freq,
+            priority: (!a.no_fifo).then_some(a.priority),
+            cost_time: Duration::from_secs_f64(a.cost_time),
         }),
         Command::Report(a) => commands::report::run(&commands::report::ReportOptions {
             perf: (&a.perf).into(),
-            input: a.input,
+            input: a.input.path(),
             json: a.json,
             top: a.top,
             kallsyms: a.kallsyms,
@@ -409,9 +477,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             output: a.output,
             force: a.force,
             text: a.text,
+            json: a.json,
             top: a.top,
             title: a.title,
         }),
+        Command::Completions(a) => {
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "ebpf-prof", &mut buf);
+            crate::out::stdout_bytes(&buf)
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
+            crate::out::stdout_bytes(&buf)
+        }
     }
 }
 
@@ -453,11 +532,13 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         watch_ids: a.prog_ids,
         watch_names: a.prog_names,
         profile: a.profile,
+        export_json: a.export_json,
+        export_markdown: a.export_markdown,
     }
 }
 
-fn record_options(a: RecordArgs) -> commands::record::RecordOptions {
-    commands::record::RecordOptions {
+fn record_options(a: RecordArgs) -> crate::recording::RecordOptions {
+    crate::recording::RecordOptions {
         perf: (&a.perf).into(),
         output: a.output,
         event: a.event,
@@ -468,8 +549,8 @@ fn record_options(a: RecordArgs) -> commands::record::RecordOptions {
         filter: a.filter,
         allow_no_bpf: a.allow_no_bpf,
         load: a.load.map_or(
-            commands::record::Load::Nothing,
-            commands::record::Load::Object,
+            crate::recording::Load::Nothing,
+            crate::recording::Load::Object,
         ),
         perf_args: a.perf_args,
         command: a.command,
@@ -521,11 +602,103 @@ fn recover_stale() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    /// Issue 13, item 1: the product's usage line `record ./bench` has no `--`; the bench's own
+    /// flags must reach the bench, not ebpf-prof.
+    #[test]
+    fn regression_record_takes_the_command_with_or_without_dashes() {
+        // (argv after `ebpf-prof`, expected command, expected cpu, expected -n)
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], Option<u32>, usize);
+        let cases: &[Case] = &[
+            (&["record", "./bench"], &["./bench"], None, 200_000),
+            (
+                &["record", "./bench", "-n", "5"],
+                &["./bench", "-n", "5"],
+                None,
+                200_000,
+            ),
+            (
+                &["record", "--cpu", "1", "./bench", "--cpu", "0"],
+                &["./bench", "--cpu", "0"],
+                Some(1),
+                200_000,
+            ),
+            (
+                &["record", "--", "./bench", "-n", "5"],
+                &["./bench", "-n", "5"],
+                None,
+                200_000,
+            ),
+            (&["record", "-n", "7"], &[], None, 7),
+        ];
+        for (argv, cmd, cpu, n) in cases {
+            let mut full = vec!["ebpf-prof"];
+            full.extend_from_slice(argv);
+            let c = Cli::try_parse_from(&full).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let Command::Record(r) = c.command else {
+                panic!()
+            };
+            assert_eq!(r.command, *cmd, "{argv:?}");
+            assert_eq!((r.cpu, r.iterations), (*cpu, *n), "{argv:?}");
+        }
+        let c = Cli::try_parse_from(["ebpf-prof", "overhead", "--aa", "./b", "-x"]).unwrap();
+        let Command::Overhead(o) = c.command else {
+            panic!()
+        };
+        assert_eq!(o.bench, ["./b", "-x"]);
+    }
+
+    #[test]
+    fn input_positional_or_dash_i() {
+        for (argv, want) in [
+            (&["report"][..], "perf.data"),
+            (&["report", "a.data"][..], "a.data"),
+            (&["report", "-i", "b.data"][..], "b.data"),
+            (&["flame", "--input", "c.data", "-o", "x.svg"][..], "c.data"),
+        ] {
+            let mut full = vec!["ebpf-prof"];
+            full.extend_from_slice(argv);
+            let c = Cli::try_parse_from(&full).unwrap();
+            let got = match c.command {
+                Command::Report(r) => r.input.path(),
+                Command::Flame(f) => f.input.path(),
+                _ => panic!(),
+            };
+            assert_eq!(got, PathBuf::from(want), "{argv:?}");
+        }
+        assert!(Cli::try_parse_from(["ebpf-prof", "report", "a", "-i", "b"]).is_err());
+    }
+
+    #[test]
+    fn completions_and_man_page_come_from_the_definition() {
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "ebpf-prof", &mut buf);
+            let text = String::from_utf8(buf).unwrap();
+            assert!(
+                text.contains("overhead") && text.contains("--max-time"),
+                "{shell:?}"
+            );
+        }
+        let mut man = Vec::new();
+        clap_mangen::Man::new(Cli::command())
+            .render(&mut man)
+            .unwrap();
+        let man = String::from_utf8(man).unwrap();
+        assert!(
+            man.contains(".TH ebpf-prof") && man.contains("overhead"),
+            "{}",
+            &man[..200]
+        );
     }
 
     #[test]

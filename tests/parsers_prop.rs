@@ -4,9 +4,9 @@
 //! bounded number; `scripts/fuzz.sh` runs many more and prints executions and time.
 
 use ebpf_prof::bench::{parse_samples, write_samples};
-use ebpf_prof::folded::{self, Folded};
 use ebpf_prof::host::{cpu, kallsyms, security};
 use ebpf_prof::perf::version::{kernel_major_minor, parse_perf_version};
+use ebpf_prof::profile::folded::{self, Folded};
 use ebpf_prof::runrecord::{samples_written, RunRecord};
 use proptest::prelude::*;
 

@@ -7,6 +7,7 @@
 mod buffer;
 mod connect;
 pub mod op;
+pub mod pinned;
 mod workers;
 pub mod workingset;
 

@@ -1,17 +1,20 @@
-//! `sudo ebpf-prof demo`: the main job on the bundled sample hook. Measures a detached baseline,
-//! loads the hook, records the built-in bench, writes the flame graph, prints where each file is
-//! and what the profile shows, and detaches the hook.
+//! `sudo ebpf-prof demo`: the main job on the bundled sample hook. What the hook costs, from a
+//! short `overhead` run (no perf: perf's own sampling costs time too); then a recording with
+//! the hook loaded, its flame graph, and what the profile shows. Everything it loads is
+//! detached at the end.
 
-use super::flame::{load, Profile};
-use super::record::{Load, RecordOptions};
-use super::{say, PerfChoice};
-use crate::bench;
-use crate::error::{child, usage};
-use crate::flame::{render, FlameOptions};
-use crate::runfiles::{create_new, Owner};
-use crate::stats::Summary;
+use crate::error::usage;
+use crate::flame::{render, FlameOptions, LEGEND};
+use crate::out::say;
+use crate::perf::record::Scope;
+use crate::perf::PerfChoice;
+use crate::profile::{self, Profile};
+use crate::recording::{self, Load, RecordOptions, Recorded};
+use crate::runfiles::{write_file, Owner};
+use crate::stats::Comparison;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// What `demo` takes.
 #[derive(Debug, Clone)]
@@ -19,6 +22,10 @@ pub struct DemoOptions {
     pub dir: PathBuf,
     pub iterations: usize,
     pub freq: u32,
+    /// SCHED_FIFO priority; `None` runs without chrt (`--no-fifo`).
+    pub priority: Option<u8>,
+    /// Time budget of the cost measurement.
+    pub cost_time: Duration,
     pub perf: PerfChoice,
 }
 
@@ -33,129 +40,95 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         ));
     }
     let owner = Owner::from_sudo_env();
-    prepare_dir(&opts.dir, owner)?;
+    crate::runfiles::prepare_dir(&opts.dir, owner)?;
     let cpu = crate::host::cpu::default_cpu(&crate::host::Host::live()).context("no online CPU")?;
+    let object = opts.dir.join("hook.bpf.o");
+    let (_, bytes) = crate::bpf::sample_hook_for_this_kernel();
+    write_file(&object, bytes, true, 0o644)?;
     say(format!(
-        "1/4 baseline: {} openats with no hook, pinned to CPU {cpu} at SCHED_FIFO 99",
-        opts.iterations
+        "1/3 what the hook costs: openats with and without it, pinned to CPU {cpu}, no perf ({} s)",
+        opts.cost_time.as_secs()
     ));
-    let baseline = pinned_bench(cpu, opts.iterations)?;
-    say(format!("    {baseline}"));
-    say("2/4 recording with the sample hook loaded");
-    let rec_opts = RecordOptions {
+    let cost = crate::overhead::hook_cost(&object, cpu, opts.priority, opts.cost_time)?;
+    say("2/3 recording with the sample hook loaded");
+    let recorded = recording::run(&RecordOptions {
         output: opts.dir.join("perf.data"),
-        event: "cycles:k".into(),
         freq: opts.freq,
         cpu: Some(cpu),
-        priority: Some(99),
+        priority: opts.priority,
         iterations: opts.iterations,
         filter: HOOK_FILTER.into(),
-        allow_no_bpf: false,
         load: Load::SampleHook,
-        perf_args: vec![],
         perf: opts.perf.clone(),
-        command: vec![],
-        scope: crate::perf::record::Scope::Bench,
-    };
-    let recorded = super::record::run(&rec_opts)?;
-    say("3/4 sample hook detached, sysctls restored");
-    say("4/4 flame graph");
-    let profile = load(&recorded.files.data, None, &opts.perf)?;
+        ..RecordOptions::defaults(Scope::Bench)
+    })?;
+    say("3/3 flame graph (the hook is detached, the sysctls restored)");
+    let profile = profile::load(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
-    write_svg(&svg, &profile.folded, &recorded.record, owner)?;
-    summarise(&recorded, &baseline, &profile, &svg);
-    Ok(())
+    write_svg(&svg, &profile, &recorded)?;
+    summarise(&recorded, &cost, &profile, &svg, opts.freq)
 }
 
-fn prepare_dir(dir: &Path, owner: Option<Owner>) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!(
-            "{} exists and is not a directory: pick another --dir",
-            dir.display()
-        )));
-    }
-    if !dir.exists() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        if let Some(o) = owner {
-            o.give(dir)?;
-        }
-    }
-    Ok(())
-}
-
-/// The built-in bench, pinned and SCHED_FIFO like the recording, as a child process.
-fn pinned_bench(cpu: u32, n: usize) -> Result<Summary> {
-    let me = std::env::current_exe()?;
-    let out = duct::cmd!(
-        "taskset",
-        "-c",
-        cpu.to_string(),
-        "chrt",
-        "-f",
-        "99",
-        me,
-        "bench",
-        "-n",
-        n.to_string()
-    )
-    .stderr_capture()
-    .stdout_capture()
-    .unchecked()
-    .run()?;
-    if !out.status.success() {
-        return Err(child(format!(
-            "the baseline bench failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let s = bench::parse_samples(&String::from_utf8_lossy(&out.stdout), "baseline bench")?;
-    Summary::of(&s).context("baseline bench printed no samples")
-}
-
-fn write_svg(
-    path: &Path,
-    folded: &str,
-    rec: &crate::runrecord::RunRecord,
-    owner: Option<Owner>,
-) -> Result<()> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        let mut old = path.as_os_str().to_owned();
-        old.push(".old");
-        std::fs::rename(path, &old)?;
-    }
-    let f = create_new(path, 0o644)?;
+fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
     let opts = FlameOptions {
-        title: rec.title(),
-        subtitle: Some("ebpf-prof demo: the bundled sample hook".into()),
-        count_name: rec.count_unit().into(),
+        title: rec.record.title(),
+        subtitle: Some(format!("ebpf-prof demo: the bundled sample hook; {LEGEND}")),
+        count_name: rec.record.count_unit().into(),
     };
-    render(folded, &opts, std::io::BufWriter::new(f))?;
-    if let Some(o) = owner {
-        o.give(path)?;
-    }
-    Ok(())
+    let mut svg = Vec::new();
+    render(&profile.folded, &opts, &mut svg)?;
+    write_file(path, &svg, true, 0o644)
 }
 
-fn summarise(rec: &super::record::Recorded, baseline: &Summary, profile: &Profile, svg: &Path) {
-    println!("files:");
+fn summarise(
+    rec: &Recorded,
+    cost: &Comparison,
+    profile: &Profile,
+    svg: &Path,
+    freq: u32,
+) -> Result<()> {
+    let mut s = String::from("files:\n");
     for p in rec.files.all() {
-        println!("  {}", p.display());
+        s.push_str(&format!("  {}\n", p.display()));
     }
-    println!("  {}", svg.display());
-    println!(
-        "what it shows (`ebpf-prof report {}`):",
+    s.push_str(&format!(
+        "  {}\nwhat it shows (`ebpf-prof report {}`):\n",
+        svg.display(),
         rec.files.data.display()
-    );
-    let report = super::report::report_on(profile, &rec.files.data, None, 5);
+    ));
+    let report = crate::report::report_on(profile, &rec.files.data, None, 5)?;
     for line in report.to_text().lines() {
-        match line {
-            "" => println!(),
-            l => println!("  {l}"),
-        }
+        s.push_str(&if line.is_empty() {
+            "\n".into()
+        } else {
+            format!("  {line}\n")
+        });
     }
-    if let Some(s) = &rec.record.samples {
-        let d = s.p50 as i64 - baseline.p50 as i64;
-        println!("  openat p50 {} ns without the hook, {} ns with it under perf ({d:+} ns); p99 {} → {} ns", baseline.p50, s.p50, baseline.p99, s.p99);
+    s.push_str(&cost_lines(cost, rec, freq));
+    s.push_str(&format!("open the flame graph: {}\n", svg.display()));
+    crate::out::stdout(&s)
+}
+
+/// The hook's cost from the `overhead` run, and the recording's latencies labelled as what
+/// they are: the bench under perf, whose own sampling costs time too.
+fn cost_lines(cost: &Comparison, rec: &Recorded, freq: u32) -> String {
+    let mut s = String::new();
+    if let Some(d) = cost.diff(50.0).filter(|d| d.lo.is_finite()) {
+        s.push_str(&format!(
+            "the hook costs {:+.0} ns per openat at p50 [{:.0}, {:.0}] ({:.0}% interval, {} pairs of rounds without perf; `ebpf-prof overhead --load {}` for more)\n",
+            d.delta,
+            d.lo,
+            d.hi,
+            100.0 * d.confidence,
+            cost.rounds,
+            rec.files.data.with_file_name("hook.bpf.o").display()
+        ));
     }
-    println!("open the flame graph: {}", svg.display());
+    if let Some(r) = &rec.record.samples {
+        s.push_str(&format!(
+            "  under perf at {freq} Hz, with the hook: p50 {} ns, p99 {} ns per openat (perf's own sampling included: not the hook's cost)\n",
+            r.p50, r.p99
+        ));
+    }
+    s
 }

@@ -3,8 +3,8 @@
 //! through links owned by this process, so they go away with it whatever the exit, SIGKILL
 //! included.
 
-use super::say;
-use crate::bpf::{self, Attached, ObjectSource};
+use crate::out::say;
+use crate::recording::{attach_object, describe};
 use crate::signals::Interrupts;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -17,37 +17,10 @@ pub struct HookOptions {
     pub seconds: Option<u64>,
 }
 
-/// Load `load`, or the sample hook this kernel can run.
-pub fn attach(load: Option<&std::path::Path>) -> Result<Attached> {
-    match load {
-        Some(p) => bpf::attach(ObjectSource::Path(p)),
-        None => {
-            let (name, bytes) = bpf::sample_hook_for_this_kernel();
-            bpf::attach(ObjectSource::Bytes { name, bytes })
-        }
-    }
-}
-
-/// Print the programs of an attached object.
-pub fn describe(a: &Attached) {
-    for p in a.programs() {
-        let state = if p.attached {
-            "attached"
-        } else {
-            "loaded (tail-call target or no attach point)"
-        };
-        say(format!(
-            "  id {:<6} bpf_prog_{}_{} [{}] {state}",
-            p.id, p.tag, p.name, p.section
-        ));
-    }
-}
-
 /// Run `hook`.
 pub fn run(opts: &HookOptions) -> Result<()> {
     let ints = Interrupts::install()?;
-    let a = attach(opts.load.as_deref())?;
-    say(format!("{} loaded:", a.name()));
+    let a = attach_object(opts.load.as_deref())?;
     describe(&a);
     let until = opts
         .seconds

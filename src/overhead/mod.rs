@@ -17,9 +17,9 @@ mod sweep_plot;
 
 use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
-use crate::commands::say;
 use crate::error::{check, usage};
 use crate::host::{cpu, security, Host};
+use crate::out::say;
 use crate::signals::Interrupts;
 use crate::stats::{self, CompareOptions, Comparison, GateResult};
 use anyhow::{Context, Result};
@@ -27,7 +27,7 @@ use arms::{Arm, ArmSpec};
 use rounds::RoundsPlan;
 use runner::BenchRun;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use output::Report;
@@ -90,9 +90,64 @@ pub struct OverheadOptions {
     pub watch_names: Vec<String>,
     /// Record one profile per arm here after the latency rounds (for `ebpf-prof diff`).
     pub profile: Option<PathBuf>,
+    /// Also write the JSON document (as `--json` prints it) to this file.
+    pub export_json: Option<PathBuf>,
+    /// Also write the table as Markdown to this file.
+    pub export_markdown: Option<PathBuf>,
 }
 
 pub use sweep::{Sweep, SweepParam};
+
+impl OverheadOptions {
+    /// The defaults of `overhead --load OBJ`, pinned to `cpu` at `priority`, for `budget`.
+    pub fn for_load(load: &Path, cpu: u32, priority: Option<u8>, budget: Duration) -> Self {
+        OverheadOptions {
+            load: Some(load.to_path_buf()),
+            attach_cmd: None,
+            compare: None,
+            aa: false,
+            stop: Stop::Adaptive {
+                target_ns: None,
+                budget,
+            },
+            iterations: DEFAULT_ITERATIONS,
+            op: OpKind::Openat("/etc/hostname".into()),
+            cpu: Some(cpu),
+            priority,
+            stats_rounds: 0,
+            json: false,
+            plot: None,
+            keep: None,
+            gates: Gates::default(),
+            bench: Vec::new(),
+            seed: 0x5eed,
+            confidence: DEFAULT_CONFIDENCE,
+            paths: 1,
+            workers: 1,
+            sweep: None,
+            watch_ids: Vec::new(),
+            watch_names: Vec::new(),
+            profile: None,
+            export_json: None,
+            export_markdown: None,
+        }
+    }
+}
+
+/// The cost of `load` against nothing at the defaults, within `budget` (what `demo` reports):
+/// the comparison only, nothing printed but progress.
+pub fn hook_cost(
+    load: &Path,
+    cpu: u32,
+    priority: Option<u8>,
+    budget: Duration,
+) -> Result<Comparison> {
+    let o = OverheadOptions::for_load(load, cpu, priority, budget);
+    let ints = Interrupts::install()?;
+    let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
+    let specs = (ArmSpec::Detached, ArmSpec::Object(load.to_path_buf()));
+    Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), &ints)?.comparison)
+}
 
 /// The two arms, base first, and the name of the mode.
 fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
@@ -310,7 +365,10 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     for d in o.keep.iter().chain(o.profile.iter()) {
         output::prepare_keep(d)?;
     }
-    if let Some(p) = &o.plot {
+    for p in [&o.plot, &o.export_json, &o.export_markdown]
+        .into_iter()
+        .flatten()
+    {
         output::check_new_file(p)?;
     }
     let watch = watched_maps(o)?;

@@ -12,7 +12,6 @@ use crate::runfiles::Owner;
 use crate::stats::{self, Comparison, GateResult, Summary};
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::io::Write;
 use std::path::Path;
 
 /// One arm's figures.
@@ -30,6 +29,8 @@ pub struct ArmReport {
 /// Everything `--json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The version of this document ([`crate::out::JSON_SCHEMA`]).
+    pub schema: u32,
     pub mode: String,
     pub cpu: u32,
     pub priority: Option<u8>,
@@ -141,6 +142,7 @@ impl Report {
             _ => None,
         };
         Report {
+            schema: crate::out::JSON_SCHEMA,
             mode: mode.into(),
             cpu,
             priority: o.priority,
@@ -176,12 +178,15 @@ impl Report {
         }
     }
 
-    /// Print (table or JSON), plot, keep.
+    /// Print (table or JSON), write the exports and the plot, keep the rounds.
     pub fn emit(&self, o: &OverheadOptions, r: &Rounds) -> Result<()> {
-        if o.json {
-            println!("{}", serde_json::to_string_pretty(self)?);
-        } else {
-            print!("{}", self.table());
+        let json = serde_json::to_string_pretty(self)? + "\n";
+        crate::out::stdout(&if o.json { json.clone() } else { self.table() })?;
+        if let Some(p) = &o.export_json {
+            write_user_file(p, json.as_bytes())?;
+        }
+        if let Some(p) = &o.export_markdown {
+            write_user_file(p, self.markdown().as_bytes())?;
         }
         if let Some(p) = &o.plot {
             self.plot(p, r)?;
@@ -190,6 +195,37 @@ impl Report {
             keep(dir, r)?;
         }
         Ok(())
+    }
+
+    /// The comparison as a Markdown table, with the run's conditions and the verdict (hyperfine's
+    /// `--export-markdown`).
+    pub fn markdown(&self) -> String {
+        let conf = 100.0 * self.comparison.confidence;
+        let mut s = format!(
+            "**overhead ({})**: {} vs {}, {} pairs of rounds of {}, CPU {}\n\n",
+            self.mode, self.base.label, self.treat.label, self.rounds, self.bench, self.cpu
+        );
+        s.push_str(&format!(
+            "| quantile | base (ns) | treat (ns) | Δ (ns) | {conf:.0}% interval (ns) | Δ % |\n|---|---:|---:|---:|---|---:|\n"
+        ));
+        for d in &self.comparison.diffs {
+            s.push_str(&format!(
+                "| p{} | {:.0} | {:.0} | {:+.0} | [{:+.0}, {:+.0}] | {:+.1}% |\n",
+                trim(d.q),
+                d.base,
+                d.treat,
+                d.delta,
+                d.lo,
+                d.hi,
+                d.pct
+            ));
+        }
+        s.push_str(&format!(
+            "\n{}\n\nverdict: {}\n",
+            self.ended.sentence(),
+            self.verdict
+        ));
+        s
     }
 
     /// The terminal table.
@@ -389,14 +425,10 @@ pub fn check_new_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Write a new file for the user (refusing to overwrite), owned by the sudo user.
+/// Write a new file for the user (refusing to overwrite; complete or not at all), owned by the
+/// sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = crate::commands::flame::open_output(path, false)?;
-    f.write_all(bytes)?;
-    if let Some(o) = Owner::from_sudo_env() {
-        o.give(path)?;
-    }
-    Ok(())
+    crate::runfiles::write_file(path, bytes, false, 0o644)
 }
 
 /// Check `--keep DIR` before measuring: it may exist (empty) or will be created.

@@ -4,9 +4,10 @@
 
 use super::arms::{Arm, ArmSpec};
 use super::runner::BenchRun;
-use crate::commands::record::{self, Load, RecordOptions};
-use crate::commands::{say, PerfChoice};
+use crate::out::say;
 use crate::perf::record::Scope;
+use crate::perf::PerfChoice;
+use crate::recording::{self as record, Load, RecordOptions};
 use anyhow::Result;
 use std::path::Path;
 

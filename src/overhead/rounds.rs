@@ -205,7 +205,7 @@ pub fn measure(
         }
     };
     if std::io::stderr().is_terminal() {
-        eprintln!();
+        crate::out::err_text("\n");
     }
     let [base, treat] = out;
     let (target_ns, max_time_s) = match plan.stop {
@@ -279,10 +279,10 @@ fn progress(pair: usize, start: Instant, width: Option<f64>, stop: Stop) {
             budget.as_secs_f64()
         ),
     };
-    eprint!(
+    crate::out::err_text(&format!(
         "\rebpf-prof: {pair} pairs{goal}, {:.1} s{w}   ",
         start.elapsed().as_secs_f64()
-    );
+    ));
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! back its samples; and measuring what one clock reading costs.
 
 use crate::bench::{now_ns, parse_samples};
-use crate::error::{child, usage};
+use crate::error::child;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::process::{Command, Stdio};
@@ -23,18 +23,7 @@ pub struct BenchRun {
 impl BenchRun {
     /// The full argv: `taskset -c CPU [chrt -f P] CMD…`.
     pub fn argv(&self) -> Vec<OsString> {
-        let list = self
-            .cpus
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut a: Vec<OsString> = vec!["taskset".into(), "-c".into(), list.into()];
-        if let Some(p) = self.priority {
-            a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
-        }
-        a.extend(self.command.iter().cloned());
-        a
+        crate::bench::pinned::argv(&self.cpus, self.priority, &self.command)
     }
 
     /// The built-in bench with `--untimed-only`: only what the loop does outside the span.
@@ -68,10 +57,8 @@ impl BenchRun {
         let line = self.line();
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            if err.contains("chrt: failed to set") {
-                return Err(usage(format!(
-                    "chrt could not set SCHED_FIFO ({err}): rerun with --no-fifo"
-                )));
+            if let Some(e) = crate::bench::pinned::refused(&err, &self.cpus, self.priority) {
+                return Err(e);
             }
             return Err(child(format!(
                 "the benchmark failed ({}) in round {label}: `{line}`: {err}",

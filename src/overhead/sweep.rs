@@ -88,6 +88,8 @@ pub struct Cliff {
 /// Everything `--sweep --json` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepReport {
+    /// The version of this document ([`crate::out::JSON_SCHEMA`]).
+    pub schema: u32,
     pub param: SweepParam,
     pub base: String,
     pub treat: String,
@@ -123,7 +125,7 @@ pub fn run(
             workers,
             ws.as_ref(),
         )?;
-        eprintln!("ebpf-prof: sweep {}={v}", name(sw.param));
+        crate::out::say(format!("sweep {}={v}", name(sw.param)));
         let m = measure(o, arms, &bench, (watch, 0), ints)?;
         points.push(SweepPoint {
             value: v,
@@ -133,6 +135,7 @@ pub fn run(
         });
     }
     let report = SweepReport {
+        schema: crate::out::JSON_SCHEMA,
         param: sw.param,
         base: arms.0.label(),
         treat: arms.1.label(),
@@ -140,10 +143,13 @@ pub fn run(
         cliff: cliff(&points),
         points,
     };
-    if o.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", table(&report));
+    let json = serde_json::to_string_pretty(&report)? + "\n";
+    crate::out::stdout(&if o.json { json.clone() } else { table(&report) })?;
+    if let Some(p) = &o.export_json {
+        super::output::write_user_file(p, json.as_bytes())?;
+    }
+    if let Some(p) = &o.export_markdown {
+        super::output::write_user_file(p, format!("```\n{}```\n", table(&report)).as_bytes())?;
     }
     if let Some(p) = &o.plot {
         super::output::write_user_file(p, super::sweep_plot::sweep_svg(&report).as_bytes())?;

@@ -75,16 +75,12 @@ impl RecordPlan {
             }
             return a;
         }
-        a.extend([
-            "--".into(),
-            "taskset".into(),
-            "-c".into(),
-            self.cpu.to_string().into(),
-        ]);
-        if let Some(p) = self.priority {
-            a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
-        }
-        a.extend(self.command.iter().cloned());
+        a.push("--".into());
+        a.extend(crate::bench::pinned::argv(
+            &[self.cpu],
+            self.priority,
+            &self.command,
+        ));
         a
     }
 

@@ -5,7 +5,7 @@ use super::kinds::{self, Category};
 use super::resolve::{self, Resolver};
 use super::walk::{self, Tally};
 use super::*;
-use crate::folded::Folded;
+use crate::profile::folded::Folded;
 use std::collections::{BTreeSet, HashMap};
 
 /// Median folded count below which counts are taken for sample counts: a period-weighted stack
@@ -34,6 +34,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         .filter_map(|o| Some((o.frame.as_str(), o.nearest.as_deref()?)))
         .collect();
     let mut r = Report {
+        schema: crate::out::JSON_SCHEMA,
         input: input.name.clone(),
         event: input.record.map(|r| r.event_sampled.clone()),
         count_unit: count_unit(input.record, samples_source),

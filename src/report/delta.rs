@@ -3,9 +3,9 @@
 //! (the same normalisation the differential flame graph uses). Sorted by the move in self share,
 //! as `perf diff` does: that is where the extra time goes; inclusive moves are shown beside.
 
-use super::frames::{self, display, Kind};
 use super::pct;
-use crate::folded::{bare, Folded};
+use crate::profile::folded::{bare, Folded};
+use crate::profile::frames::{self, display, Kind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -121,6 +121,20 @@ pub fn table(deltas: &[Delta], top: usize) -> String {
     s
 }
 
+/// The biggest `top` moves as JSON: `{"schema": 1, "functions": [...]}`.
+pub fn json(deltas: &[Delta], top: usize) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        schema: u32,
+        functions: &'a [Delta],
+    }
+    let doc = Doc {
+        schema: crate::out::JSON_SCHEMA,
+        functions: &deltas[..top.min(deltas.len())],
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +162,9 @@ mod tests {
         let t = table(&d, 2);
         assert!(t.contains("+50.00%") && t.contains("hook [bpf]"), "{t}");
         assert_eq!(t.lines().count(), 4);
+        let j: serde_json::Value = serde_json::from_str(&json(&d, 1).unwrap()).unwrap();
+        assert_eq!(j["schema"], 1);
+        assert_eq!(j["functions"][0]["name"], "hook");
+        assert_eq!(j["functions"].as_array().unwrap().len(), 1);
     }
 }

@@ -1,9 +1,9 @@
 //! `flame --bpf-only`: keep the stacks that pass through a BPF program, cut so that each starts
 //! at its attach point, for profiles where the hook is a sliver of the picture.
 
-use super::frames::{kind, Kind};
 use super::walk::{glue_frames, segment};
-use crate::folded::{Folded, Stack};
+use crate::profile::folded::{Folded, Stack};
+use crate::profile::frames::{kind, Kind};
 use std::collections::BTreeMap;
 
 /// The stacks through BPF code (programs, trampolines, dispatchers, or unresolved frames right

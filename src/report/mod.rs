@@ -14,7 +14,6 @@
 mod assemble;
 pub mod delta;
 pub mod filter;
-mod frames;
 mod kinds;
 pub mod resolve;
 #[cfg(test)]
@@ -22,10 +21,50 @@ mod tests;
 mod text;
 mod walk;
 
-use crate::folded::Folded;
-use crate::host::kallsyms::Symbol;
+use crate::host::kallsyms::{self, Symbol};
+use crate::out::say;
+use crate::profile::folded::Folded;
+use crate::profile::{read_sidecar, Profile};
+use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use serde::Serialize;
+use std::path::Path;
+
+/// The report on a loaded profile; `input` locates the run's kallsyms snapshot unless
+/// `kallsyms` names one.
+pub fn report_on(
+    p: &Profile,
+    input: &Path,
+    kallsyms: Option<&Path>,
+    top: usize,
+) -> anyhow::Result<Report> {
+    let folded = Folded::parse(&p.folded);
+    let syms = snapshot(input, kallsyms)?;
+    Ok(build(&Input {
+        name: input.display().to_string(),
+        folded: &folded,
+        record: p.record.as_ref(),
+        kallsyms: syms.as_deref(),
+        top,
+    }))
+}
+
+/// The kallsyms snapshot to name unresolved addresses with, if there is a readable one.
+fn snapshot(input: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Vec<Symbol>>> {
+    let path = explicit.map_or_else(|| RunFiles::new(input).kallsyms(), Path::to_path_buf);
+    match read_sidecar(&path) {
+        Ok(Some(text)) => Ok(Some(kallsyms::parse(&text))),
+        Ok(None) if explicit.is_some() => Err(crate::error::usage(format!(
+            "cannot read {}: no such file (give the kallsyms snapshot beside perf.data)",
+            path.display()
+        ))),
+        Ok(None) => Ok(None),
+        Err(e) => {
+            say(format!("warning: {e:#}; unresolved frames stay unnamed"));
+            Ok(None)
+        }
+    }
+}
 
 pub use kinds::{Category, Hint, HINT_SHARE};
 pub use walk::Role;
@@ -185,6 +224,8 @@ pub struct Unresolved {
 /// Everything `report` says about one profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    /// The version of this document ([`crate::out::JSON_SCHEMA`]).
+    pub schema: u32,
     pub input: String,
     /// The event perf sampled (from the run record).
     pub event: Option<String>,

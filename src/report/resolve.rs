@@ -13,8 +13,8 @@
 //!   its end is unknown (a program loaded after the snapshot may sit there), so the address is
 //!   left unresolved and only the nearest symbol below it is reported.
 
-use crate::folded::{Folded, Stack};
 use crate::host::kallsyms::Symbol;
+use crate::profile::folded::{Folded, Stack};
 use std::collections::BTreeMap;
 
 /// Size of a trampoline or dispatcher image (one page on x86-64).
@@ -138,7 +138,7 @@ pub fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
 }
 
 fn rename(frame: &str, resolver: &Resolver, seen: &mut BTreeMap<String, Outcome>) -> String {
-    let Some(addr) = super::frames::address(frame) else {
+    let Some(addr) = crate::profile::frames::address(frame) else {
         return frame.to_string();
     };
     let outcome = seen.entry(frame.to_string()).or_insert_with(|| {

@@ -12,9 +12,9 @@
 //! more often below a program than directly under the attach point is kept with that program
 //! (a sample in its prologue, before it pushed its frame pointer, loses the caller's frame).
 
-use super::frames::{self, display, Kind};
 use super::kinds::{self, Category};
-use crate::folded::{bare, Stack};
+use crate::profile::folded::{bare, Stack};
+use crate::profile::frames::{self, display, Kind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The attach point of a stack whose kernel call chain stops at its BPF part: a sample in a

@@ -5,41 +5,19 @@
 //! unannotated frames are green. Every frame's colour is fixed up front in a palette map, so the
 //! picture is the same every time for the same input.
 
-use crate::folded::{bare, sanitize};
+mod diff;
+
+pub use diff::render_diff;
+
+use crate::profile::folded::{bare, sanitize};
+use crate::profile::frames::{kind, Kind};
 use anyhow::{Context, Result};
 use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::Write;
 
-/// What kind of frame a folded frame name is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameKind {
-    /// A JIT-ed BPF program or sub-function, a trampoline or a dispatcher.
-    Bpf,
-    /// A kernel function (annotated `_[k]` by the collapser).
-    Kernel,
-    /// Anything else: user space, the command name, `[unknown]`.
-    Other,
-}
-
-/// Classify a frame as printed in folded stacks.
-pub fn classify(frame: &str) -> FrameKind {
-    let name = bare(frame);
-    if is_bpf(name) {
-        FrameKind::Bpf
-    } else if frame.ends_with("_[k]") {
-        FrameKind::Kernel
-    } else {
-        FrameKind::Other
-    }
-}
-
-/// Whether a (bare) frame name is BPF JIT code.
-pub fn is_bpf(name: &str) -> bool {
-    name.starts_with("bpf_prog_") && crate::host::kallsyms::split_bpf_symbol(name).is_some()
-        || name.starts_with("bpf_trampoline_")
-        || name.starts_with("bpf_dispatcher_")
-}
+/// The colour key, for subtitles.
+pub const LEGEND: &str = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
 
 fn hash(s: &str) -> u32 {
     s.bytes().fold(2166136261u32, |h, b| {
@@ -51,18 +29,18 @@ fn hash(s: &str) -> u32 {
 pub fn colour(frame: &str) -> Color {
     let v = hash(bare(frame));
     let (a, b) = ((v & 0xff) as u8, ((v >> 8) & 0xff) as u8);
-    match classify(frame) {
-        FrameKind::Bpf => Color {
+    match kind(frame) {
+        Kind::Program | Kind::Glue => Color {
             r: 110 + a % 50,
             g: 80 + b % 50,
             b: 230 + a % 25,
         },
-        FrameKind::Kernel => Color {
+        Kind::Kernel => Color {
             r: 205 + a % 50,
             g: 80 + b % 130,
             b: 40 + a % 40,
         },
-        FrameKind::Other => Color {
+        Kind::Unresolved | Kind::Other => Color {
             r: 90 + a % 50,
             g: 190 + b % 50,
             b: 90 + a % 40,
@@ -108,18 +86,6 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds() {
-        assert_eq!(
-            classify("bpf_prog_0d05a1b2c3d4e5f6_enforce_access_policy"),
-            FrameKind::Bpf
-        );
-        assert_eq!(classify("bpf_trampoline_6442491220"), FrameKind::Bpf);
-        assert_eq!(classify("do_syscall_64_[k]"), FrameKind::Kernel);
-        assert_eq!(classify("bpf_prog_run_array_[k]"), FrameKind::Kernel);
-        assert_eq!(classify("ebpf-prof"), FrameKind::Other);
-    }
 
     #[test]
     fn bpf_colour_is_distinct_from_kernel_and_user() {

@@ -17,30 +17,54 @@ pub enum InputKind {
     Folded,
 }
 
-/// Tell the kind of input from its first bytes.
-pub fn detect(head: &[u8]) -> Option<InputKind> {
-    if head.starts_with(b"PERFILE2") {
-        return Some(InputKind::PerfData);
+/// Tell the kind of input from its first bytes (at least its first line); `Err` says why it is
+/// neither, naming the first line that fits no kind. Bytes that are not UTF-8 are read as `?`:
+/// a frame name may hold any byte.
+pub fn detect(head: &[u8]) -> Result<InputKind, String> {
+    if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+        return Ok(InputKind::PerfData);
     }
-    let text = std::str::from_utf8(head).ok().or_else(|| {
-        // A cut in the middle of a UTF-8 sequence at the end of the head is fine.
-        std::str::from_utf8(&head[..head.len().saturating_sub(3)]).ok()
-    })?;
-    let mut lines = text
+    if head.starts_with(b"PERFFILE") {
+        return Err(
+            "it is a perf.data of the old v1 format: record again with a current perf".into(),
+        );
+    }
+    let text = String::from_utf8_lossy(head);
+    let complete = text.rfind('\n').map_or(&text[..], |i| &text[..i]);
+    let mut lines = complete
         .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
         .peekable();
-    lines.peek()?;
+    if lines.peek().is_none() {
+        return Err("no line of text with a stack in it".into());
+    }
     let mut folded_like = 0;
-    for l in lines.take(20) {
+    for (i, l) in lines.take(20) {
         if l.starts_with([' ', '\t']) {
-            return Some(InputKind::PerfScript);
+            return Ok(InputKind::PerfScript);
         }
         if parse_line(l).is_some() {
             folded_like += 1;
+        } else if folded_like == 0 && !looks_like_event_line(l) {
+            return Err(format!(
+                "line {} is neither an event line of `perf script` nor a folded stack (`frame;frame COUNT`): {:?}",
+                i + 1,
+                l.chars().take(80).collect::<String>()
+            ));
         }
     }
-    (folded_like > 0).then_some(InputKind::Folded)
+    if folded_like > 0 {
+        Ok(InputKind::Folded)
+    } else {
+        Err("no indented frame lines (perf script) and no `frames COUNT` lines (folded)".into())
+    }
+}
+
+/// A `perf script` event line: `comm pid[/tid] [cpu] time: period event:`.
+fn looks_like_event_line(l: &str) -> bool {
+    l.split_whitespace()
+        .any(|w| w.ends_with(':') && w.trim_end_matches(':').parse::<f64>().is_ok())
 }
 
 /// Collapse `perf script` text into folded lines. Kernel frames get inferno's `_[k]` suffix so
@@ -161,19 +185,29 @@ pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
 
-    const SCRIPT: &str = include_str!("../fixtures/perf-script/openat-hook.txt");
+    const SCRIPT: &str = include_str!("../../fixtures/perf-script/openat-hook.txt");
 
     #[test]
     fn detects_each_kind() {
-        assert_eq!(detect(b"PERFILE2\x10\x00"), Some(InputKind::PerfData));
-        assert_eq!(detect(SCRIPT.as_bytes()), Some(InputKind::PerfScript));
+        assert_eq!(detect(b"PERFILE2\x10\x00"), Ok(InputKind::PerfData));
+        assert_eq!(detect(SCRIPT.as_bytes()), Ok(InputKind::PerfScript));
         assert_eq!(
             detect(b"bench;do_syscall_64_[k] 12\nbench;x 3\n"),
-            Some(InputKind::Folded)
+            Ok(InputKind::Folded)
         );
-        assert_eq!(detect(b""), None);
-        assert_eq!(detect(b"\x00\x01\x02garbage"), None);
-        assert_eq!(detect(b"hello world\n"), None);
+        assert!(detect(b"").is_err());
+        assert!(detect(b"\x00\x01\x02garbage").is_err());
+        let e = detect(b"hello world\n").unwrap_err();
+        assert!(e.contains("line 1 is neither"), "{e}");
+    }
+
+    /// Issue 12, item 9: a valid folded file whose first frame is longer than 4096 bytes, or
+    /// holds a byte that is not UTF-8, was refused as neither kind.
+    #[test]
+    fn regression_long_or_non_utf8_first_frame_is_still_folded() {
+        let long = format!("{};leaf 7\nb 1\n", "f".repeat(5000));
+        assert_eq!(detect(long.as_bytes()), Ok(InputKind::Folded));
+        assert_eq!(detect(b"bench;caf\xe9_[k];x 3\n"), Ok(InputKind::Folded));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Frames as `report` sees them: a BPF program's function, BPF glue (trampolines, dispatchers),
-//! a kernel function, an unresolved address, or anything else (user space, the command name).
+//! The one classifier of folded frames, for every reader (`flame` colours, `report`
+//! attributes): a BPF program's function, BPF glue (trampolines, dispatchers), a kernel
+//! function, an unresolved address, or anything else (user space, the command name).
 //!
 //! Unresolved frames come in several spellings, depending on who folded the stacks:
 //! `[unknown]` (inferno, perf script printed `ffffffffc0288c18 [unknown] ([unknown])`),
@@ -8,9 +9,15 @@
 //! reference), or a bare hex address. Only the last three forms carry an address that can be
 //! looked up in a kallsyms snapshot.
 
-use crate::flame::is_bpf;
-use crate::folded::bare;
 use crate::host::kallsyms::split_bpf_symbol;
+use crate::profile::folded::bare;
+
+/// Whether a (bare) frame name is BPF JIT code: a program, a trampoline or a dispatcher.
+pub fn is_bpf(name: &str) -> bool {
+    name.starts_with("bpf_prog_") && split_bpf_symbol(name).is_some()
+        || name.starts_with("bpf_trampoline_")
+        || name.starts_with("bpf_dispatcher_")
+}
 
 /// What a frame is, for attribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,10 @@
 //! symlinks (no clobbering through a link planted in a shared directory), old copies rotated the
 //! way perf rotates perf.data, and handed to the invoking user under sudo.
 
+mod output;
+
+pub use output::{write_file, Output};
+
 use crate::error::usage;
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions};
@@ -96,6 +100,49 @@ impl RunFiles {
     }
 }
 
+/// Make `dir` for the user's files, or take it as it is when it is a directory the user could
+/// make (see the hardening of `demo --dir`: ours, or the sudo user's, not a link).
+pub fn prepare_dir(dir: &Path, owner: Option<Owner>) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(usage(format!(
+            "{} is a symbolic link: give a real directory (not followed as root)",
+            dir.display()
+        ))),
+        Ok(m) if !m.is_dir() => Err(usage(format!(
+            "{} exists and is not a directory: pick another --dir",
+            dir.display()
+        ))),
+        Ok(m) => check_dir_owner(dir, &m, owner),
+        Err(_) => {
+            std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            if let Some(o) = owner {
+                o.give(dir)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A directory we write into as root must belong to root or to the sudo user, and not be
+/// writable by others (or be sticky): else someone else could plant links in it.
+fn check_dir_owner(dir: &Path, m: &std::fs::Metadata, owner: Option<Owner>) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if !crate::host::security::is_root() {
+        return Ok(());
+    }
+    let ours = m.uid() == 0 || owner.is_some_and(|o| o.uid == m.uid());
+    let open_to_others = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
+    if !ours || open_to_others {
+        return Err(usage(format!(
+            "{} belongs to uid {} (mode {:o}): as root, write only into a directory of root's or yours that others cannot write; pick another --dir",
+            dir.display(),
+            m.uid(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
 /// The directory a path lives in (`.` for a bare file name).
 pub fn parent_dir(p: &Path) -> PathBuf {
     match p.parent() {
@@ -142,6 +189,13 @@ impl Owner {
     /// Give `path` to this user without following a symlink at it.
     pub fn give(&self, path: &Path) -> Result<()> {
         std::os::unix::fs::lchown(path, Some(self.uid), Some(self.gid))
+            .with_context(|| format!("cannot hand {} to uid {}", path.display(), self.uid))
+    }
+
+    /// Give the open file `f` (at `path`, for messages) to this user: `fchown` on the fd, so
+    /// whatever the path names by now, only the file we created changes hands.
+    pub fn give_file(&self, f: &File, path: &Path) -> Result<()> {
+        std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid))
             .with_context(|| format!("cannot hand {} to uid {}", path.display(), self.uid))
     }
 }

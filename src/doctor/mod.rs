@@ -1,0 +1,84 @@
+//! Every precondition of `record`, one check each (ok/warn/fail), with the exact command that
+//! fixes each warn or fail; read from a [`Host`] (the live machine, or a fixture tree in tests).
+
+mod checks;
+
+use crate::host::Host;
+use crate::perf::PerfChoice;
+use crate::recording::filter_regex;
+use anyhow::Result;
+use serde::Serialize;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One line of the doctor's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    /// The command that fixes it, for warn and fail.
+    pub fix: Option<String>,
+}
+
+pub(crate) fn ok(name: &str, detail: impl Into<String>) -> Check {
+    Check {
+        name: name.into(),
+        status: Status::Ok,
+        detail: detail.into(),
+        fix: None,
+    }
+}
+
+pub(crate) fn warn(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    Check {
+        name: name.into(),
+        status: Status::Warn,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+pub(crate) fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    Check {
+        name: name.into(),
+        status: Status::Fail,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+/// What doctor takes.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub filter: String,
+    pub json: bool,
+    pub perf: PerfChoice,
+}
+
+/// Run every check against `host`.
+pub fn checks(host: &Host, opts: &DoctorOptions) -> Result<Vec<Check>> {
+    use checks::*;
+    let filter = filter_regex(&opts.filter)?;
+    let mut v = vec![privileges(host)];
+    v.extend(jit_sysctls(host));
+    v.push(kallsyms_check(host));
+    v.push(programs(host, &filter));
+    v.push(perf_check(&opts.perf));
+    v.push(pmu(host));
+    v.push(btf(host));
+    v.push(lockdown(host));
+    v.push(lsm(host));
+    v.extend(tools());
+    v.push(cpu_check(host));
+    v.push(rt_runtime(host));
+    v.push(stale_state(host));
+    Ok(v)
+}

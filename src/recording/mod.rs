@@ -1,0 +1,493 @@
+//! The recording step of the reference, hardened (`sudo ebpf-prof record`). Sets the two JIT sysctls
+//! (restored at the end, on error and on signals too), checks the hook's program symbols are
+//! there, snapshots /proc/kallsyms, runs perf around the pinned SCHED_FIFO benchmark, and leaves
+//! perf.data with its sidecars, all owned by the user who ran sudo.
+
+use crate::bpf::{self, Attached, ObjectSource};
+use crate::error::{check, child, usage};
+use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
+use crate::out::say;
+use crate::perf::record::{self as perf_record, RecordPlan, Scope};
+use crate::perf::PerfChoice;
+use crate::recovery;
+use crate::runfiles::{create_new, Owner, RunFiles};
+use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
+use crate::signals::{Interrupted, Interrupts};
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The reference's filter for the hook's program symbols.
+pub const DEFAULT_FILTER: &str = "security|path|file|open";
+
+/// Compile a user's --filter regex, with a clear error.
+pub fn filter_regex(filter: &str) -> Result<regex::Regex> {
+    regex::Regex::new(filter).map_err(|e| {
+        let text = e.to_string();
+        let why = text
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("invalid")
+            .trim_start_matches("error: ");
+        usage(format!("--filter {filter:?} is not a valid regex: {why}"))
+    })
+}
+
+/// The sysctls the method needs, and the value it needs.
+pub const JIT_SYSCTLS: [(&str, &str); 2] = [
+    ("net.core.bpf_jit_enable", "1"),
+    ("net.core.bpf_jit_kallsyms", "1"),
+];
+
+/// Everything `record` takes.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub output: PathBuf,
+    pub event: String,
+    pub freq: u32,
+    pub cpu: Option<u32>,
+    /// SCHED_FIFO priority; `None` runs without chrt.
+    pub priority: Option<u8>,
+    pub iterations: usize,
+    pub filter: String,
+    pub allow_no_bpf: bool,
+    /// What to load and attach for the recording (after the JIT sysctls are set: a program
+    /// loaded while bpf_jit_kallsyms=0 never gets a symbol).
+    pub load: Load,
+    pub perf_args: Vec<String>,
+    pub perf: PerfChoice,
+    /// The benchmark; empty runs `ebpf-prof bench`.
+    pub command: Vec<OsString>,
+    /// The bench (default), every CPU, or one process.
+    pub scope: Scope,
+}
+
+impl RecordOptions {
+    /// The reference's recording of `scope`: `cycles:k` at 997 Hz, SCHED_FIFO 99, 200000
+    /// iterations of the built-in bench, the default filter, nothing loaded.
+    pub fn defaults(scope: Scope) -> RecordOptions {
+        RecordOptions {
+            output: PathBuf::from("perf.data"),
+            event: "cycles:k".into(),
+            freq: 997,
+            cpu: None,
+            priority: Some(99),
+            iterations: 200_000,
+            filter: DEFAULT_FILTER.into(),
+            allow_no_bpf: false,
+            load: Load::Nothing,
+            perf_args: Vec::new(),
+            perf: PerfChoice::default(),
+            command: Vec::new(),
+            scope,
+        }
+    }
+}
+
+/// What a finished recording left.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub files: RunFiles,
+    pub record: RunRecord,
+}
+
+/// What `record` loads for the duration of the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Load {
+    /// Nothing: the user's programs are already loaded.
+    Nothing,
+    /// A libbpf-style object file (`--load`).
+    Object(PathBuf),
+    /// The bundled sample hook this kernel can run (demo).
+    SampleHook,
+}
+
+fn load(what: &Load) -> Result<Option<Attached>> {
+    let a = match what {
+        Load::Nothing => return Ok(None),
+        Load::Object(p) => attach_object(Some(p))?,
+        Load::SampleHook => attach_object(None)?,
+    };
+    describe(&a);
+    Ok(Some(a))
+}
+
+/// Load and attach `load`, or the sample hook this kernel can run.
+pub fn attach_object(load: Option<&std::path::Path>) -> Result<Attached> {
+    match load {
+        Some(p) => bpf::attach(ObjectSource::Path(p)),
+        None => {
+            let (name, bytes) = bpf::sample_hook_for_this_kernel();
+            bpf::attach(ObjectSource::Bytes { name, bytes })
+        }
+    }
+}
+
+/// Say what an attached object holds, a line per program.
+pub fn describe(a: &Attached) {
+    say(format!("{} loaded:", a.name()));
+    for p in a.programs() {
+        let state = if p.attached {
+            "attached"
+        } else {
+            "loaded (tail-call target or no attach point)"
+        };
+        say(format!(
+            "  id {:<6} bpf_prog_{}_{} [{}] {state}",
+            p.id, p.tag, p.name, p.section
+        ));
+    }
+}
+
+/// Record: set the sysctls, load what was asked, check the symbols, run perf, put back.
+pub fn run(opts: &RecordOptions) -> Result<Recorded> {
+    let ints = Interrupts::install()?;
+    let host = Host::live();
+    require_privileges(&host)?;
+    let filter = filter_regex(&opts.filter)?;
+    let cpu = opts.cpu.map_or_else(
+        || cpu::default_cpu(&host).context("no online CPU found"),
+        Ok,
+    )?;
+    let bench = opts.scope == Scope::Bench;
+    if bench {
+        cpu::validate(&host, cpu)?;
+    }
+    if let Scope::Pid { pid, .. } = opts.scope {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(usage(format!(
+                "no process {pid}: give the pid of a running process"
+            )));
+        }
+    }
+    let files = RunFiles::new(&opts.output);
+    files.check_writable()?;
+    let command = if bench {
+        bench_command(opts)?
+    } else {
+        Vec::new()
+    };
+    let perf = opts.perf.find(false)?;
+
+    let mut guard = SysctlGuard::new(host.clone()).with_journal({
+        let h = host.clone();
+        move |pending| recovery::save(&h, pending)
+    });
+    let result = (|| {
+        for (name, value) in JIT_SYSCTLS {
+            guard.set(name, value)?;
+        }
+        ints.check()?;
+        let attached = load(&opts.load)?;
+        crate::failpoint::hit("record:after-load");
+        ints.check()?;
+        let programs = matching_programs(
+            &host,
+            &filter,
+            opts.allow_no_bpf,
+            attached.as_ref(),
+            guard.changed(),
+        )?;
+        let plan = RecordPlan {
+            perf: perf.path.clone(),
+            event: opts.event.clone(),
+            freq: opts.freq,
+            call_graph: "fp".into(),
+            output: files.data.clone(),
+            extra: opts.perf_args.clone(),
+            cpu,
+            priority: opts.priority,
+            command: command.clone(),
+            scope: opts.scope.clone(),
+        };
+        let mut rec = base_record(&host, &perf, opts, &plan, &files, cpu, programs);
+        rec.sysctls = guard.changed().to_vec();
+        rec.sysctls_during = read_sysctls(&host);
+        run_perf(&host, &plan, &files, &ints, &mut rec)?;
+        drop(attached);
+        Ok::<_, anyhow::Error>(rec)
+    })();
+    let restored = guard.restore();
+    let rec = result?;
+    restored.context("could not restore the JIT sysctls")?;
+    if rec.interrupted {
+        say(format!(
+            "the profile was finished and kept in {}",
+            files.data.display()
+        ));
+        return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
+    }
+    Ok(Recorded { files, record: rec })
+}
+
+fn require_privileges(host: &Host) -> Result<()> {
+    let caps = security::effective_caps(host).unwrap_or(0);
+    if security::is_root() || security::can_record(caps) {
+        Ok(())
+    } else {
+        Err(usage(
+            "record needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) to set the JIT sysctls and read program addresses: run it with sudo",
+        ))
+    }
+}
+
+/// The benchmark argv: the user's command (checked to exist), or `ebpf-prof bench -n N`.
+fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
+    if opts.command.is_empty() {
+        let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
+        return Ok(vec![
+            me.into(),
+            "bench".into(),
+            "-n".into(),
+            opts.iterations.to_string().into(),
+        ]);
+    }
+    let prog = &opts.command[0];
+    let found = which::which(prog).map_err(|_| {
+        usage(format!(
+            "benchmark {} not found or not executable: give a path (./bench) or a command on PATH",
+            PathBuf::from(prog).display()
+        ))
+    })?;
+    let mut cmd = vec![found.into_os_string()];
+    cmd.extend(opts.command[1..].iter().cloned());
+    Ok(cmd)
+}
+
+/// The BPF program symbols in /proc/kallsyms that match the filter; refuse when none do.
+fn matching_programs(
+    host: &Host,
+    filter: &regex::Regex,
+    allow_none: bool,
+    attached: Option<&Attached>,
+    changed: &[sysctl::Saved],
+) -> Result<Vec<ProgramSeen>> {
+    let syms = kallsyms::read(host)?;
+    if kallsyms::addresses_hidden(&syms) {
+        return Err(check("/proc/kallsyms shows only zero addresses even to us: set kernel.kptr_restrict=1 or 0 (sudo sysctl -w kernel.kptr_restrict=1)"));
+    }
+    let ids: Vec<(String, u32)> = attached
+        .map(|a| {
+            a.programs()
+                .iter()
+                .map(|p| (p.name.clone(), p.id))
+                .collect()
+        })
+        .unwrap_or_default();
+    let progs: Vec<ProgramSeen> = kallsyms::bpf_programs(&syms)
+        .into_iter()
+        .filter(|p| filter.is_match(&p.symbol) || ids.iter().any(|(n, _)| *n == p.name))
+        .map(|p| ProgramSeen {
+            id: ids.iter().find(|(n, _)| *n == p.name).map(|(_, id)| *id),
+            name: p.name,
+            tag: p.tag,
+            addr: format!("{:x}", p.addr),
+        })
+        .collect();
+    if progs.is_empty() && !allow_none {
+        let late = changed
+            .iter()
+            .any(|s| s.name == "net.core.bpf_jit_kallsyms");
+        let hint = if late {
+            " (bpf_jit_kallsyms was 0 until now, and programs loaded before it was set never get a symbol: reload your hook, or pass --load OBJ.bpf.o)"
+        } else {
+            ""
+        };
+        return Err(check(format!(
+            "no BPF program symbol in /proc/kallsyms matches /{}/{hint}: load your hook first (or pass --load OBJ.bpf.o), widen --filter, or pass --allow-no-bpf to record anyway",
+            filter.as_str()
+        )));
+    }
+    for p in &progs {
+        say(format!(
+            "program bpf_prog_{}_{} at {}",
+            p.tag, p.name, p.addr
+        ));
+    }
+    Ok(progs)
+}
+
+fn read_sysctls(host: &Host) -> Vec<(String, String)> {
+    [
+        "net.core.bpf_jit_enable",
+        "net.core.bpf_jit_kallsyms",
+        "net.core.bpf_jit_harden",
+        "kernel.kptr_restrict",
+        "kernel.perf_event_paranoid",
+    ]
+    .iter()
+    .filter_map(|n| Some((n.to_string(), sysctl::read(host, n).ok()?)))
+    .collect()
+}
+
+fn base_record(
+    host: &Host,
+    perf: &crate::perf::locate::FoundPerf,
+    opts: &RecordOptions,
+    plan: &RecordPlan,
+    files: &RunFiles,
+    cpu: u32,
+    programs: Vec<ProgramSeen>,
+) -> RunRecord {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    RunRecord {
+        tool: format!("ebpf-prof {}", env!("CARGO_PKG_VERSION")),
+        started_at: now,
+        kernel: host.kernel_release(),
+        perf: PerfUsed {
+            path: perf.path.display().to_string(),
+            version: perf.version.raw.clone(),
+            source: format!("{:?}", perf.source),
+            matches_kernel: perf.matches_kernel,
+        },
+        event_requested: opts.event.clone(),
+        event_sampled: opts.event.clone(),
+        event_note: String::new(),
+        freq: opts.freq,
+        cpu,
+        cpu_reason: if opts.cpu.is_some() {
+            "--cpu".into()
+        } else {
+            cpu::default_reason(host)
+        },
+        priority: opts.priority,
+        sysctls: Vec::new(),
+        sysctls_during: Vec::new(),
+        bpf_programs: programs,
+        command: plan
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        command_line: plan.display(&files.samples()),
+        perf_exit: None,
+        perf_samples: None,
+        interrupted: false,
+        samples: None,
+    }
+}
+
+/// Rotate old files, snapshot kallsyms, run perf, then write the run record and hand every file
+/// to the invoking user.
+fn run_perf(
+    host: &Host,
+    plan: &RecordPlan,
+    files: &RunFiles,
+    ints: &Interrupts,
+    rec: &mut RunRecord,
+) -> Result<()> {
+    if files.rotate()? {
+        say(format!(
+            "moved the previous {} and its sidecars to {}",
+            files.data.display(),
+            files.old().data.display()
+        ));
+    }
+    let owner = Owner::from_sudo_env();
+    let mut snap = create_new(&files.kallsyms(), 0o600)?;
+    snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
+    give(owner, &files.kallsyms())?;
+    let bench = plan.scope == Scope::Bench;
+    let samples = if bench {
+        let f = create_new(&files.samples(), 0o644)?;
+        give(owner, &files.samples())?;
+        Some(f)
+    } else {
+        say(match plan.scope.duration() {
+            Some(d) => format!("profiling for {d} s"),
+            None => "profiling until Ctrl-C".into(),
+        });
+        None
+    };
+    say(format!("running: {}", rec.command_line));
+    let out = perf_record::run(plan, samples, ints)?;
+    rec.perf_exit = out.status.code();
+    // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
+    let open_ended = !bench && plan.scope.duration().is_none();
+    rec.interrupted = out.signals > 0 && !open_ended;
+    if out.aborted {
+        let _ = std::fs::remove_file(&files.data);
+        say(format!(
+            "perf was stopped before it could finish {}; the incomplete file was removed",
+            files.data.display()
+        ));
+        return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
+    }
+    let stopped_by_user = open_ended && out.signals > 0;
+    if !out.status.success() && !rec.interrupted && !stopped_by_user {
+        return Err(perf_failure(plan, &out, files));
+    }
+    crate::out::err_text(&out.stderr);
+    rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
+    finish_record(plan, files, rec);
+    let mut json = create_new(&files.json(), 0o644)?;
+    json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
+    give(owner, &files.json())?;
+    give(owner, &files.data)?;
+    Ok(())
+}
+
+fn give(owner: Option<Owner>, path: &std::path::Path) -> Result<()> {
+    match owner {
+        Some(o) if path.exists() => o.give(path),
+        _ => Ok(()),
+    }
+}
+
+/// Fill in what is known only after perf: the event actually sampled and the samples summary.
+fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
+    if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data)
+        .stderr_null()
+        .read()
+    {
+        if let Some(ev) = out.lines().next().filter(|l| !l.trim().is_empty()) {
+            rec.event_sampled = ev.trim().to_string();
+        }
+    }
+    if rec.event_sampled != rec.event_requested {
+        rec.event_note = format!(
+            "perf sampled {} instead of {}: no hardware PMU here (a VM?); samples are time-based, still valid for where time goes",
+            rec.event_sampled, rec.event_requested
+        );
+        say(&rec.event_note);
+    }
+    if plan.scope != Scope::Bench {
+        return;
+    }
+    let text = std::fs::read_to_string(files.samples()).unwrap_or_default();
+    match crate::bench::parse_samples(&text, &files.samples().display().to_string()) {
+        Ok(s) => rec.samples = crate::stats::Summary::of(&s),
+        Err(e) => say(format!(
+            "note: the samples file holds no latencies ({e:#}); perf.data is fine"
+        )),
+    }
+}
+
+/// A failed perf run: remove what it left half-done and explain, quoting perf's stderr.
+fn perf_failure(
+    plan: &RecordPlan,
+    out: &perf_record::RecordOutcome,
+    files: &RunFiles,
+) -> anyhow::Error {
+    let stderr = out.stderr.trim();
+    let code = out
+        .status
+        .code()
+        .map_or_else(|| format!("{}", out.status), |c| format!("exit status {c}"));
+    let _ = std::fs::remove_file(&files.data);
+    if let Some(e) = crate::bench::pinned::refused(stderr, &[plan.cpu], plan.priority) {
+        return e;
+    }
+    child(format!(
+        "the recording failed ({code}); perf.data removed. Command: {}\nperf/benchmark stderr: {}",
+        plan.argv()
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+        if stderr.is_empty() { "(empty)" } else { stderr }
+    ))
+}

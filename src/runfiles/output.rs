@@ -1,0 +1,260 @@
+//! Output files the user names (`-o`, `--plot`, `--export-json`, …): written to a temp file in
+//! the target's directory and moved into place only once complete, so a bad input, a full disk
+//! or `ulimit -f` never leaves a partial file, and with `--force` the old file survives every
+//! failure. Nothing is followed through a symlink: the temp file is created with `O_EXCL` and
+//! `O_NOFOLLOW`, and the move is `renameat2(RENAME_NOREPLACE)` unless replacing was asked for
+//! (then only a regular file is replaced, never a link or a directory).
+
+use super::Owner;
+use crate::error::usage;
+use anyhow::{Context, Result};
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// A file being written; [`Output::commit`] puts it in place, dropping it removes the temp file.
+pub struct Output {
+    file: Option<File>,
+    /// Set once the temp file is in place: then dropping leaves it alone.
+    committed: bool,
+    tmp: PathBuf,
+    target: PathBuf,
+    replace: bool,
+    mode: u32,
+}
+
+impl Output {
+    /// Check `target` (its directory exists; it does not exist, or `replace` and it is a regular
+    /// file) and open a temp file beside it. `mode` is applied at commit.
+    pub fn create(target: &Path, replace: bool, mode: u32) -> Result<Output> {
+        check_target(target, replace)?;
+        let dir = super::parent_dir(target);
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        for attempt in 0..100u32 {
+            let tmp = dir.join(format!(
+                ".{name}.tmp-{}-{}",
+                std::process::id(),
+                nonce(attempt)
+            ));
+            match super::create_new(&tmp, 0o600) {
+                Ok(file) => {
+                    return Ok(Output {
+                        file: Some(file),
+                        committed: false,
+                        tmp,
+                        target: target.to_path_buf(),
+                        replace,
+                        mode,
+                    })
+                }
+                Err(e) if exists(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(anyhow::anyhow!(
+            "cannot create a temp file in {}",
+            dir.display()
+        ))
+    }
+
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut File {
+        match self.file.as_mut() {
+            Some(f) => f,
+            None => unreachable!("an Output is only used before commit"),
+        }
+    }
+
+    /// Flush, sync, set the mode, hand the file to the sudo user, and move it into place.
+    pub fn commit(mut self) -> Result<()> {
+        let file = self.file.take().context("output already committed")?;
+        let path = self.target.display().to_string();
+        file.sync_all()
+            .with_context(|| format!("cannot write {path}"))?;
+        file.set_permissions(std::fs::Permissions::from_mode(self.mode))
+            .with_context(|| format!("cannot set the mode of {path}"))?;
+        if let Some(o) = Owner::from_sudo_env() {
+            o.give_file(&file, &self.target)?;
+        }
+        drop(file);
+        if self.replace {
+            check_target(&self.target, true)?;
+            std::fs::rename(&self.tmp, &self.target)
+                .with_context(|| format!("cannot move the new {path} into place"))?;
+        } else {
+            rename_noreplace(&self.tmp, &self.target)?;
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file().flush()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Write `bytes` to a new file `target` (or replace a regular one with `replace`) all at once.
+pub fn write_file(target: &Path, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
+    let mut o = Output::create(target, replace, mode)?;
+    o.write_all(bytes)
+        .with_context(|| format!("cannot write {}", target.display()))?;
+    o.commit()
+}
+
+fn check_target(target: &Path, replace: bool) -> Result<()> {
+    let dir = super::parent_dir(target);
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "output directory {} does not exist",
+            dir.display()
+        )));
+    }
+    match std::fs::symlink_metadata(target) {
+        Err(_) => Ok(()),
+        Ok(_) if !replace => Err(usage(format!(
+            "{} exists: pass --force to overwrite it, or pick another name",
+            target.display()
+        ))),
+        Ok(m) if !m.file_type().is_file() => Err(usage(format!(
+            "{} is not a regular file (a link, a directory, …): pick another name",
+            target.display()
+        ))),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// `renameat2(from, to, RENAME_NOREPLACE)`; where the file system refuses the flag, `link` and
+/// `unlink`, which also never replace.
+fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path holds a NUL byte");
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths relative to the current directory.
+    let ret = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if ret == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EINVAL) {
+        std::fs::hard_link(from, to).map_err(|e| taken(to, e))?;
+        let _ = std::fs::remove_file(from);
+        return Ok(());
+    }
+    Err(taken(to, err))
+}
+
+fn taken(to: &Path, e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::AlreadyExists {
+        return usage(format!(
+            "{} appeared while it was being written: nothing was overwritten; pick another name",
+            to.display()
+        ));
+    }
+    anyhow::Error::from(e).context(format!("cannot move the new {} into place", to.display()))
+}
+
+fn exists(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AlreadyExists)
+    })
+}
+
+fn nonce(attempt: u32) -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64);
+    t ^ (u64::from(attempt) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("old.svg");
+        std::fs::write(&t, "old").unwrap();
+        {
+            let mut o = Output::create(&t, true, 0o644).unwrap();
+            o.write_all(b"half").unwrap();
+            // dropped without commit: the run failed
+        }
+        assert_eq!(std::fs::read_to_string(&t).unwrap(), "old");
+        assert_eq!(names(d.path()), ["old.svg"]);
+        write_file(&t, b"new", true, 0o644).unwrap();
+        assert_eq!(std::fs::read_to_string(&t).unwrap(), "new");
+        let mode = std::fs::metadata(&t).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
+
+    #[test]
+    fn refusals_table() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, "keep").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        // (target, replace, message)
+        let cases: &[(PathBuf, bool, &str)] = &[
+            (file.clone(), false, "exists: pass --force"),
+            (link.clone(), true, "not a regular file"),
+            (d.path().to_path_buf(), true, "not a regular file"),
+            (d.path().join("no/dir/x"), false, "does not exist"),
+        ];
+        for (t, replace, msg) in cases {
+            let e = Output::create(t, *replace, 0o644).err().unwrap();
+            assert!(e.to_string().contains(msg), "{t:?}: {e}");
+            assert_eq!(crate::error::exit_code(&e), 2);
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_file_planted_meanwhile_is_not_overwritten() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("new.svg");
+        let mut o = Output::create(&t, false, 0o644).unwrap();
+        o.write_all(b"ours").unwrap();
+        std::fs::write(&t, "planted").unwrap();
+        let e = o.commit().unwrap_err();
+        assert!(e.to_string().contains("appeared while"), "{e}");
+        assert_eq!(std::fs::read_to_string(&t).unwrap(), "planted");
+        assert_eq!(names(d.path()), ["new.svg"]);
+    }
+}
