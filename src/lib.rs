@@ -17,7 +17,6 @@ pub mod perf;
 pub mod plot;
 pub mod profile;
 pub mod recording;
-pub mod recovery;
 pub mod report;
 pub mod runfiles;
 pub mod runrecord;

@@ -5,7 +5,7 @@ use clap::Parser;
 fn main() {
     let cli = ebpf_prof::cli::Cli::parse();
     if let Err(e) = ebpf_prof::cli::run(cli) {
-        eprintln!("ebpf-prof: error: {e:#}");
+        ebpf_prof::out::err_text(&format!("ebpf-prof: error: {e:#}\n"));
         std::process::exit(ebpf_prof::error::exit_code(&e));
     }
 }

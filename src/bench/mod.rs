@@ -16,6 +16,7 @@ use crate::stats::Summary;
 use anyhow::Result;
 use buffer::SampleBuffer;
 use std::io::Write;
+use std::path::PathBuf;
 
 pub use op::{Op, OpKind};
 
@@ -107,27 +108,27 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<BenchResult>> {
 }
 
 /// Resolve the operation and its working set (held until the loops are done).
-fn prepare(opts: &BenchOptions) -> Result<(op::Prepared, Option<workingset::WorkingSet>)> {
+fn prepare(opts: &BenchOptions) -> Result<(Prepared, Option<workingset::WorkingSet>)> {
     use workingset::WorkingSet;
     let ws = match (&opts.op, &opts.dir) {
-        (OpKind::Connect, _) => return Ok((op::Prepared::Connect, None)),
+        (OpKind::Connect, _) => return Ok((Prepared::Connect, None)),
         (OpKind::Openat(_), Some(d)) => WorkingSet::from_dir(d, opts.paths)?,
         (OpKind::Openat(p), None) if opts.paths == 1 => WorkingSet::single(p),
         (OpKind::Openat(_), None) => WorkingSet::create(opts.paths)?,
     };
-    Ok((op::Prepared::Openat(ws.paths.clone()), Some(ws)))
+    Ok((Prepared::Openat(ws.paths.clone()), Some(ws)))
 }
 
 /// One worker's loop on the current thread.
 fn one_loop(
     opts: &BenchOptions,
-    prepared: &op::Prepared,
+    prepared: &Prepared,
     start: usize,
     ready: &dyn Fn(),
 ) -> Result<BenchResult> {
     let mut buf = SampleBuffer::new(opts.iterations)?;
     let locked = buf.locked();
-    op::with_op(prepared, start, opts.untimed_only, |run_loop| {
+    with_op(prepared, start, opts.untimed_only, |run_loop| {
         ready();
         run_loop(buf.as_mut_slice())
     })?;
@@ -141,6 +142,41 @@ fn one_loop(
         dropped,
         locked,
     })
+}
+
+/// An operation ready to be made, per worker: the working set resolved to paths.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Openat(Vec<PathBuf>),
+    Connect,
+}
+
+/// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
+/// monomorphised (no indirect call in the span). `start` staggers workers over a working set;
+/// `untimed_only` leaves the timed operation out.
+pub fn with_op<R>(
+    kind: &Prepared,
+    start: usize,
+    untimed_only: bool,
+    f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
+) -> Result<R> {
+    fn go<O: Op, R>(
+        op: O,
+        untimed_only: bool,
+        f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
+    ) -> R {
+        if untimed_only {
+            let mut op = op::UntimedOnly(op);
+            f(&mut |d| timed_loop(&mut op, d))
+        } else {
+            let mut op = op;
+            f(&mut |d| timed_loop(&mut op, d))
+        }
+    }
+    match kind {
+        Prepared::Openat(p) => Ok(go(op::Openat::new(p, start)?, untimed_only, f)),
+        Prepared::Connect => Ok(go(connect::Connect::new()?, untimed_only, f)),
+    }
 }
 
 /// The timed loop itself: two clock readings around the operation, cleanup outside the span.

@@ -1,5 +1,5 @@
 //! The operations the harness times. Adding one is a variant of [`OpKind`], a struct
-//! implementing [`Op`], and a line in [`with_op`].
+//! implementing [`Op`], and a line in [`super::with_op`].
 
 use crate::error::usage;
 use anyhow::Result;
@@ -131,40 +131,5 @@ impl Openat {
         op.next = start % paths.len().max(1);
         op.cur = op.paths[op.next].as_ptr();
         Ok(op)
-    }
-}
-
-/// An operation ready to be made, per worker: the working set resolved to paths.
-#[derive(Debug, Clone)]
-pub enum Prepared {
-    Openat(Vec<PathBuf>),
-    Connect,
-}
-
-/// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
-/// monomorphised (no indirect call in the span). `start` staggers workers over a working set;
-/// `untimed_only` leaves the timed operation out.
-pub fn with_op<R>(
-    kind: &Prepared,
-    start: usize,
-    untimed_only: bool,
-    f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
-) -> Result<R> {
-    fn go<O: Op, R>(
-        op: O,
-        untimed_only: bool,
-        f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
-    ) -> R {
-        if untimed_only {
-            let mut op = UntimedOnly(op);
-            f(&mut |d| super::timed_loop(&mut op, d))
-        } else {
-            let mut op = op;
-            f(&mut |d| super::timed_loop(&mut op, d))
-        }
-    }
-    match kind {
-        Prepared::Openat(p) => Ok(go(Openat::new(p, start)?, untimed_only, f)),
-        Prepared::Connect => Ok(go(super::connect::Connect::new()?, untimed_only, f)),
     }
 }

@@ -2,7 +2,7 @@
 //! allowed set (so `taskset -c 0,1` with two workers puts one on each), its own locked buffer
 //! and samples; all start together behind a barrier. SCHED_FIFO set by chrt is inherited.
 
-use super::op::Prepared;
+use super::Prepared;
 use super::{one_loop, BenchOptions, BenchResult};
 use crate::error::usage;
 use anyhow::{anyhow, Result};

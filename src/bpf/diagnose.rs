@@ -5,18 +5,15 @@
 //! functions here read them. The first line of every error stands on its own; a verifier
 //! rejection adds the tail of the verifier log below it.
 
-use std::fs;
 use std::io;
 
 use crate::error::usage;
+use crate::host::security;
 
 /// How many verifier log lines a rejection quotes (the end of the log names the fault).
 const VERIFIER_LOG_LINES: usize = 15;
 /// `EM_BPF` from elf.h: the `e_machine` of a BPF object.
 const EM_BPF: u16 = 247;
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
 
 /// A program of the object being loaded, as named by its source.
 #[derive(Debug, Clone)]
@@ -104,7 +101,7 @@ pub(crate) fn attach_error(
         return permission_error(object, Some(prog));
     }
     let mut detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
-    if errno == libc::ENOENT && !super::mounts::tracefs_visible() {
+    if errno == libc::ENOENT && !crate::host::mounts::tracefs_visible() {
         detail.push_str(" (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing)");
     }
     usage(format!(
@@ -117,7 +114,10 @@ pub(crate) fn attach_error(
 
 /// EPERM: either we lack the privileges, or (as root) this kernel refuses the program type.
 fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
-    if !has_bpf_privileges() {
+    let host = crate::host::Host::live();
+    let caps = security::thread_caps(&host);
+    let privileged = caps.map_or_else(security::is_root, security::can_load_bpf);
+    if !privileged {
         return usage(
             "loading BPF programs needs root (or CAP_BPF+CAP_PERFMON): run ebpf-prof with sudo",
         );
@@ -129,7 +129,11 @@ fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
         );
     };
     let kind = prog.kind();
-    let cause = refusal_cause(kind, read_lockdown_mode().as_deref());
+    let mode = match security::lockdown(&host) {
+        security::Lockdown::Mode(m) => Some(m),
+        security::Lockdown::Unknown(_) => None,
+    };
+    let cause = refusal_cause(kind, mode.as_deref());
     usage(format!(
         "this kernel forbids loading {kind} programs: program '{}' (SEC(\"{}\")) of {object} \
          was refused with EPERM even as root; {cause}",
@@ -235,34 +239,6 @@ fn errno_text(errno: i32) -> String {
     io::Error::from_raw_os_error(errno).to_string()
 }
 
-/// The active mode of `/sys/kernel/security/lockdown` (`none integrity [confidentiality]`).
-fn read_lockdown_mode() -> Option<String> {
-    parse_lockdown(&super::mounts::read_securityfs("lockdown")?)
-}
-
-pub(crate) fn parse_lockdown(text: &str) -> Option<String> {
-    let start = text.find('[')? + 1;
-    let end = start + text[start..].find(']')?;
-    Some(text[start..end].to_string())
-}
-
-/// Whether this process may load and attach tracing BPF programs at all.
-pub(crate) fn has_bpf_privileges() -> bool {
-    // thread-self: credentials are per thread, and /proc/self shows the main thread's.
-    let Ok(status) = fs::read_to_string("/proc/thread-self/status") else {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        return unsafe { libc::geteuid() } == 0;
-    };
-    let caps = parse_cap_eff(&status).unwrap_or(0);
-    let has = |cap: u32| caps & (1u64 << cap) != 0;
-    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
-}
-
-pub(crate) fn parse_cap_eff(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
-    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,25 +294,12 @@ mod tests {
     }
 
     #[test]
-    fn lockdown_mode_is_the_bracketed_word() {
-        let text = "none integrity [confidentiality]\n";
-        assert_eq!(parse_lockdown(text).as_deref(), Some("confidentiality"));
-        assert_eq!(parse_lockdown("none").as_deref(), None);
-    }
-
-    #[test]
     fn refusal_names_lockdown_and_trampolines() {
         let lsm = refusal_cause("lsm", Some("integrity"));
         assert!(lsm.starts_with("kernel lockdown (integrity)"), "{lsm}");
         assert!(lsm.contains("trampolines"), "{lsm}");
         let tp = refusal_cause("tracepoint", Some("none"));
         assert!(tp.starts_with("kernel lockdown is off") && !tp.contains("trampolines"));
-    }
-
-    #[test]
-    fn cap_eff_is_parsed_as_hex() {
-        let status = "Name:\tx\nCapEff:\t000001ffffffffff\n";
-        assert_eq!(parse_cap_eff(status), Some(0x1ff_ffff_ffff));
     }
 
     #[test]

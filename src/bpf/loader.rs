@@ -17,9 +17,9 @@ use libbpf_rs::{
 
 use super::diagnose::{self, ProgMeta};
 use super::libbpf_log::Capture;
-use super::mounts::{self, tracefs_visible, with_private_mount};
 use super::{ObjectSource, ProgramInfo};
 use crate::error::usage;
+use crate::host::mounts::{self, tracefs_visible, with_private_mount};
 
 /// A loaded object whose auto-attachable programs are attached; dropping it detaches and
 /// unloads everything. [`Attached::detach`] and [`Attached::attach_again`] take the programs

@@ -15,7 +15,6 @@ mod ids;
 mod introspect;
 mod libbpf_log;
 mod loader;
-mod mounts;
 mod pressure;
 mod runstats;
 
@@ -173,7 +172,11 @@ fn probe_lsm() -> (bool, String) {
 }
 
 fn active_lsms() -> Option<String> {
-    Some(mounts::read_securityfs("lsm")?.trim().to_string())
+    Some(
+        crate::host::mounts::read_securityfs("lsm")?
+            .trim()
+            .to_string(),
+    )
 }
 
 fn first_line(err: &anyhow::Error) -> String {

@@ -24,10 +24,10 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         other => other?,
     }
     if rs.iter().any(|r| !r.locked) {
-        eprintln!("ebpf-prof bench: note: the sample buffer could not be mlocked (RLIMIT_MEMLOCK); it is pre-faulted all the same");
+        crate::out::err_text("ebpf-prof bench: note: the sample buffer could not be mlocked (RLIMIT_MEMLOCK); it is pre-faulted all the same\n");
     }
     for line in bench::summary_lines(&rs) {
-        eprintln!("ebpf-prof bench: {line}");
+        crate::out::err_text(&format!("ebpf-prof bench: {line}\n"));
     }
     Ok(())
 }

@@ -185,7 +185,7 @@ pub(super) fn rt_runtime(host: &Host) -> Check {
 }
 
 pub(super) fn stale_state(host: &Host) -> Check {
-    let stale = crate::recovery::stale(host);
+    let stale = crate::host::recovery::stale(host);
     if stale.is_empty() {
         ok("state", "no changes left behind by a killed run")
     } else {

@@ -5,6 +5,8 @@
 
 pub mod cpu;
 pub mod kallsyms;
+pub mod mounts;
+pub mod recovery;
 pub mod security;
 pub mod sysctl;
 
@@ -37,6 +39,11 @@ impl Host {
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether this is the running machine (root `/`), not a fixture tree.
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
     }
 
     /// Read a small text file under the root, trimmed.

@@ -14,6 +14,19 @@ pub fn effective_caps(host: &Host) -> Option<u64> {
     parse_cap_eff(&status)
 }
 
+/// The effective capability mask of the calling thread (`/proc/thread-self/status`:
+/// credentials are per thread, and /proc/self shows the main thread's).
+pub fn thread_caps(host: &Host) -> Option<u64> {
+    let status = host.read("proc/thread-self/status").ok()?;
+    parse_cap_eff(&status)
+}
+
+/// Whether `mask` may load and attach tracing BPF programs at all: CAP_SYS_ADMIN, or CAP_BPF
+/// with CAP_PERFMON.
+pub fn can_load_bpf(mask: u64) -> bool {
+    has_cap(mask, CAP_SYS_ADMIN) || (has_cap(mask, CAP_BPF) && has_cap(mask, CAP_PERFMON))
+}
+
 /// `CapEff:` from a /proc/PID/status text.
 pub fn parse_cap_eff(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
@@ -55,9 +68,20 @@ pub fn parse_lockdown(text: &str) -> Option<String> {
     Some(text[start + 1..end].to_string())
 }
 
+/// A securityfs file: under the host's root, or on the live machine through a private mount
+/// of securityfs when the system has none mounted.
+fn securityfs(host: &Host, name: &str) -> std::io::Result<String> {
+    match host.read(&format!("sys/kernel/security/{name}")) {
+        Err(_) if host.is_live() => super::mounts::read_securityfs(name)
+            .map(|t| t.trim().to_string())
+            .ok_or_else(|| std::io::Error::other("securityfs could not be mounted")),
+        other => other,
+    }
+}
+
 /// The lockdown mode, read from `/sys/kernel/security/lockdown`.
 pub fn lockdown(host: &Host) -> Lockdown {
-    match host.read("sys/kernel/security/lockdown") {
+    match securityfs(host, "lockdown") {
         Ok(t) => parse_lockdown(&t).map_or_else(|| Lockdown::Unknown(t), Lockdown::Mode),
         Err(e) => Lockdown::Unknown(format!(
             "{e} (securityfs not mounted? sudo mount -t securityfs none /sys/kernel/security)"
@@ -67,7 +91,7 @@ pub fn lockdown(host: &Host) -> Lockdown {
 
 /// The active LSMs, from `/sys/kernel/security/lsm`.
 pub fn lsm_list(host: &Host) -> Option<Vec<String>> {
-    let t = host.read("sys/kernel/security/lsm").ok()?;
+    let t = securityfs(host, "lsm").ok()?;
     Some(t.split(',').map(str::to_string).collect())
 }
 
@@ -103,7 +127,10 @@ mod tests {
     #[test]
     fn capabilities() {
         let root = parse_cap_eff("Name:\tx\nCapEff:\t000001ffffffffff\n").unwrap();
-        assert!(can_record(root));
+        assert!(can_record(root) && can_load_bpf(root));
+        let bpf_perfmon = (1u64 << CAP_BPF) | (1u64 << CAP_PERFMON);
+        assert!(can_load_bpf(bpf_perfmon) && !can_record(bpf_perfmon));
+        assert!(!can_load_bpf(1u64 << CAP_BPF));
         let none = parse_cap_eff("CapEff:\t0000000000000000\n").unwrap();
         assert!(!can_record(none));
         let bpf_only = (1u64 << CAP_BPF) | (1u64 << CAP_PERFMON);

@@ -124,7 +124,7 @@ impl SysctlGuard {
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("ebpf-prof: warning: {e:#}");
+            crate::out::say(format!("warning: {e:#}"));
         }
     }
 }

@@ -13,7 +13,6 @@ mod profile;
 mod rounds;
 mod runner;
 mod sweep;
-mod sweep_plot;
 
 use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
@@ -436,20 +435,7 @@ fn measure(
         specs.1.label(),
         bench.cpus.first().copied().unwrap_or_default(),
         bench.line(),
-        match o.stop {
-            Stop::Pairs(n) => format!("{n} pairs of rounds"),
-            Stop::Adaptive {
-                target_ns: Some(t),
-                budget,
-            } => format!(
-                "pairs of rounds until the p50 interval is {t:.0} ns wide or {:.0} s have passed",
-                budget.as_secs_f64()
-            ),
-            Stop::Adaptive {
-                target_ns: None,
-                budget,
-            } => format!("pairs of rounds for {:.0} s", budget.as_secs_f64()),
-        }
+        o.stop.describe()
     ));
     let plan = RoundsPlan {
         bench,

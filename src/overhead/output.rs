@@ -101,6 +101,45 @@ impl Dispatch {
     }
 }
 
+impl Dispatch {
+    /// The split for `mode`, when the kernel view has the programs of the attached arm(s).
+    fn of(mode: &str, c: &Comparison, kernel: &KernelView) -> Option<Dispatch> {
+        let p50 = c
+            .diff(50.0)
+            .filter(|d| d.lo.is_finite())
+            .map(|d| (d.delta, d.lo, d.hi))?;
+        let has = |arm: &str| kernel.programs.iter().any(|p| p.arm == arm);
+        match mode {
+            "load" | "attach-cmd" if has("treat") => {
+                Some(Dispatch::new(p50, kernel.time_in_span("treat")))
+            }
+            "compare" if has("treat") && has("base") => {
+                let own = kernel
+                    .time_in_span("treat")
+                    .zip(kernel.time_in_span("base"));
+                Some(Dispatch::new(p50, own.map(|(t, b)| t - b)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// "10000 openats of /etc/hostname", or the user's bench command line.
+fn bench_label(o: &OverheadOptions) -> String {
+    if !o.bench.is_empty() {
+        return o
+            .bench
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    match &o.op {
+        crate::bench::OpKind::Openat(p) => format!("{} openats of {}", o.iterations, p.display()),
+        crate::bench::OpKind::Connect => format!("{} loopback TCP connects", o.iterations),
+    }
+}
+
 fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
     let all: Vec<u64> = rounds.samples.iter().flatten().copied().collect();
     ArmReport {
@@ -124,23 +163,7 @@ impl Report {
     ) -> Report {
         let (r, comparison, kernel) = (&m.rounds, m.comparison.clone(), m.kernel.clone());
         let verdict = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
-        let p50 = comparison
-            .diff(50.0)
-            .filter(|d| d.lo.is_finite())
-            .map(|d| (d.delta, d.lo, d.hi));
-        let has = |arm: &str| kernel.programs.iter().any(|p| p.arm == arm);
-        let dispatch = match mode {
-            "load" | "attach-cmd" if has("treat") => {
-                p50.map(|d| Dispatch::new(d, kernel.time_in_span("treat")))
-            }
-            "compare" if has("treat") && has("base") => p50.map(|d| {
-                let own = kernel
-                    .time_in_span("treat")
-                    .zip(kernel.time_in_span("base"));
-                Dispatch::new(d, own.map(|(t, b)| t - b))
-            }),
-            _ => None,
-        };
+        let dispatch = Dispatch::of(mode, &comparison, &kernel);
         Report {
             schema: crate::out::JSON_SCHEMA,
             mode: mode.into(),
@@ -149,22 +172,7 @@ impl Report {
             rounds: comparison.rounds,
             iterations: o.iterations,
             ended: r.ended.clone(),
-            bench: if o.bench.is_empty() {
-                match &o.op {
-                    crate::bench::OpKind::Openat(p) => {
-                        format!("{} openats of {}", o.iterations, p.display())
-                    }
-                    crate::bench::OpKind::Connect => {
-                        format!("{} loopback TCP connects", o.iterations)
-                    }
-                }
-            } else {
-                o.bench
-                    .iter()
-                    .map(|a| a.to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
+            bench: bench_label(o),
             base: arm(base, &r.base),
             treat: arm(treat, &r.treat),
             comparison,
@@ -230,91 +238,80 @@ impl Report {
 
     /// The terminal table.
     pub fn table(&self) -> String {
-        let mut s = String::new();
-        let w = |s: &mut String, l: String| {
-            s.push_str(&l);
-            s.push('\n');
-        };
-        w(
-            &mut s,
+        let mut lines = vec![
             format!(
                 "overhead ({}): {} vs {}, {} pairs of rounds of {}, CPU {}",
                 self.mode, self.base.label, self.treat.label, self.rounds, self.bench, self.cpu
             ),
-        );
-        w(&mut s, self.ended.sentence());
+            self.ended.sentence(),
+        ];
+        lines.extend(self.rows());
+        lines.extend(self.explanations());
+        lines.push(format!("verdict: {}", self.verdict));
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// The header and one row per quantile.
+    fn rows(&self) -> Vec<String> {
         let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
-        w(
-            &mut s,
+        let mut v = vec![format!(
+            "{:<7} {:>12} {:>12} {:>28} {:>22}",
+            "",
+            "base (ns)",
+            "treat (ns)",
+            format!("delta [{conf} CI] (ns)"),
+            "delta %"
+        )];
+        v.extend(self.comparison.diffs.iter().map(|d| {
             format!(
-                "{:<7} {:>12} {:>12} {:>28} {:>22}",
-                "",
-                "base (ns)",
-                "treat (ns)",
-                format!("delta [{conf} CI] (ns)"),
-                "delta %"
-            ),
+                "{:<7} {:>12.0} {:>12.0} {:>28} {:>22}",
+                format!("p{}", trim(d.q)),
+                d.base,
+                d.treat,
+                format!("{:+.0} [{:+.0}, {:+.0}]", d.delta, d.lo, d.hi),
+                format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_lo, d.pct_hi)
+            )
+        }));
+        v
+    }
+
+    /// The method, modes, clock, kernel view, dispatch, maps, notes, gates and hints.
+    fn explanations(&self) -> Vec<String> {
+        let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
+        let mut v = vec![format!(
+            "method: per-round mid-quantiles, paired in time; the median of the {} pair differences with its sign-test {conf} interval",
+            self.rounds
+        )];
+        v.extend(
+            self.comparison
+                .modes
+                .iter()
+                .map(|m| format!("modes: {}", mode_sentence(m, &self.arm_starts(m)))),
         );
-        for d in &self.comparison.diffs {
-            w(
-                &mut s,
-                format!(
-                    "{:<7} {:>12.0} {:>12.0} {:>28} {:>22}",
-                    format!("p{}", trim(d.q)),
-                    d.base,
-                    d.treat,
-                    format!("{:+.0} [{:+.0}, {:+.0}]", d.delta, d.lo, d.hi),
-                    format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_lo, d.pct_hi)
-                ),
-            );
-        }
-        w(
-            &mut s,
-            format!(
-                "method: per-round mid-quantiles, paired in time; the median of the {} pair differences with its sign-test {conf} interval",
-                self.rounds
-            ),
+        v.push(format!(
+            "clock: one reading costs {:.1} ns; readings step by {} ns",
+            self.clock.read_ns, self.clock.step_ns
+        ));
+        v.extend(
+            self.kernel
+                .programs
+                .iter()
+                .map(|p| p.sentence(&self.kernel.method)),
         );
-        for m in &self.comparison.modes {
-            w(
-                &mut s,
-                format!("modes: {}", mode_sentence(m, &self.arm_starts(m))),
-            );
-        }
-        w(
-            &mut s,
-            format!(
-                "clock: one reading costs {:.1} ns; readings step by {} ns",
-                self.clock.read_ns, self.clock.step_ns
-            ),
+        v.extend(self.dispatch.iter().map(|d| d.sentence.clone()));
+        v.extend(
+            self.maps
+                .iter()
+                .filter_map(|m| m.message.as_ref())
+                .map(|m| format!("maps: {m}")),
         );
-        for p in &self.kernel.programs {
-            w(&mut s, p.sentence(&self.kernel.method));
-        }
-        if let Some(d) = &self.dispatch {
-            w(&mut s, d.sentence.clone());
-        }
-        for m in self.maps.iter().filter_map(|m| m.message.as_ref()) {
-            w(&mut s, format!("maps: {m}"));
-        }
-        for n in &self.comparison.notes {
-            w(&mut s, format!("note: {n}"));
-        }
-        for g in &self.gates {
-            w(
-                &mut s,
-                format!(
-                    "gate {}: {}",
-                    if g.exceeded { "EXCEEDED" } else { "ok" },
-                    g.message
-                ),
-            );
-        }
-        if let Some(hint) = self.rounds_hint() {
-            w(&mut s, format!("hint: {hint}"));
-        }
-        w(&mut s, format!("verdict: {}", self.verdict));
-        s
+        v.extend(self.comparison.notes.iter().map(|n| format!("note: {n}")));
+        v.extend(self.gates.iter().map(|g| {
+            let state = if g.exceeded { "EXCEEDED" } else { "ok" };
+            format!("gate {state}: {}", g.message)
+        }));
+        v.extend(self.rounds_hint().map(|h| format!("hint: {h}")));
+        v
     }
 
     /// With a fixed `--rounds`, a wide p50 interval: say that the default adds pairs until

@@ -46,6 +46,24 @@ pub enum Stop {
 }
 
 impl Stop {
+    /// "pairs of rounds for 12 s", "30 pairs of rounds", ….
+    pub fn describe(&self) -> String {
+        match *self {
+            Stop::Pairs(n) => format!("{n} pairs of rounds"),
+            Stop::Adaptive {
+                target_ns: Some(t),
+                budget,
+            } => format!(
+                "pairs of rounds until the p50 interval is {t:.0} ns wide or {:.0} s have passed",
+                budget.as_secs_f64()
+            ),
+            Stop::Adaptive {
+                target_ns: None,
+                budget,
+            } => format!("pairs of rounds for {:.0} s", budget.as_secs_f64()),
+        }
+    }
+
     /// Whether to stop before pair `done + 1`, `spent` into the rounds: the count is reached,
     /// or the next pair (as long as the pairs so far took on average) would end past the budget.
     pub fn before_pair(self, done: usize, spent: Duration) -> Option<&'static str> {

@@ -152,9 +152,30 @@ pub fn run(
         super::output::write_user_file(p, format!("```\n{}```\n", table(&report)).as_bytes())?;
     }
     if let Some(p) = &o.plot {
-        super::output::write_user_file(p, super::sweep_plot::sweep_svg(&report).as_bytes())?;
+        let svg = crate::plot::sweep_svg(&plot_of(&report));
+        super::output::write_user_file(p, svg.as_bytes())?;
     }
     Ok(())
+}
+
+/// What the sweep plot draws, from the report.
+fn plot_of(r: &SweepReport) -> crate::plot::SweepPlot {
+    let d = |p: &SweepPoint, q: f64| p.diff(q).map(|d| (d.delta, d.lo, d.hi));
+    crate::plot::SweepPlot {
+        title: format!("ebpf-prof overhead sweep: {} vs {}", r.base, r.treat),
+        param: name(r.param).to_string(),
+        confidence: r.points.first().map_or(0.0, |p| p.comparison.confidence),
+        points: r
+            .points
+            .iter()
+            .map(|p| crate::plot::SweepPoint {
+                value: p.value,
+                p50: d(p, 50.0),
+                p99: d(p, 99.0),
+                full_maps: p.full_maps().iter().map(|m| m.name.clone()).collect(),
+            })
+            .collect(),
+    }
 }
 
 fn name(p: SweepParam) -> &'static str {

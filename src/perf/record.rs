@@ -124,6 +124,45 @@ pub struct RecordOutcome {
     pub aborted: bool,
 }
 
+/// Wait for perf, passing signals on: the first (and any before a second) as SIGINT so perf
+/// finishes its file; at the second, abort: kill the benchmark, SIGTERM perf, SIGKILL it if it
+/// has not exited within 3 s. Returns perf's status and whether it was aborted.
+fn wait_forwarding(
+    child: &mut std::process::Child,
+    ints: &Interrupts,
+) -> Result<(ExitStatus, bool)> {
+    let start = ints.count();
+    let mut forwarded = 0;
+    let mut aborted = false;
+    let mut deadline = None;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok((st, aborted));
+        }
+        let got = ints.count() - start;
+        if got > forwarded {
+            forwarded = got;
+            if got >= 2 && !aborted {
+                // Abort: end the benchmark now and tell perf to stop; perf then exits in well
+                // under a second and cleans up after itself (a SIGKILLed perf leaves its
+                // /tmp/perf-vdso.so-* behind). SIGKILL only if it does not.
+                for pid in children(child.id()) {
+                    signals::send(pid, libc::SIGKILL);
+                }
+                signals::send(child.id(), libc::SIGTERM);
+                aborted = true;
+                deadline = Some(std::time::Instant::now() + Duration::from_secs(3));
+            } else if got < 2 {
+                signals::send(child.id(), libc::SIGINT);
+            }
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The child processes of `pid` (perf's workload), from /proc.
 fn children(pid: u32) -> Vec<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
@@ -170,35 +209,7 @@ pub fn run(
         })
     });
     let start = ints.count();
-    let mut forwarded = 0;
-    let mut aborted = false;
-    let mut deadline = None;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        let got = ints.count() - start;
-        if got > forwarded {
-            forwarded = got;
-            if got >= 2 && !aborted {
-                // Abort: end the benchmark now and tell perf to stop; perf then exits in well
-                // under a second and cleans up after itself (a SIGKILLed perf leaves its
-                // /tmp/perf-vdso.so-* behind). SIGKILL only if it does not.
-                for pid in children(child.id()) {
-                    signals::send(pid, libc::SIGKILL);
-                }
-                signals::send(child.id(), libc::SIGTERM);
-                aborted = true;
-                deadline = Some(std::time::Instant::now() + Duration::from_secs(3));
-            } else if got < 2 {
-                signals::send(child.id(), libc::SIGINT);
-            }
-        }
-        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, aborted) = wait_forwarding(&mut child, ints)?;
     let stderr = err_reader.and_then(|h| h.join().ok()).unwrap_or_default();
     Ok(RecordOutcome {
         status,

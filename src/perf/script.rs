@@ -4,7 +4,7 @@
 
 use crate::error::{child, usage};
 use anyhow::{Context, Result};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
@@ -136,12 +136,11 @@ impl<R: Read> Read for Progress<R> {
         if self.enabled && self.last.elapsed() > Duration::from_millis(100) {
             const SPIN: [char; 4] = ['|', '/', '-', '\\'];
             let c = SPIN[(self.bytes as usize / 4096) % 4];
-            eprint!(
+            crate::out::err_text(&format!(
                 "\r{c} {}: {:.1} MB read",
                 self.label,
                 self.bytes as f64 / 1e6
-            );
-            let _ = std::io::stderr().flush();
+            ));
             self.last = Instant::now();
             self.shown = true;
         }
@@ -152,7 +151,7 @@ impl<R: Read> Read for Progress<R> {
 impl<R> Drop for Progress<R> {
     fn drop(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[K");
+            crate::out::err_text("\r\x1b[K");
         }
     }
 }

@@ -150,7 +150,7 @@ fn every_kth_decade(scale: &LogScale, k: i32) -> Vec<f64> {
 }
 
 /// The 1, 2 or 5 × 10^e at or above `raw`.
-fn nice_step(raw: f64) -> f64 {
+pub(super) fn nice_step(raw: f64) -> f64 {
     let mag = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
         .iter()

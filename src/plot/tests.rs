@@ -214,3 +214,31 @@ fn curves_are_downsampled() {
         assert!(points <= 2002, "{points} points");
     }
 }
+
+#[test]
+fn sweep_plot_is_well_formed_and_marks_the_cliff() {
+    let pt = |value, d: f64, full: &[&str]| SweepPoint {
+        value,
+        p50: Some((d, d - 20.0, d + 20.0)),
+        p99: Some((2.0 * d, 1.5 * d, 2.5 * d)),
+        full_maps: full.iter().map(|s| s.to_string()).collect(),
+    };
+    let plot = SweepPlot {
+        title: "sweep <x> & y".into(),
+        param: "paths".into(),
+        confidence: 0.99,
+        points: vec![
+            pt(1, 600.0, &[]),
+            pt(100, 650.0, &[]),
+            pt(1000, 2200.0, &["verdict_cache"]),
+        ],
+    };
+    let svg = sweep_svg(&plot);
+    check_xml(&svg).unwrap();
+    assert!(svg.contains("verdict_cache full"), "the cliff is marked");
+    assert!(svg.contains("99% interval") && svg.contains("sweep &lt;x&gt; &amp; y"));
+    assert!(
+        svg.contains(COLORS[0]) && svg.contains(COLORS[1]),
+        "the one palette"
+    );
+}

@@ -5,11 +5,11 @@
 
 use crate::bpf::{self, Attached, ObjectSource};
 use crate::error::{check, child, usage};
+use crate::host::recovery;
 use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
 use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
-use crate::recovery;
 use crate::runfiles::{create_new, Owner, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
@@ -140,19 +140,52 @@ pub fn describe(a: &Attached) {
     }
 }
 
+/// What `run` checks and finds before it changes anything.
+struct Prepared {
+    filter: regex::Regex,
+    cpu: u32,
+    files: RunFiles,
+    command: Vec<OsString>,
+    perf: crate::perf::locate::FoundPerf,
+}
+
 /// Record: set the sysctls, load what was asked, check the symbols, run perf, put back.
 pub fn run(opts: &RecordOptions) -> Result<Recorded> {
     let ints = Interrupts::install()?;
     let host = Host::live();
-    require_privileges(&host)?;
+    let prep = prepare(&host, opts)?;
+    let mut guard = SysctlGuard::new(host.clone()).with_journal({
+        let h = host.clone();
+        move |pending| recovery::save(&h, pending)
+    });
+    let result = record_guarded(&host, opts, &prep, &mut guard, &ints);
+    let restored = guard.restore();
+    let rec = result?;
+    restored.context("could not restore the JIT sysctls")?;
+    if rec.interrupted {
+        say(format!(
+            "the profile was finished and kept in {}",
+            prep.files.data.display()
+        ));
+        return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
+    }
+    Ok(Recorded {
+        files: prep.files,
+        record: rec,
+    })
+}
+
+/// Everything checked before anything changes: privileges, the filter, the CPU, the process,
+/// the output directory, the benchmark, perf.
+fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
+    require_privileges(host)?;
     let filter = filter_regex(&opts.filter)?;
-    let cpu = opts.cpu.map_or_else(
-        || cpu::default_cpu(&host).context("no online CPU found"),
-        Ok,
-    )?;
+    let cpu = opts
+        .cpu
+        .map_or_else(|| cpu::default_cpu(host).context("no online CPU found"), Ok)?;
     let bench = opts.scope == Scope::Bench;
     if bench {
-        cpu::validate(&host, cpu)?;
+        cpu::validate(host, cpu)?;
     }
     if let Scope::Pid { pid, .. } = opts.scope {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
@@ -169,56 +202,64 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
         Vec::new()
     };
     let perf = opts.perf.find(false)?;
+    Ok(Prepared {
+        filter,
+        cpu,
+        files,
+        command,
+        perf,
+    })
+}
 
-    let mut guard = SysctlGuard::new(host.clone()).with_journal({
-        let h = host.clone();
-        move |pending| recovery::save(&h, pending)
-    });
-    let result = (|| {
-        for (name, value) in JIT_SYSCTLS {
-            guard.set(name, value)?;
-        }
-        ints.check()?;
-        let attached = load(&opts.load)?;
-        crate::failpoint::hit("record:after-load");
-        ints.check()?;
-        let programs = matching_programs(
-            &host,
-            &filter,
-            opts.allow_no_bpf,
-            attached.as_ref(),
-            guard.changed(),
-        )?;
-        let plan = RecordPlan {
-            perf: perf.path.clone(),
-            event: opts.event.clone(),
-            freq: opts.freq,
-            call_graph: "fp".into(),
-            output: files.data.clone(),
-            extra: opts.perf_args.clone(),
-            cpu,
-            priority: opts.priority,
-            command: command.clone(),
-            scope: opts.scope.clone(),
-        };
-        let mut rec = base_record(&host, &perf, opts, &plan, &files, cpu, programs);
-        rec.sysctls = guard.changed().to_vec();
-        rec.sysctls_during = read_sysctls(&host);
-        run_perf(&host, &plan, &files, &ints, &mut rec)?;
-        drop(attached);
-        Ok::<_, anyhow::Error>(rec)
-    })();
-    let restored = guard.restore();
-    let rec = result?;
-    restored.context("could not restore the JIT sysctls")?;
-    if rec.interrupted {
-        say(format!(
-            "the profile was finished and kept in {}",
-            files.data.display()
-        ));
-        return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
+/// With the guard restoring the sysctls whatever happens: set them, load, check the symbols,
+/// run perf.
+fn record_guarded(
+    host: &Host,
+    opts: &RecordOptions,
+    prep: &Prepared,
+    guard: &mut SysctlGuard,
+    ints: &Interrupts,
+) -> Result<RunRecord> {
+    for (name, value) in JIT_SYSCTLS {
+        guard.set(name, value)?;
     }
-    Ok(Recorded { files, record: rec })
+    ints.check()?;
+    let attached = load(&opts.load)?;
+    crate::failpoint::hit("record:after-load");
+    ints.check()?;
+    let programs = matching_programs(
+        host,
+        &prep.filter,
+        opts.allow_no_bpf,
+        attached.as_ref(),
+        guard.changed(),
+    )?;
+    let plan = RecordPlan {
+        perf: prep.perf.path.clone(),
+        event: opts.event.clone(),
+        freq: opts.freq,
+        call_graph: "fp".into(),
+        output: prep.files.data.clone(),
+        extra: opts.perf_args.clone(),
+        cpu: prep.cpu,
+        priority: opts.priority,
+        command: prep.command.clone(),
+        scope: opts.scope.clone(),
+    };
+    let mut rec = base_record(
+        host,
+        &prep.perf,
+        opts,
+        &plan,
+        &prep.files,
+        prep.cpu,
+        programs,
+    );
+    rec.sysctls = guard.changed().to_vec();
+    rec.sysctls_during = read_sysctls(host);
+    run_perf(host, &plan, &prep.files, ints, &mut rec)?;
+    drop(attached);
+    Ok(rec)
 }
 
 fn require_privileges(host: &Host) -> Result<()> {

@@ -2,12 +2,10 @@
 //!
 //! See the module documentation of [`stats`](super) for the method and why it is built so.
 
+use super::comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
 use super::modes::{self, Mode};
 use super::notes::comparison_notes;
 use super::rank::{median_interval, ShiftInterval};
-
-/// The short name of the method, as `--json` gives it.
-pub const METHOD: &str = "median-pair-difference-sign-test";
 
 /// What to compare.
 #[derive(Debug, Clone)]
@@ -30,17 +28,6 @@ impl Default for CompareOptions {
     }
 }
 
-/// One round reduced to what the comparison needs: computed once, when the round ends.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoundSummary {
-    /// Samples in the round.
-    pub n: usize,
-    /// The round's mid-quantile at each of the compared percentiles (NaN when empty).
-    pub quantiles: Vec<f64>,
-    /// The longest sample (0 when empty).
-    pub max: u64,
-}
-
 impl RoundSummary {
     /// Summarise a round's samples (any order) at `quantiles`.
     pub fn of(samples: &[u64], quantiles: &[f64]) -> RoundSummary {
@@ -51,63 +38,6 @@ impl RoundSummary {
             quantiles: quantiles.iter().map(|&q| mid_quantile(&s, q)).collect(),
             max: s.last().copied().unwrap_or(0),
         }
-    }
-}
-
-/// One quantile, both arms, and the difference treat − base with its interval (ns).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct QuantileDiff {
-    /// The percentile, e.g. 99.9.
-    pub q: f64,
-    /// Median over the paired rounds of the baseline's per-round quantile.
-    pub base: f64,
-    /// Median over the paired rounds of the treatment's per-round quantile.
-    pub treat: f64,
-    /// The shift treat − base: the median of the pair differences.
-    pub delta: f64,
-    /// Lower end of the interval of `delta`.
-    pub lo: f64,
-    /// Upper end of the interval of `delta`.
-    pub hi: f64,
-    /// The coverage the interval achieves: the asked confidence, less with very few pairs.
-    pub confidence: f64,
-    /// `delta` in percent of `base`.
-    pub pct: f64,
-    /// `lo` in percent of `base`.
-    pub pct_lo: f64,
-    /// `hi` in percent of `base`.
-    pub pct_hi: f64,
-    /// Per pair of rounds: treat quantile − base quantile (ns), in round order.
-    pub pair_deltas: Vec<f64>,
-    /// The method ([`METHOD`]).
-    pub method: &'static str,
-}
-
-/// Everything `overhead` reports about baseline vs treatment.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Comparison {
-    /// The method ([`METHOD`]), the same for every quantile.
-    pub method: &'static str,
-    /// One entry per requested quantile, in the order asked.
-    pub diffs: Vec<QuantileDiff>,
-    /// Rounds of either arm that sat in another mode (kept, and reported).
-    pub modes: Vec<Mode>,
-    /// Mismatched or empty rounds, stalls and caveats, one sentence each.
-    pub notes: Vec<String>,
-    /// Pairs of rounds compared.
-    pub rounds: usize,
-    /// Baseline samples in the paired rounds.
-    pub n_base: usize,
-    /// Treatment samples in the paired rounds.
-    pub n_treat: usize,
-    /// Confidence asked of the intervals, e.g. 0.95.
-    pub confidence: f64,
-}
-
-impl Comparison {
-    /// The entry for percentile `q`, if it was compared.
-    pub fn diff(&self, q: f64) -> Option<&QuantileDiff> {
-        self.diffs.iter().find(|d| (d.q - q).abs() < 1e-9)
     }
 }
 

@@ -61,6 +61,7 @@
 //! every quantile and the power, on rounds with bursts, clock steps, drift and state changes.
 
 pub mod compare;
+pub mod comparison;
 pub mod dist;
 pub mod modes;
 mod notes;
@@ -68,10 +69,8 @@ pub mod rank;
 pub mod rng;
 mod verdict;
 
-pub use compare::{
-    compare, compare_summaries, shift_interval, CompareOptions, Comparison, QuantileDiff,
-    RoundSummary, METHOD,
-};
+pub use compare::{compare, compare_summaries, shift_interval, CompareOptions};
+pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
 pub use modes::Mode;
 pub use notes::STALL_NS;
 pub use rank::{median_interval, ShiftInterval};

@@ -8,7 +8,7 @@
 //!   `kernel.sched_rt_runtime_us = 950000` of a 1 s period, a SCHED_FIFO task that spins is
 //!   parked for up to 50 ms each second).
 
-use super::compare::{Comparison, RoundSummary};
+use super::comparison::{Comparison, RoundSummary};
 use super::modes::round_list;
 use super::rank::critical_rank;
 

@@ -4,7 +4,7 @@
 //! then confidently over it, and noise alone does not make CI flap. A gate on a quantile that
 //! was not compared (or had no samples) fails closed, with a message saying so.
 
-use super::compare::{Comparison, QuantileDiff};
+use super::comparison::{Comparison, QuantileDiff};
 
 /// The outcome of one `--max-…` limit.
 #[derive(Debug, Clone, serde::Serialize)]

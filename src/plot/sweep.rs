@@ -2,8 +2,30 @@
 //! axis, p50 and p99 as lines with their intervals as bands, and the points where a map
 //! filled marked — the cliff at a glance.
 
-use super::sweep::SweepReport;
+use super::axis::nice_step;
+use super::text::esc;
+use super::COLORS;
 use std::fmt::Write;
+
+/// What the sweep plot shows: one point per swept value.
+#[derive(Debug, Clone)]
+pub struct SweepPlot {
+    pub title: String,
+    /// The swept parameter, for the x axis.
+    pub param: String,
+    /// Confidence of the intervals, e.g. 0.99.
+    pub confidence: f64,
+    pub points: Vec<SweepPoint>,
+}
+
+/// One swept value: the p50 and p99 differences `(delta, lo, hi)` and the maps full there.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    pub value: usize,
+    pub p50: Option<(f64, f64, f64)>,
+    pub p99: Option<(f64, f64, f64)>,
+    pub full_maps: Vec<String>,
+}
 
 const W: f64 = 900.0;
 const H: f64 = 520.0;
@@ -11,30 +33,6 @@ const L: f64 = 80.0;
 const R: f64 = 30.0;
 const T: f64 = 60.0;
 const B: f64 = 70.0;
-
-fn esc(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_control())
-        .map(|c| match c {
-            '<' => "&lt;".into(),
-            '>' => "&gt;".into(),
-            '&' => "&amp;".into(),
-            '"' => "&quot;".into(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-/// A tick step of 1, 2 or 5 × 10^k near `raw`.
-fn nice_step(raw: f64) -> f64 {
-    let raw = raw.max(1.0);
-    let mag = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag)
-}
 
 struct Frame {
     x_lo: f64,
@@ -64,17 +62,12 @@ impl Frame {
     }
 }
 
-fn frame(r: &SweepReport) -> Frame {
+fn frame(r: &SweepPlot) -> Frame {
     let xs: Vec<f64> = r.points.iter().map(|p| p.value as f64).collect();
     let mut ys: Vec<f64> = vec![0.0];
     for p in &r.points {
-        for d in p
-            .comparison
-            .diffs
-            .iter()
-            .filter(|d| d.q == 50.0 || d.q == 99.0)
-        {
-            ys.extend([d.lo, d.hi, d.delta].into_iter().filter(|v| v.is_finite()));
+        for (d, lo, hi) in p.p50.iter().chain(p.p99.iter()) {
+            ys.extend([*lo, *hi, *d].into_iter().filter(|v| v.is_finite()));
         }
     }
     let (x_lo, x_hi) = (
@@ -94,16 +87,13 @@ fn frame(r: &SweepReport) -> Frame {
     }
 }
 
-fn series(r: &SweepReport, f: &Frame, q: f64, colour: &str, label: &str, out: &mut String) {
+fn series(r: &SweepPlot, f: &Frame, q: f64, colour: &str, label: &str, out: &mut String) {
     let pts: Vec<(f64, f64, f64, f64)> = r
         .points
         .iter()
         .filter_map(|p| {
-            p.comparison
-                .diffs
-                .iter()
-                .find(|d| d.q == q)
-                .map(|d| (f.px(p.value as f64), f.py(d.delta), f.py(d.lo), f.py(d.hi)))
+            let d = if q == 50.0 { p.p50 } else { p.p99 };
+            d.map(|(d, lo, hi)| (f.px(p.value as f64), f.py(d), f.py(lo), f.py(hi)))
         })
         .collect();
     let band: Vec<String> = pts
@@ -134,7 +124,7 @@ fn series(r: &SweepReport, f: &Frame, q: f64, colour: &str, label: &str, out: &m
     }
 }
 
-fn axes(r: &SweepReport, f: &Frame, out: &mut String) {
+fn axes(r: &SweepPlot, f: &Frame, out: &mut String) {
     let _ = writeln!(
         out,
         r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="3,3"/>"##,
@@ -157,7 +147,7 @@ fn axes(r: &SweepReport, f: &Frame, out: &mut String) {
             p.value
         );
     }
-    let step = nice_step((f.y_hi - f.y_lo) / 6.0);
+    let step = nice_step(((f.y_hi - f.y_lo) / 6.0).max(1.0));
     let mut v = (f.y_lo / step).ceil() * step;
     while v <= f.y_hi {
         let _ = writeln!(
@@ -175,7 +165,7 @@ fn axes(r: &SweepReport, f: &Frame, out: &mut String) {
         );
         v += step;
     }
-    let name = esc(&format!("{:?}", r.param).to_lowercase());
+    let name = esc(&r.param);
     let _ = writeln!(
         out,
         r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="middle">{name} (log scale)</text>"##,
@@ -190,15 +180,10 @@ fn axes(r: &SweepReport, f: &Frame, out: &mut String) {
     );
 }
 
-fn cliffs(r: &SweepReport, f: &Frame, out: &mut String) {
-    for p in r.points.iter().filter(|p| !p.full_maps().is_empty()) {
+fn cliffs(r: &SweepPlot, f: &Frame, out: &mut String) {
+    for p in r.points.iter().filter(|p| !p.full_maps.is_empty()) {
         let x = f.px(p.value as f64);
-        let names = p
-            .full_maps()
-            .iter()
-            .map(|m| m.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let names = p.full_maps.join(", ");
         let _ = writeln!(
             out,
             r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="6,4"/>"##,
@@ -219,7 +204,7 @@ fn cliffs(r: &SweepReport, f: &Frame, out: &mut String) {
 }
 
 /// The sweep plot as a self-contained SVG.
-pub fn sweep_svg(r: &SweepReport) -> String {
+pub fn sweep_svg(r: &SweepPlot) -> String {
     let f = frame(r);
     let mut out = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -231,28 +216,24 @@ pub fn sweep_svg(r: &SweepReport) -> String {
         out,
         r#"<text x="{:.1}" y="28" font-size="17" text-anchor="middle">{}</text>"#,
         W / 2.0,
-        esc(&format!(
-            "ebpf-prof overhead sweep: {} vs {}",
-            r.base, r.treat
-        ))
+        esc(&r.title)
     );
     axes(r, &f, &mut out);
-    series(r, &f, 50.0, "#1f77b4", "p50", &mut out);
-    series(r, &f, 99.0, "#ff7f0e", "p99", &mut out);
+    series(r, &f, 50.0, COLORS[0], "p50", &mut out);
+    series(r, &f, 99.0, COLORS[1], "p99", &mut out);
     cliffs(r, &f, &mut out);
-    let conf = r
-        .points
-        .first()
-        .map_or(0.0, |p| 100.0 * p.comparison.confidence);
+    let conf = 100.0 * r.confidence;
     let _ = writeln!(
         out,
-        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#1f77b4"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="#ff7f0e"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
+        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
         L + 10.0,
         T + 10.0,
+        COLORS[0],
         L + 30.0,
         T + 15.0,
         L + 10.0,
         T + 28.0,
+        COLORS[1],
         L + 30.0,
         T + 33.0
     );

@@ -14,19 +14,19 @@ use std::io;
 use std::path::Path;
 
 /// Where libbpf looks for tracepoint ids.
-pub(crate) const TRACEFS: &CStr = c"/sys/kernel/tracing";
+pub const TRACEFS: &CStr = c"/sys/kernel/tracing";
 /// Where the lockdown mode and the active LSM list are.
-pub(crate) const SECURITYFS: &CStr = c"/sys/kernel/security";
+pub const SECURITYFS: &CStr = c"/sys/kernel/security";
 
 /// Whether libbpf can find tracepoint ids (tracefs or the old debugfs location is mounted).
-pub(crate) fn tracefs_visible() -> bool {
+pub fn tracefs_visible() -> bool {
     Path::new("/sys/kernel/tracing/events").is_dir()
         || Path::new("/sys/kernel/debug/tracing/events").is_dir()
 }
 
 /// Runs `f` on a thread that sees a private mount of `fstype` at `target`. If the mount fails
 /// (no privileges), `f` still runs there and meets the missing files itself.
-pub(crate) fn with_private_mount<T: Send>(
+pub fn with_private_mount<T: Send>(
     fstype: &CStr,
     target: &CStr,
     f: impl FnOnce() -> T + Send,
@@ -73,7 +73,7 @@ fn check(ret: libc::c_int) -> io::Result<()> {
 }
 
 /// A securityfs file such as `lockdown` or `lsm`, mounting securityfs privately if needed.
-pub(crate) fn read_securityfs(name: &str) -> Option<String> {
+pub fn read_securityfs(name: &str) -> Option<String> {
     let path = Path::new("/sys/kernel/security").join(name);
     if let Ok(text) = std::fs::read_to_string(&path) {
         return Some(text);

@@ -7,15 +7,11 @@
 //! [`crate::stats`]. Each curve is downsampled to at most ~2000 points: evenly in rank for the
 //! body, evenly in log(1 − F) for the tail. No scripts, no external fonts or files.
 
-mod axis;
-#[cfg(test)]
-mod tests;
-mod text;
-
+use super::axis::{ticks, LogScale, Panel, YScale};
+use super::text::{esc, fmt_duration, text_width, thousands};
+use super::COLORS;
 use crate::stats::percentile_sorted;
-use axis::{ticks, LogScale, Panel, YScale};
 use std::fmt::Write;
-use text::{esc, fmt_duration, text_width, thousands};
 
 /// One distribution to draw.
 #[derive(Debug, Clone)]
@@ -37,10 +33,6 @@ pub struct PlotOptions {
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 560.0;
-/// Baseline blue, attached orange, then more distinct colours (colour-blind safe order).
-const COLORS: [&str; 6] = [
-    "#3b6fb6", "#e07b28", "#2a9d5b", "#c0392b", "#8e6bbf", "#7f7f7f",
-];
 /// Points per curve: half evenly in rank, half evenly in log(1 − F).
 const HALF_POINTS: usize = 1000;
 

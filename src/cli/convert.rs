@@ -1,0 +1,205 @@
+//! From parsed arguments to the plain option structs the commands take (the core never sees
+//! clap), and the dispatch.
+
+use super::args::*;
+use super::{recover_stale, Cli, Command};
+use crate::commands;
+use clap::CommandFactory;
+use std::time::Duration;
+
+impl From<&PerfArgs> for crate::perf::PerfChoice {
+    fn from(a: &PerfArgs) -> Self {
+        crate::perf::PerfChoice {
+            explicit: a.perf.clone(),
+            trust: a.trust_perf,
+        }
+    }
+}
+
+/// Run the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    recover_stale();
+    match cli.command {
+        Command::Bench(a) => commands::bench::run(&a.into()),
+        Command::Doctor(a) => commands::doctor::run(&a.into()),
+        Command::Record(a) => commands::record::run(&record_options(a)),
+        Command::Flame(a) => commands::flame::run(&a.into()),
+        Command::Hook(a) => commands::hook::run(&a.into()),
+        Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)),
+        Command::Demo(a) => commands::demo::run(&a.into()),
+        Command::Report(a) => commands::report::run(&a.into()),
+        Command::Diff(a) => commands::diff::run(&a.into()),
+        Command::Completions(a) => {
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "ebpf-prof", &mut buf);
+            crate::out::stdout_bytes(&buf)
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
+            crate::out::stdout_bytes(&buf)
+        }
+    }
+}
+
+impl From<BenchArgs> for crate::bench::BenchOptions {
+    fn from(a: BenchArgs) -> Self {
+        crate::bench::BenchOptions {
+            op: a.op.kind(a.path),
+            iterations: a.iterations,
+            warmup_fraction: a.warmup_fraction,
+            paths: a.paths,
+            dir: a.dir,
+            workers: a.workers,
+            untimed_only: a.untimed_only,
+        }
+    }
+}
+
+impl From<DoctorArgs> for crate::doctor::DoctorOptions {
+    fn from(a: DoctorArgs) -> Self {
+        crate::doctor::DoctorOptions {
+            perf: (&a.perf).into(),
+            filter: a.filter,
+            json: a.json,
+        }
+    }
+}
+
+impl From<FlameArgs> for commands::flame::FlameOptionsCli {
+    fn from(a: FlameArgs) -> Self {
+        commands::flame::FlameOptionsCli {
+            perf: (&a.perf).into(),
+            input: a.input.path(),
+            output: a.output,
+            force: a.force,
+            folded: a.folded,
+            kallsyms: a.kallsyms,
+            title: a.title,
+            bpf_only: a.bpf_only,
+        }
+    }
+}
+
+impl From<HookArgs> for commands::hook::HookOptions {
+    fn from(a: HookArgs) -> Self {
+        commands::hook::HookOptions {
+            load: a.load,
+            seconds: a.seconds,
+        }
+    }
+}
+
+impl From<DemoArgs> for commands::demo::DemoOptions {
+    fn from(a: DemoArgs) -> Self {
+        commands::demo::DemoOptions {
+            perf: (&a.perf).into(),
+            dir: a.dir,
+            iterations: a.iterations,
+            freq: a.freq,
+            priority: (!a.no_fifo).then_some(a.priority),
+            cost_time: Duration::from_secs_f64(a.cost_time),
+        }
+    }
+}
+
+impl From<ReportArgs> for commands::report::ReportOptions {
+    fn from(a: ReportArgs) -> Self {
+        commands::report::ReportOptions {
+            perf: (&a.perf).into(),
+            input: a.input.path(),
+            json: a.json,
+            top: a.top,
+            kallsyms: a.kallsyms,
+        }
+    }
+}
+
+impl From<DiffArgs> for commands::diff::DiffOptions {
+    fn from(a: DiffArgs) -> Self {
+        commands::diff::DiffOptions {
+            perf: (&a.perf).into(),
+            base: a.base,
+            hooked: a.hooked,
+            output: a.output,
+            force: a.force,
+            text: a.text,
+            json: a.json,
+            top: a.top,
+            title: a.title,
+        }
+    }
+}
+
+fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
+    commands::overhead::OverheadOptions {
+        load: a.load,
+        attach_cmd: a.attach_cmd,
+        compare: a.compare,
+        aa: a.aa,
+        stop: match a.rounds {
+            Some(n) => crate::overhead::Stop::Pairs(n),
+            None => crate::overhead::Stop::Adaptive {
+                target_ns: a.target_ns,
+                budget: a
+                    .max_time
+                    .map_or(crate::overhead::DEFAULT_MAX_TIME, Duration::from_secs_f64),
+            },
+        },
+        iterations: a.iterations,
+        op: a.op.kind(a.path),
+        cpu: a.cpu,
+        priority: (!a.no_fifo).then_some(a.priority),
+        stats_rounds: a.stats_rounds,
+        json: a.json,
+        plot: a.plot,
+        keep: a.keep,
+        gates: commands::overhead::Gates {
+            max_p50_ns: a.max_p50_ns,
+            max_p99_ns: a.max_p99_ns,
+            max_p50_pct: a.max_p50_pct,
+            max_p99_pct: a.max_p99_pct,
+        },
+        bench: a.bench,
+        seed: a.seed,
+        confidence: a.confidence,
+        paths: a.paths,
+        workers: a.workers,
+        sweep: a.sweep,
+        watch_ids: a.prog_ids,
+        watch_names: a.prog_names,
+        profile: a.profile,
+        export_json: a.export_json,
+        export_markdown: a.export_markdown,
+    }
+}
+
+fn record_options(a: RecordArgs) -> crate::recording::RecordOptions {
+    crate::recording::RecordOptions {
+        perf: (&a.perf).into(),
+        output: a.output,
+        event: a.event,
+        freq: a.freq,
+        cpu: a.cpu,
+        priority: (!a.no_fifo).then_some(a.priority),
+        iterations: a.iterations,
+        filter: a.filter,
+        allow_no_bpf: a.allow_no_bpf,
+        load: a.load.map_or(
+            crate::recording::Load::Nothing,
+            crate::recording::Load::Object,
+        ),
+        perf_args: a.perf_args,
+        command: a.command,
+        scope: match (a.all_cpus, a.pid) {
+            (true, _) => crate::perf::record::Scope::AllCpus {
+                duration: a.duration,
+            },
+            (false, Some(pid)) => crate::perf::record::Scope::Pid {
+                pid,
+                duration: a.duration,
+            },
+            (false, None) => crate::perf::record::Scope::Bench,
+        },
+    }
+}

@@ -1,0 +1,78 @@
+//! The command line (clap derive). Each subcommand's arguments convert into the plain option
+//! struct its command takes; nothing past this module sees clap.
+
+mod args;
+mod convert;
+#[cfg(test)]
+mod tests;
+
+pub use args::*;
+pub use convert::run;
+
+use clap::{Parser, Subcommand};
+
+/// What an eBPF hook costs and where that time goes.
+#[derive(Debug, Parser)]
+#[command(name = "ebpf-prof", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The pinned openat harness: one latency (ns) per line on stdout, a summary on stderr.
+    Bench(BenchArgs),
+    /// Check every precondition of `record`, with the command that fixes each problem.
+    Doctor(DoctorArgs),
+    /// perf record around a pinned SCHED_FIFO benchmark, BPF symbols on (needs root).
+    Record(RecordArgs),
+    /// Render a profile (perf.data, perf script text or folded stacks) as a flame graph (no root).
+    Flame(FlameArgs),
+    /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
+    Hook(HookArgs),
+    /// The whole method on the bundled sample hook: load, record, flame graph, detach.
+    Demo(DemoArgs),
+    /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
+    Overhead(Box<OverheadArgs>),
+    /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
+    Report(ReportArgs),
+    /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
+    Diff(DiffArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout: `ebpf-prof man | man -l -`.
+    Man,
+}
+
+/// A duration: `30s`, `2m`, `500ms`, or plain seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * scale),
+        Ok(v) if v.is_finite() => Err(format!(
+            "{s:?}: a duration must be more than 0 (e.g. 30s, 2m, 500ms)"
+        )),
+        _ => Err(format!("{s:?} is not a duration: give e.g. 30s, 2m, 500ms")),
+    }
+}
+
+/// As root, put back what a killed earlier run left changed, and say so.
+pub(super) fn recover_stale() {
+    if crate::host::security::is_root() {
+        for line in crate::host::recovery::recover(&crate::host::Host::live()) {
+            crate::out::say(line);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! What a comparison of two arms is made of: each round reduced to its quantiles, and per
+//! quantile the difference with its interval (the data; `compare.rs` computes them).
+
+use super::modes::Mode;
+
+/// The short name of the method, as `--json` gives it.
+pub const METHOD: &str = "median-pair-difference-sign-test";
+
+/// One round reduced to what the comparison needs: computed once, when the round ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundSummary {
+    /// Samples in the round.
+    pub n: usize,
+    /// The round's mid-quantile at each of the compared percentiles (NaN when empty).
+    pub quantiles: Vec<f64>,
+    /// The longest sample (0 when empty).
+    pub max: u64,
+}
+
+/// One quantile, both arms, and the difference treat − base with its interval (ns).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QuantileDiff {
+    /// The percentile, e.g. 99.9.
+    pub q: f64,
+    /// Median over the paired rounds of the baseline's per-round quantile.
+    pub base: f64,
+    /// Median over the paired rounds of the treatment's per-round quantile.
+    pub treat: f64,
+    /// The shift treat − base: the median of the pair differences.
+    pub delta: f64,
+    /// Lower end of the interval of `delta`.
+    pub lo: f64,
+    /// Upper end of the interval of `delta`.
+    pub hi: f64,
+    /// The coverage the interval achieves: the asked confidence, less with very few pairs.
+    pub confidence: f64,
+    /// `delta` in percent of `base`.
+    pub pct: f64,
+    /// `lo` in percent of `base`.
+    pub pct_lo: f64,
+    /// `hi` in percent of `base`.
+    pub pct_hi: f64,
+    /// Per pair of rounds: treat quantile − base quantile (ns), in round order.
+    pub pair_deltas: Vec<f64>,
+    /// The method ([`METHOD`]).
+    pub method: &'static str,
+}
+
+/// Everything `overhead` reports about baseline vs treatment.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Comparison {
+    /// The method ([`METHOD`]), the same for every quantile.
+    pub method: &'static str,
+    /// One entry per requested quantile, in the order asked.
+    pub diffs: Vec<QuantileDiff>,
+    /// Rounds of either arm that sat in another mode (kept, and reported).
+    pub modes: Vec<Mode>,
+    /// Mismatched or empty rounds, stalls and caveats, one sentence each.
+    pub notes: Vec<String>,
+    /// Pairs of rounds compared.
+    pub rounds: usize,
+    /// Baseline samples in the paired rounds.
+    pub n_base: usize,
+    /// Treatment samples in the paired rounds.
+    pub n_treat: usize,
+    /// Confidence asked of the intervals, e.g. 0.95.
+    pub confidence: f64,
+}
+
+impl Comparison {
+    /// The entry for percentile `q`, if it was compared.
+    pub fn diff(&self, q: f64) -> Option<&QuantileDiff> {
+        self.diffs.iter().find(|d| (d.q - q).abs() < 1e-9)
+    }
+}
