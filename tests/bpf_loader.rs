@@ -123,6 +123,7 @@ fn open_hostname(times: usize) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sample_hook_programs_are_named_in_kallsyms_and_gone_after_drop() {
     let Some(_kernel) = kernel("sample_hook_programs_are_named_in_kallsyms") else {
         return;
@@ -164,6 +165,7 @@ fn sample_hook_programs_are_named_in_kallsyms_and_gone_after_drop() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sample_hook_runs_on_openat_and_reaches_the_tail_call() {
     let Some(_kernel) = kernel("sample_hook_runs_on_openat") else {
         return;
@@ -183,6 +185,7 @@ fn sample_hook_runs_on_openat_and_reaches_the_tail_call() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn object_from_a_path_attaches_under_its_path() {
     let Some(_kernel) = kernel("object_from_a_path_attaches") else {
         return;
@@ -199,6 +202,7 @@ fn object_from_a_path_attaches_under_its_path() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn lookup_pair_attaches_under_its_names_and_leaves_its_table_empty() {
     let Some(_kernel) = kernel("lookup_pair_attaches_under_its_names") else {
         return;
@@ -274,6 +278,7 @@ fn object_without_programs_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn verifier_rejection_quotes_the_verifier_log() {
     let Some(_kernel) = kernel("verifier_rejection_quotes_the_verifier_log") else {
         return;
@@ -291,6 +296,7 @@ fn verifier_rejection_quotes_the_verifier_log() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn unprivileged_load_says_it_needs_root() {
     let Some(_kernel) = kernel("unprivileged_load_says_it_needs_root") else {
         return;
@@ -313,6 +319,7 @@ fn unprivileged_load_says_it_needs_root() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn lsm_variant_is_refused_here_or_attaches() {
     let Some(_kernel) = kernel("lsm_variant_is_refused_here_or_attaches") else {
         return;
@@ -373,6 +380,7 @@ fn percentile(sorted: &[u64], p: usize) -> u64 {
 
 /// Prints (does not assert) what the sample hook adds to one openat.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sample_hook_cost_per_openat() {
     let Some(_kernel) = kernel("sample_hook_cost_per_openat") else {
         return;

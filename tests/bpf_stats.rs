@@ -95,6 +95,7 @@ fn stats_held_elsewhere() -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn run_stats_count_the_sample_hook_and_stop_when_the_guard_drops() {
     let Some(_kernel) = kernel("run_stats_count_the_sample_hook") else {
         return;
@@ -166,6 +167,7 @@ fn check_stats_stopped(ids: &[u32]) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sysctl_fallback_counts_and_restores_the_sysctl() {
     let Some(_kernel) = kernel("sysctl_fallback_counts_and_restores_the_sysctl") else {
         return;
@@ -188,6 +190,7 @@ fn sysctl_fallback_counts_and_restores_the_sysctl() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn loaded_programs_list_the_attached_hook_until_it_is_dropped() {
     let Some(_kernel) = kernel("loaded_programs_list_the_attached_hook") else {
         return;
@@ -219,6 +222,7 @@ fn loaded_programs_list_the_attached_hook_until_it_is_dropped() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn watcher_returns_a_hook_attached_300_ms_later() {
     let Some(_kernel) = kernel("watcher_returns_a_hook_attached_300_ms_later") else {
         return;
@@ -264,6 +268,7 @@ fn watcher_returns_a_hook_attached_300_ms_later() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn watcher_times_out_cleanly_when_nothing_loads() {
     let Some(_kernel) = kernel("watcher_times_out_cleanly_when_nothing_loads") else {
         return;
@@ -302,6 +307,7 @@ fn watcher_times_out_cleanly_when_nothing_loads() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn watcher_fails_at_once_when_the_command_has_exited() {
     let Some(_kernel) = kernel("watcher_fails_at_once_when_the_command_has_exited") else {
         return;
@@ -381,6 +387,7 @@ fn fill_verdict_cache(paths: &[PathBuf]) -> (MapPressure, MapHandle, u64, Vec<Ma
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn map_pressure_counts_cached_paths_and_leaves_the_map_unchanged() {
     let Some(_kernel) = kernel("map_pressure_counts_cached_paths") else {
         return;
@@ -435,6 +442,7 @@ fn map_pressure_counts_cached_paths_and_leaves_the_map_unchanged() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn verdict_cache_fills_at_capacity_and_refuses_new_paths() {
     let Some(_kernel) = kernel("verdict_cache_fills_at_capacity") else {
         return;

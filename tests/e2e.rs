@@ -43,6 +43,7 @@ fn flame_as_nobody(dir: &Path, bin: &Path) -> Run {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
     if !need_root("record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames") {
         return;
@@ -173,6 +174,7 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
     if !need_root("demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached") {
         return;

@@ -183,6 +183,7 @@ fn close(what: &str, ours: &Value, theirs: f64) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
     if !need_root("report_agrees_with_perf_report_on_a_recorded_sample_hook") {
         return;

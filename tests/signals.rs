@@ -116,6 +116,7 @@ fn one_signal_finishes_and_restores(sig: i32) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sigint_finishes_the_profile_and_restores() {
     if need_root("sigint_finishes_the_profile_and_restores") {
         one_signal_finishes_and_restores(libc::SIGINT);
@@ -123,6 +124,7 @@ fn sigint_finishes_the_profile_and_restores() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sigterm_finishes_the_profile_and_restores() {
     if need_root("sigterm_finishes_the_profile_and_restores") {
         one_signal_finishes_and_restores(libc::SIGTERM);
@@ -130,6 +132,7 @@ fn sigterm_finishes_the_profile_and_restores() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sighup_finishes_the_profile_and_restores() {
     if need_root("sighup_finishes_the_profile_and_restores") {
         one_signal_finishes_and_restores(libc::SIGHUP);
@@ -137,6 +140,7 @@ fn sighup_finishes_the_profile_and_restores() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn second_signal_aborts_removes_the_partial_file_and_restores() {
     if !need_root("second_signal_aborts_removes_the_partial_file_and_restores") {
         return;
@@ -167,6 +171,7 @@ fn second_signal_aborts_removes_the_partial_file_and_restores() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sigkill_is_recovered_by_the_next_start() {
     if !need_root("sigkill_is_recovered_by_the_next_start") {
         return;
@@ -225,6 +230,7 @@ fn sigkill_is_recovered_by_the_next_start() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn panic_midway_unwinds_through_every_guard() {
     if !need_root("panic_midway_unwinds_through_every_guard") {
         return;

@@ -18,6 +18,7 @@ fn cache_loaded() -> bool {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sweep_across_the_cache_capacity_finds_the_cliff() {
     if !need_root("sweep_across_the_cache_capacity_finds_the_cliff") {
         return;

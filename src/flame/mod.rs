@@ -14,6 +14,7 @@ use crate::profile::frames::{kind, Kind};
 use anyhow::{Context, Result};
 use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 /// The colour key, for subtitles.
@@ -60,15 +61,27 @@ pub struct FlameOptions {
 /// Render folded text as an SVG into `out`.
 pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> {
     let clean = sanitize(folded);
+    let labels = short_labels(&clean);
     let mut palette = PaletteMap::default();
+    let mut relabelled = String::with_capacity(clean.len());
     for line in clean.lines() {
-        let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
-        for f in stack.split(';') {
-            if palette.get(f).is_none() {
-                palette.insert(f, colour(f));
-            }
-        }
+        let (stack, count) = line.rsplit_once(' ').unwrap_or((line, ""));
+        let frames: Vec<&str> = stack
+            .split(';')
+            .map(|f| {
+                let label = labels.get(f).map_or(f, String::as_str);
+                if palette.get(label).is_none() {
+                    palette.insert(label, colour(f));
+                }
+                label
+            })
+            .collect();
+        relabelled.push_str(&frames.join(";"));
+        relabelled.push(' ');
+        relabelled.push_str(count);
+        relabelled.push('\n');
     }
+    let clean = relabelled;
     let mut o = Options::default();
     o.colors = Palette::Basic(BasicPalette::Hot);
     o.title = sanitize(&opts.title).into_owned();
@@ -83,9 +96,52 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
     flamegraph::from_lines(&mut o, clean.lines(), out).context("cannot render the flame graph")
 }
 
+/// Labels for BPF program frames: `bpf_prog_<tag>_<name>` drawn as `<name>` when no other
+/// program of that name (another tag) is in the profile — the 16 hex digits add nothing then,
+/// and a program's colour already says what it is. Other frames keep their names.
+fn short_labels(folded: &str) -> HashMap<String, String> {
+    let mut tags: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut frames: HashMap<String, String> = HashMap::new();
+    for line in folded.lines() {
+        let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+        for f in stack.split(';').filter(|f| kind(f) == Kind::Program) {
+            if let Some((tag, name)) = crate::host::kallsyms::split_bpf_symbol(bare(f)) {
+                tags.entry(name.clone()).or_default().insert(tag);
+                frames.insert(f.to_string(), name);
+            }
+        }
+    }
+    frames
+        .into_iter()
+        .filter(|(_, name)| tags.get(name).is_some_and(|t| t.len() == 1))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_labels_drop_the_tag_unless_two_programs_share_a_name() {
+        let folded = "b;trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook 5\n\
+                      b;trace_call_bpf_[k];bpf_prog_1111111111111111_twin 2\n\
+                      b;trace_call_bpf_[k];bpf_prog_2222222222222222_twin 3\n";
+        let l = short_labels(folded);
+        assert_eq!(
+            l.get("bpf_prog_0123456789abcdef_hook").map(String::as_str),
+            Some("hook")
+        );
+        assert!(!l.contains_key("bpf_prog_1111111111111111_twin"), "{l:?}");
+        let mut svg = Vec::new();
+        render(folded, &FlameOptions::default(), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(
+            svg.contains(">hook<") || svg.contains("hook ("),
+            "{}",
+            &svg[..400]
+        );
+        assert!(svg.contains("bpf_prog_2222222222222222_twin"));
+    }
 
     #[test]
     fn bpf_colour_is_distinct_from_kernel_and_user() {
