@@ -65,7 +65,7 @@ fn refusal(
             "the loaded tracing, LSM and socket programs"
         };
         return format!(
-            "--filter /{}/ matches none of {whose} ({}): widen it, or drop --filter to take them all",
+            "--filter /{}/ matches none of {whose} ({}): widen it, or drop --filter to take them all (--allow-no-bpf records anyway)",
             f.as_str(),
             names.join(", ")
         );
