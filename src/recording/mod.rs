@@ -52,8 +52,9 @@ pub struct RecordOptions {
     pub iterations: usize,
     pub filter: String,
     pub allow_no_bpf: bool,
-    /// What to load and attach for the recording (after the JIT sysctls are set: a program
-    /// loaded while bpf_jit_kallsyms=0 never gets a symbol).
+    /// What to load and attach for the recording (after the JIT sysctls are set: harmless, and
+    /// on kernels up to 5.4 the sysctl also gated the kernel's own lookups of BPF addresses; the
+    /// /proc/kallsyms listing is gated when read, so the order does not matter for it).
     pub load: Load,
     pub perf_args: Vec<String>,
     pub perf: PerfChoice,
@@ -331,7 +332,7 @@ fn matching_programs(
             .iter()
             .any(|s| s.name == "net.core.bpf_jit_kallsyms");
         let hint = if late {
-            " (bpf_jit_kallsyms was 0 until now, and programs loaded before it was set never get a symbol: reload your hook, or pass --load OBJ.bpf.o)"
+            " (bpf_jit_kallsyms was 0 until now; it is 1 now, and programs loaded before are listed too, so none of the loaded programs matches)"
         } else {
             ""
         };
