@@ -175,7 +175,7 @@ pub struct FlameArgs {
     /// terminal the SVG goes to flame.svg.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Overwrite the -o file if it exists.
+    /// Overwrite the output file (-o, or flame.svg on a terminal) if it exists.
     #[arg(long)]
     pub force: bool,
     /// Write folded stacks instead of an SVG.

@@ -31,7 +31,7 @@ pub enum Command {
     Flame(FlameArgs),
     /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
     Hook(HookArgs),
-    /// The whole method on the bundled sample hook: load, record, flame graph, detach.
+    /// The whole method on the bundled sample hook: its cost, a recording, the flame graph.
     Demo(DemoArgs),
     /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
     Overhead(Box<OverheadArgs>),
