@@ -18,7 +18,9 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    crate::perf::trust::drop_relative_path_entries();
     recover_stale();
+    let _lock = root_run_lock(&cli.command)?;
     match cli.command {
         Command::Bench(a) => commands::bench::run(&a.into()),
         Command::Doctor(a) => commands::doctor::run(&a.into()),
@@ -40,6 +42,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::out::stdout_bytes(&buf)
         }
     }
+}
+
+/// As root, the commands that change the machine run one at a time (see `host::lock`).
+fn root_run_lock(command: &Command) -> anyhow::Result<Option<crate::host::lock::RunLock>> {
+    let lock = match command {
+        Command::Record(a) => a.lock,
+        Command::Overhead(a) => a.lock,
+        Command::Demo(a) => a.lock,
+        Command::Hook(a) => a.lock,
+        _ => return Ok(None),
+    };
+    crate::host::lock::for_root_run(lock.wait())
 }
 
 impl From<BenchArgs> for crate::bench::BenchOptions {

@@ -72,6 +72,7 @@ pub fn checks(host: &Host, opts: &DoctorOptions) -> Result<Vec<Check>> {
     v.push(kallsyms_check(host));
     v.push(programs(host, &filter));
     v.push(perf_check(&opts.perf));
+    v.extend(perf_choice_and_annotate(&opts.perf));
     v.push(pmu(host));
     v.push(btf(host));
     v.push(lockdown(host));

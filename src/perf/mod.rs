@@ -1,11 +1,13 @@
 //! The only code that runs perf: locating the version-matched binary, building the `record`
 //! argv (a pure function), running `record` and `script`.
 
+pub mod features;
 pub mod locate;
+mod nearest;
 mod probe;
 pub mod record;
 pub mod script;
-mod trust;
+pub mod trust;
 pub mod version;
 
 use anyhow::Result;

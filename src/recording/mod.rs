@@ -197,6 +197,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
     let command = if bench {
+        crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
         bench_command(opts)?
     } else {
         Vec::new()
@@ -284,13 +285,7 @@ fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
             opts.iterations.to_string().into(),
         ]);
     }
-    let prog = &opts.command[0];
-    let found = which::which(prog).map_err(|_| {
-        usage(format!(
-            "benchmark {} not found or not executable: give a path (./bench) or a command on PATH",
-            PathBuf::from(prog).display()
-        ))
-    })?;
+    let found = crate::perf::trust::program(&opts.command[0], "benchmark")?;
     let mut cmd = vec![found.into_os_string()];
     cmd.extend(opts.command[1..].iter().cloned());
     Ok(cmd)
