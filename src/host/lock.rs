@@ -7,7 +7,9 @@
 //! The lock file is created as root should: in a directory of root's that nobody else can write,
 //! without following a link, and checked after opening (a regular file of ours, one link, not
 //! writable by others) before it is locked or written. It holds the holder's pid, for messages
-//! only: the lock is the `flock`, released by the kernel however the holder ends.
+//! only: the lock is the `flock`, released by the kernel however the holder ends. What a
+//! holder starts (an `--attach-cmd` that is `ebpf-prof hook`) runs under its lock: the holder's
+//! pid is in the environment, and a descendant of that pid does not wait for it.
 
 use super::Host;
 use crate::error::check;
@@ -138,7 +140,56 @@ pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
     if !super::security::is_root() {
         return Ok(None);
     }
-    acquire(&Host::live(), wait, Duration::from_millis(200)).map(Some)
+    let host = Host::live();
+    if held_by_an_ancestor(&host) {
+        // `overhead --attach-cmd 'ebpf-prof hook'`: the run that started us holds the lock
+        // for the both of us; waiting for it would wait forever.
+        return Ok(None);
+    }
+    let lock = acquire(&host, wait, Duration::from_millis(200))?;
+    // Edition 2021: set_var is safe; called at start, before any thread is started.
+    std::env::set_var(HOLDER_VAR, std::process::id().to_string());
+    Ok(Some(lock))
+}
+
+/// Set in the environment of a run that holds the lock, for what it starts.
+const HOLDER_VAR: &str = "EBPF_PROF_RUN_LOCK_PID";
+
+/// Whether the lock is held by a process that started us (directly or not): the pid in
+/// [`HOLDER_VAR`] must be an ancestor of ours and the one the lock file names.
+fn held_by_an_ancestor(host: &Host) -> bool {
+    let Some(pid) = std::env::var(HOLDER_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    let named = std::fs::read_to_string(host.path(LOCK_FILE)).unwrap_or_default();
+    named.trim() == pid.to_string() && ancestors(host).contains(&pid)
+}
+
+/// Our parent, its parent, … up to init, from /proc/PID/stat.
+fn ancestors(host: &Host) -> Vec<u32> {
+    let mut list = Vec::new();
+    let mut pid = std::process::id();
+    while pid > 1 && list.len() < 256 {
+        let Some(parent) = parent_of(host, pid) else {
+            break;
+        };
+        list.push(parent);
+        pid = parent;
+    }
+    list
+}
+
+fn parent_of(host: &Host, pid: u32) -> Option<u32> {
+    let stat = host.read(&format!("proc/{pid}/stat")).ok()?;
+    // Field 4, after the parenthesised command name (which may hold spaces).
+    stat[stat.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -200,6 +251,12 @@ mod tests {
             .unwrap();
         let e = acquire(&host, Wait::NoWait, Duration::from_millis(10)).unwrap_err();
         assert!(format!("{e:#}").contains("no safe place"), "{e:#}");
+    }
+
+    #[test]
+    fn our_ancestors_include_our_parent() {
+        let parent = std::os::unix::process::parent_id();
+        assert_eq!(ancestors(&Host::live()).first(), Some(&parent));
     }
 
     #[test]
