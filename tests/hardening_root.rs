@@ -478,3 +478,37 @@ fn attach_cmd_loader_is_stopped_on_an_early_error() {
         "loader stopped: {err}"
     );
 }
+
+/// 12.12: `hook` loads under the lock, then releases it while it holds its programs, so the
+/// documented workflow (hook in one terminal, record in another) does not wait forever.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn hook_releases_the_lock_once_attached() {
+    if !need_root("hook_releases_the_lock_once_attached") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("hook.txt");
+    let mut hook = ebpf_prof(&["hook", "--seconds", "60"], d.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).unwrap().contains("holding") {
+        assert!(Instant::now() < deadline, "the hook never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = run(ebpf_prof(
+        &["record", "--no-wait", "--allow-no-bpf", "-n", "2000"],
+        d.path(),
+    ));
+    kill(hook.id(), libc::SIGTERM);
+    hook.wait().unwrap();
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "record did not wait for the holding hook: {r:?}"
+    );
+}

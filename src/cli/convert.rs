@@ -20,13 +20,13 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     crate::perf::trust::drop_relative_path_entries();
     recover_stale();
-    let _lock = root_run_lock(&cli.command)?;
+    let lock = root_run_lock(&cli.command)?;
     match cli.command {
         Command::Bench(a) => commands::bench::run(&a.into()),
         Command::Doctor(a) => commands::doctor::run(&a.into()),
         Command::Record(a) => commands::record::run(&record_options(a)),
         Command::Flame(a) => commands::flame::run(&a.into()),
-        Command::Hook(a) => commands::hook::run(&a.into()),
+        Command::Hook(a) => commands::hook::run(&a.into(), lock),
         Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)),
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
