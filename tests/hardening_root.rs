@@ -512,3 +512,48 @@ fn hook_releases_the_lock_once_attached() {
         "record did not wait for the holding hook: {r:?}"
     );
 }
+
+/// 12.12: the state of a killed run is not restored while another run holds the lock (it
+/// could put back a value that run relies on); once the lock is free, the next start does.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_killed_runs_state_is_recovered_only_when_no_run_is_in_progress() {
+    if !need_root("a_killed_runs_state_is_recovered_only_when_no_run_is_in_progress") {
+        return;
+    }
+    let _s = serial();
+    let _on = SysctlSet::new("net.core.bpf_jit_kallsyms", "1");
+    let dead = 4_000_001u32;
+    assert!(!Path::new(&format!("/proc/{dead}")).exists());
+    let d = tempfile::tempdir().unwrap();
+    let first = record_with(d.path(), "stop:record:after-rotate", &[]);
+    wait_stopped(first.id());
+    let dir = Path::new("/run/ebpf-prof");
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let state = dir.join(format!("{dead}.json"));
+    let text = format!(
+        r#"{{"pid":{dead},"start_time":null,"sysctls":[{{"name":"net.core.bpf_jit_kallsyms","before":"0","during":"1"}}]}}"#
+    );
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = run(ebpf_prof(&["doctor"], d.path()));
+    assert!(!r.stderr().contains("restored"), "{r:?}");
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "1",
+        "not under a running record"
+    );
+    assert!(state.exists());
+    kill(first.id(), libc::SIGCONT);
+    let (code, err) = finish(first);
+    assert_eq!(code, Some(0), "{err}");
+    let r = run(ebpf_prof(&["doctor"], d.path()));
+    assert!(
+        r.stderr().contains(&format!(
+            "restored net.core.bpf_jit_kallsyms=0 left changed by ebpf-prof pid {dead}"
+        )),
+        "{r:?}"
+    );
+    assert!(!state.exists());
+}

@@ -19,8 +19,8 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     crate::perf::trust::drop_relative_path_entries();
-    recover_stale();
     let lock = root_run_lock(&cli.command)?;
+    recover_stale(lock.is_some());
     match cli.command {
         Command::Bench(a) => commands::bench::run(&a.into()),
         Command::Doctor(a) => commands::doctor::run(&a.into()),

@@ -152,6 +152,20 @@ pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
     Ok(Some(lock))
 }
 
+/// The lock for putting back what a killed run left, when nobody holds it: recovery must not
+/// run while another run records (it could restore a value that run relies on). `None` when
+/// not root, or when the lock is taken: then the holder's run, or a later start, recovers.
+pub fn for_recovery() -> Option<RunLock> {
+    if !super::security::is_root() {
+        return None;
+    }
+    let host = Host::live();
+    if held_by_an_ancestor(&host) {
+        return None;
+    }
+    acquire(&host, Wait::NoWait, Duration::from_millis(200)).ok()
+}
+
 /// Set in the environment of a run that holds the lock, for what it starts.
 const HOLDER_VAR: &str = "EBPF_PROF_RUN_LOCK_PID";
 
