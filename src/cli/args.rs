@@ -1,7 +1,6 @@
 //! The arguments of each subcommand (clap derive), with their help text.
 
 use super::parse_duration;
-use crate::recording::DEFAULT_FILTER;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -88,9 +87,10 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Which BPF program symbols count as the hook under test (regex on the symbol name).
-    #[arg(long, default_value = DEFAULT_FILTER)]
-    pub filter: String,
+    /// Narrow the programs record would take (regex on a program's name or its
+    /// bpf_prog_<tag>_<name> symbol); without it, every loaded tracing, LSM or socket program.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -152,10 +152,12 @@ pub struct RecordArgs {
     /// Iterations of the built-in bench (when no command is given).
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
-    /// Regex naming the program symbols that must be present.
-    #[arg(long, default_value = DEFAULT_FILTER)]
-    pub filter: String,
-    /// Record even when no BPF program symbol matches the filter.
+    /// Narrow the programs the recording is for (regex on a program's name or its
+    /// bpf_prog_<tag>_<name> symbol). Without it: the --load object's programs, or every loaded
+    /// tracing, LSM or socket program. Refused when none is left.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Record even when no BPF program would show up in the profile.
     #[arg(long)]
     pub allow_no_bpf: bool,
     /// Load and attach this BPF object for the recording (detached after).

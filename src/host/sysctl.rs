@@ -14,6 +14,24 @@ pub fn read(host: &Host, name: &str) -> Result<String> {
         .with_context(|| format!("cannot read sysctl {name}"))
 }
 
+/// What reading a sysctl found: its value, no such file (the kernel lacks it), or a file we
+/// may not read (it needs root): unreadable is not missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    Value(String),
+    Missing,
+    Unreadable(String),
+}
+
+/// Read `name`, telling a missing sysctl from an unreadable one.
+pub fn probe(host: &Host, name: &str) -> Reading {
+    match host.read(&proc_path(name)) {
+        Ok(v) => Reading::Value(v),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
+        Err(e) => Reading::Unreadable(e.to_string()),
+    }
+}
+
 /// A sysctl's value as an integer, `None` when absent or not a number.
 pub fn read_int(host: &Host, name: &str) -> Option<i64> {
     read(host, name).ok()?.parse().ok()

@@ -528,60 +528,61 @@ fn real_perf_on_this_machine() {
     }
 }
 
+/// (running kernel, installed linux-tools dirs under usr/lib, expected choice, why)
+const NEAREST_CASES: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "6.8.12-mykernel",
+        &[
+            "linux-tools/6.5.0-10",
+            "linux-tools/6.8.0-134",
+            "linux-tools/6.9.0-1",
+            "linux-tools/5.15.0-1",
+        ],
+        "linux-tools/6.8.0-134",
+        "has the running kernel's major.minor 6.8",
+    ),
+    (
+        "6.8.12-mykernel",
+        &[
+            "linux-tools-6.5.0-10",
+            "linux-tools-6.8.0-120",
+            "linux-tools-6.8.0-134",
+        ],
+        "linux-tools-6.8.0-134",
+        "has the running kernel's major.minor 6.8",
+    ),
+    (
+        "6.10.3-custom",
+        &[
+            "linux-tools/6.9.0-1",
+            "linux-tools-6.11.0-2",
+            "linux-tools/5.10.0-3",
+        ],
+        "linux-tools-6.11.0-2",
+        "6.11.0-2 (6.11) is the nearest installed",
+    ),
+    (
+        "6.18.0",
+        &[
+            "linux-tools/5.15.0-1",
+            "linux-tools/6.1.0-9",
+            "linux-tools/weird",
+        ],
+        "linux-tools/6.1.0-9",
+        "6.1.0-9 (6.1) is the nearest installed",
+    ),
+    (
+        "6.18.0",
+        &["linux-tools/weird"],
+        "linux-tools/weird",
+        "names no version",
+    ),
+];
+
 /// Issue 13.7: a custom kernel's perf lives under a linux-tools name that is not `uname -r`.
 #[test]
 fn nearest_linux_tools_by_major_minor_table() {
-    // (running kernel, installed linux-tools dirs (relative to usr/lib), expected choice, why)
-    let cases: &[(&str, &[&str], &str, &str)] = &[
-        (
-            "6.8.12-mykernel",
-            &[
-                "linux-tools/6.5.0-10",
-                "linux-tools/6.8.0-134",
-                "linux-tools/6.9.0-1",
-                "linux-tools/5.15.0-1",
-            ],
-            "linux-tools/6.8.0-134",
-            "has the running kernel's major.minor 6.8",
-        ),
-        (
-            "6.8.12-mykernel",
-            &[
-                "linux-tools-6.5.0-10",
-                "linux-tools-6.8.0-120",
-                "linux-tools-6.8.0-134",
-            ],
-            "linux-tools-6.8.0-134",
-            "has the running kernel's major.minor 6.8",
-        ),
-        (
-            "6.10.3-custom",
-            &[
-                "linux-tools/6.9.0-1",
-                "linux-tools-6.11.0-2",
-                "linux-tools/5.10.0-3",
-            ],
-            "linux-tools-6.11.0-2",
-            "6.11.0-2 (6.11) is the nearest installed",
-        ),
-        (
-            "6.18.0",
-            &[
-                "linux-tools/5.15.0-1",
-                "linux-tools/6.1.0-9",
-                "linux-tools/weird",
-            ],
-            "linux-tools/6.1.0-9",
-            "6.1.0-9 (6.1) is the nearest installed",
-        ),
-        (
-            "6.18.0",
-            &["linux-tools/weird"],
-            "linux-tools/weird",
-            "names no version",
-        ),
-    ];
-    for (release, dirs, want, why) in cases {
+    for (release, dirs, want, why) in NEAREST_CASES {
         let t = Tree::new();
         for d in *dirs {
             t.perf(&format!("usr/lib/{d}/perf"), "6.1.0");

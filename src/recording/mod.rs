@@ -18,8 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// The reference's filter for the hook's program symbols.
-pub const DEFAULT_FILTER: &str = "security|path|file|open";
+pub mod gate;
 
 /// Compile a user's --filter regex, with a clear error.
 pub fn filter_regex(filter: &str) -> Result<regex::Regex> {
@@ -50,10 +49,11 @@ pub struct RecordOptions {
     /// SCHED_FIFO priority; `None` runs without chrt.
     pub priority: Option<u8>,
     pub iterations: usize,
-    pub filter: String,
+    /// Narrows the programs the recording is for ([`gate`]); `None` takes them all.
+    pub filter: Option<String>,
     pub allow_no_bpf: bool,
-    /// What to load and attach for the recording (after the JIT sysctls are set: a program
-    /// loaded while bpf_jit_kallsyms=0 never gets a symbol).
+    /// What to load and attach for the recording (after the JIT sysctls are set, so the JIT
+    /// is on when it loads).
     pub load: Load,
     pub perf_args: Vec<String>,
     pub perf: PerfChoice,
@@ -65,7 +65,7 @@ pub struct RecordOptions {
 
 impl RecordOptions {
     /// The reference's recording of `scope`: `cycles:k` at 997 Hz, SCHED_FIFO 99, 200000
-    /// iterations of the built-in bench, the default filter, nothing loaded.
+    /// iterations of the built-in bench, no filter, nothing loaded.
     pub fn defaults(scope: Scope) -> RecordOptions {
         RecordOptions {
             output: PathBuf::from("perf.data"),
@@ -74,7 +74,7 @@ impl RecordOptions {
             cpu: None,
             priority: Some(99),
             iterations: 200_000,
-            filter: DEFAULT_FILTER.into(),
+            filter: None,
             allow_no_bpf: false,
             load: Load::Nothing,
             perf_args: Vec::new(),
@@ -142,7 +142,7 @@ pub fn describe(a: &Attached) {
 
 /// What `run` checks and finds before it changes anything.
 struct Prepared {
-    filter: regex::Regex,
+    filter: Option<regex::Regex>,
     cpu: u32,
     files: RunFiles,
     command: Vec<OsString>,
@@ -179,7 +179,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
 /// the output directory, the benchmark, perf.
 fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     require_privileges(host)?;
-    let filter = filter_regex(&opts.filter)?;
+    let filter = opts.filter.as_deref().map(filter_regex).transpose()?;
     let cpu = opts
         .cpu
         .map_or_else(|| cpu::default_cpu(host).context("no online CPU found"), Ok)?;
@@ -228,12 +228,11 @@ fn record_guarded(
     let attached = load(&opts.load)?;
     crate::failpoint::hit("record:after-load");
     ints.check()?;
-    let programs = matching_programs(
+    let (programs, loaded) = matching_programs(
         host,
-        &prep.filter,
+        prep.filter.as_ref(),
         opts.allow_no_bpf,
         attached.as_ref(),
-        guard.changed(),
     )?;
     let plan = RecordPlan {
         perf: prep.perf.path.clone(),
@@ -256,6 +255,7 @@ fn record_guarded(
         prep.cpu,
         programs,
     );
+    rec.loaded_programs = loaded;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
     run_perf(host, &plan, &prep.files, ints, &mut rec)?;
@@ -291,57 +291,52 @@ fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
     Ok(cmd)
 }
 
-/// The BPF program symbols in /proc/kallsyms that match the filter; refuse when none do.
+/// The programs the recording is for ([`gate`]), each with the symbols of its functions, and
+/// every loaded program; refuse when none would show up in the profile.
 fn matching_programs(
     host: &Host,
-    filter: &regex::Regex,
+    filter: Option<&regex::Regex>,
     allow_none: bool,
     attached: Option<&Attached>,
-    changed: &[sysctl::Saved],
-) -> Result<Vec<ProgramSeen>> {
+) -> Result<(Vec<ProgramSeen>, Vec<bpf::InventoryProgram>)> {
     let syms = kallsyms::read(host)?;
     if kallsyms::addresses_hidden(&syms) {
         return Err(check("/proc/kallsyms shows only zero addresses even to us: set kernel.kptr_restrict=1 or 0 (sudo sysctl -w kernel.kptr_restrict=1)"));
     }
-    let ids: Vec<(String, u32)> = attached
-        .map(|a| {
-            a.programs()
-                .iter()
-                .map(|p| (p.name.clone(), p.id))
-                .collect()
-        })
-        .unwrap_or_default();
-    let progs: Vec<ProgramSeen> = kallsyms::bpf_programs(&syms)
-        .into_iter()
-        .filter(|p| filter.is_match(&p.symbol) || ids.iter().any(|(n, _)| *n == p.name))
-        .map(|p| ProgramSeen {
-            id: ids.iter().find(|(n, _)| *n == p.name).map(|(_, id)| *id),
-            name: p.name,
-            tag: p.tag,
-            addr: format!("{:x}", p.addr),
-        })
-        .collect();
-    if progs.is_empty() && !allow_none {
-        let late = changed
-            .iter()
-            .any(|s| s.name == "net.core.bpf_jit_kallsyms");
-        let hint = if late {
-            " (bpf_jit_kallsyms was 0 until now, and programs loaded before it was set never get a symbol: reload your hook, or pass --load OBJ.bpf.o)"
-        } else {
-            ""
-        };
-        return Err(check(format!(
-            "no BPF program symbol in /proc/kallsyms matches /{}/{hint}: load your hook first (or pass --load OBJ.bpf.o), widen --filter, or pass --allow-no-bpf to record anyway",
-            filter.as_str()
-        )));
+    let bpf_syms = kallsyms::bpf_programs(&syms);
+    let stats_on = bpf::run_stats_state(host).enabled();
+    let all = bpf::inventory(&bpf_syms, stats_on)?;
+    let object = attached.map(Attached::program_ids);
+    let shown = match gate::decide(&all, object.as_deref(), filter) {
+        gate::Verdict::Programs(p) => p,
+        gate::Verdict::Refused(why) if !allow_none => return Err(check(why)),
+        gate::Verdict::Refused(why) => {
+            say(format!("{why}; recording anyway (--allow-no-bpf)"));
+            Vec::new()
+        }
+    };
+    let mut seen = Vec::new();
+    for p in &shown {
+        say(format!("program {}", gate::describe(p)));
+        if p.symbol.is_none() {
+            say(format!("warning: {} (id {}) has no bpf_prog_ symbol in /proc/kallsyms (is net.core.bpf_jit_harden 0? is it JIT-ed?): its samples will show as bare addresses", p.name, p.id));
+        }
+        for (i, f) in p.functions.iter().enumerate() {
+            let Some(s) = bpf_syms.iter().find(|s| &s.symbol == f) else {
+                continue;
+            };
+            seen.push(ProgramSeen {
+                id: (i == 0).then_some(p.id),
+                name: s.name.clone(),
+                tag: s.tag.clone(),
+                addr: format!("{:x}", s.addr),
+            });
+        }
     }
-    for p in &progs {
-        say(format!(
-            "program bpf_prog_{}_{} at {}",
-            p.tag, p.name, p.addr
-        ));
+    if !allow_none && !shown.is_empty() && seen.is_empty() {
+        return Err(check("none of the programs has a bpf_prog_ symbol in /proc/kallsyms, so perf cannot name any: set net.core.bpf_jit_harden=0 (sudo sysctl -w net.core.bpf_jit_harden=0) and check the JIT is on"));
     }
-    Ok(progs)
+    Ok((seen, all))
 }
 
 fn read_sysctls(host: &Host) -> Vec<(String, String)> {
@@ -393,6 +388,7 @@ fn base_record(
         sysctls: Vec::new(),
         sysctls_during: Vec::new(),
         bpf_programs: programs,
+        loaded_programs: Vec::new(),
         command: plan
             .command
             .iter()

@@ -46,6 +46,7 @@ pub fn report_on(
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         top,
+        own_code_line: None,
     }))
 }
 
@@ -66,7 +67,7 @@ fn snapshot(input: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Vec<
     }
 }
 
-pub use kinds::{Category, Hint, HINT_SHARE};
+pub use kinds::{Category, Hint, ACTION_SHARE, HINT_SHARE};
 pub use walk::Role;
 
 /// Fewer samples inside BPF than this and the shares are too rough to act on: a share p from
@@ -85,6 +86,9 @@ pub struct Input<'a> {
     pub kallsyms: Option<&'a [Symbol]>,
     /// How many kernel functions and unresolved frames to list.
     pub top: usize,
+    /// The hottest source line in the programs' own code (from the profile's BPF line
+    /// information, `ebpf-prof annotate`'s), to back the own-code hint; `None` without it.
+    pub own_code_line: Option<String>,
 }
 
 /// Where the sample count comes from.

@@ -97,7 +97,7 @@ fn programs(s: &mut String, r: &Report) {
     }
     let _ = writeln!(
         s,
-        "\nprograms (% of all samples; self = in the JIT-ed code, not in helpers)"
+        "\nprograms (% of all samples; self = in its own JIT-ed code: not in sub-functions, not in helpers)"
     );
     let _ = writeln!(s, "  {:>7} {:>7}  name", "incl", "self");
     for p in &r.programs {
@@ -195,7 +195,7 @@ fn breakdown(s: &mut String, r: &Report) {
     } else if r.hints.is_empty() {
         let _ = writeln!(
             s,
-            "  no pattern takes {HINT_SHARE:.0}% or more of it: no hint"
+            "  no pattern with a change behind it takes {ACTION_SHARE:.0}% or more of it, and own code not {HINT_SHARE:.0}%: no hint"
         );
     }
     for h in &r.hints {
