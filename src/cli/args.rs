@@ -98,6 +98,25 @@ pub struct DoctorArgs {
     pub perf: PerfArgs,
 }
 
+/// How a root run that changes the machine meets another one (issue 12: one at a time).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct LockArgs {
+    /// As root, refuse at once when another ebpf-prof run holds /run/ebpf-prof.lock, instead of waiting for it.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+impl LockArgs {
+    /// The plain setting the lock takes.
+    pub fn wait(self) -> crate::host::lock::Wait {
+        if self.no_wait {
+            crate::host::lock::Wait::NoWait
+        } else {
+            crate::host::lock::Wait::Wait
+        }
+    }
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct PerfArgs {
     /// The perf binary (else $PERF, the kernel-matched linux-tools perf, perf_<ver>, PATH).
@@ -110,6 +129,8 @@ pub struct PerfArgs {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Where perf writes; the sidecar files go beside it.
     #[arg(short, long, default_value = "perf.data")]
     pub output: PathBuf,
@@ -241,6 +262,8 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// BPF object to load (default: the bundled sample hook for this kernel).
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
@@ -251,6 +274,8 @@ pub struct HookArgs {
 
 #[derive(Debug, Args)]
 pub struct OverheadArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Attach every program of this libbpf-style object in the attached arm.
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
@@ -357,6 +382,8 @@ pub struct OverheadArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Directory for perf.data, its sidecars and the SVG.
     #[arg(long, default_value = "ebpf-prof-demo")]
     pub dir: PathBuf,

@@ -68,11 +68,21 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
-/// As root, put back what a killed earlier run left changed, and say so.
-pub(super) fn recover_stale() {
-    if crate::host::security::is_root() {
-        for line in crate::host::recovery::recover(&crate::host::Host::live()) {
-            crate::out::say(line);
-        }
+/// As root, put back what a killed earlier run left changed, and say so: only under the run
+/// lock (`locked`: this run holds it; otherwise it is taken for the recovery if free), never
+/// while another run is in progress.
+pub(super) fn recover_stale(locked: bool) {
+    if !crate::host::security::is_root() {
+        return;
+    }
+    let _lock = match locked {
+        true => None,
+        false => match crate::host::lock::for_recovery() {
+            Some(l) => Some(l),
+            None => return,
+        },
+    };
+    for line in crate::host::recovery::recover(&crate::host::Host::live()) {
+        crate::out::say(line);
     }
 }

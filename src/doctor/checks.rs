@@ -113,6 +113,22 @@ pub(super) fn perf_check(choice: &PerfChoice) -> Check {
     }
 }
 
+/// Issue 13.7: which perf was chosen and why, and whether it can annotate BPF programs (a
+/// perf built without libbfd/libopcodes cannot disassemble them). Not a blocker for recording.
+pub(super) fn perf_choice_and_annotate(choice: &PerfChoice) -> Vec<Check> {
+    let Ok(p) = choice.find(true) else {
+        return Vec::new();
+    };
+    let a = crate::perf::features::annotate(&p.path);
+    let name = "perf annotate";
+    let annotate = match a.can {
+        Some(true) => ok(name, format!("built with a disassembler ({}): perf annotate can show BPF programs' instructions", a.evidence)),
+        Some(false) => warn(name, format!("built without libbfd/libopcodes ({}): perf annotate cannot disassemble BPF programs (\"Please link with binutils's libopcode\"); recording, flame and report are unaffected", a.evidence), "for annotation, build perf with libbfd (make -C tools/perf with binutils-dev installed) and pass --perf"),
+        None => warn(name, "`perf version --build-options` does not say whether it can disassemble", "try perf annotate on a recording"),
+    };
+    vec![ok("perf choice", p.choice), annotate]
+}
+
 pub(super) fn pmu(host: &Host) -> Check {
     if security::hardware_pmu(host) {
         ok("pmu", "hardware PMU present: cycles:k samples real cycles")

@@ -110,6 +110,7 @@ pub fn checks(
     v.push(kallsyms_check(host));
     v.push(programs(loaded, filter.as_ref()));
     v.push(perf_check(&opts.perf));
+    v.extend(perf_choice_and_annotate(&opts.perf));
     v.push(pmu(host));
     v.push(btf(host));
     v.push(lockdown(host));

@@ -127,6 +127,13 @@ impl SysctlGuard {
         let mut failed = Vec::new();
         let mut first_err = None;
         while let Some(s) = self.saved.pop() {
+            if let Some(now) = changed_by_someone_else(&self.host, &s) {
+                crate::out::say(format!(
+                    "warning: left {}={now} as it is: we had set it to {}, and someone else changed it during the run (it was {} before)",
+                    s.name, s.during, s.before
+                ));
+                continue;
+            }
             if let Err(e) = write(&self.host, &s.name, &s.before) {
                 first_err.get_or_insert(e);
                 failed.push(s);
@@ -137,6 +144,12 @@ impl SysctlGuard {
         }
         first_err.map_or(Ok(()), Err)
     }
+}
+
+/// The value `s` holds now, when it is no longer the one we set: another tool (or another run)
+/// changed it meanwhile, and writing our old value back would undo its change.
+fn changed_by_someone_else(host: &Host, s: &Saved) -> Option<String> {
+    read(host, &s.name).ok().filter(|now| *now != s.during)
 }
 
 impl Drop for SysctlGuard {
@@ -188,6 +201,18 @@ mod tests {
         });
         g.set("net.core.bpf_jit_kallsyms", "1").unwrap();
         assert_eq!(*seen.borrow(), vec![(1, "0".to_string())]);
+    }
+
+    #[test]
+    fn a_value_someone_else_changed_during_the_run_is_not_restored() {
+        let (_d, host) = fake();
+        let mut g = SysctlGuard::new(host.clone());
+        g.set("net.core.bpf_jit_kallsyms", "1").unwrap();
+        // Another tool sets its own value while we run.
+        write(&host, "net.core.bpf_jit_kallsyms", "2").unwrap();
+        g.restore().unwrap();
+        assert_eq!(read(&host, "net.core.bpf_jit_kallsyms").unwrap(), "2");
+        assert!(g.changed().is_empty());
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The only code that runs perf: locating the version-matched binary, building the `record`
 //! argv (a pure function), running `record` and `script`.
 
+pub mod features;
 pub mod locate;
+mod nearest;
 mod probe;
 pub mod record;
 pub mod script;
-mod trust;
+pub mod trust;
 pub mod version;
 
 use anyhow::Result;
@@ -26,6 +28,10 @@ impl PerfChoice {
     pub fn find(&self, quiet: bool) -> Result<FoundPerf> {
         let loc = Locator::from_env(self.explicit.clone(), self.trust)?;
         let found = locate(&loc)?;
+        if found.source == locate::Source::LinuxToolsNearest && !quiet {
+            // Not the obvious place: say which perf and why (issue 13.7).
+            crate::out::say(format!("using {}", found.choice));
+        }
         if let (Some(hint), false) = (&found.mismatch_hint, quiet) {
             crate::out::say(format!("warning: {hint}"));
         }

@@ -10,7 +10,7 @@ use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
 use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
-use crate::runfiles::{create_new, Owner, RunFiles};
+use crate::runfiles::{Owner, PrivateDir, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
@@ -198,6 +198,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
     let command = if bench {
+        crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
         bench_command(opts)?
     } else {
         Vec::new()
@@ -285,13 +286,7 @@ fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
             opts.iterations.to_string().into(),
         ]);
     }
-    let prog = &opts.command[0];
-    let found = which::which(prog).map_err(|_| {
-        usage(format!(
-            "benchmark {} not found or not executable: give a path (./bench) or a command on PATH",
-            PathBuf::from(prog).display()
-        ))
-    })?;
+    let found = crate::perf::trust::program(&opts.command[0], "benchmark")?;
     let mut cmd = vec![found.into_os_string()];
     cmd.extend(opts.command[1..].iter().cloned());
     Ok(cmd)
@@ -408,8 +403,9 @@ fn base_record(
     }
 }
 
-/// Rotate old files, snapshot kallsyms, run perf, then write the run record and hand every file
-/// to the invoking user.
+/// Rotate old files, then, in a private directory beside the target (see
+/// `runfiles::handover`): snapshot kallsyms, run perf, write the run record; then hand every
+/// file to the invoking user and move it into place, replacing nothing.
 fn run_perf(
     host: &Host,
     plan: &RecordPlan,
@@ -424,30 +420,34 @@ fn run_perf(
             files.old().data.display()
         ));
     }
-    let owner = Owner::from_sudo_env();
-    let mut snap = create_new(&files.kallsyms(), 0o600)?;
+    let mut private = PrivateDir::beside(&files.data)?;
+    crate::failpoint::hit("record:after-rotate");
+    let names = family_names(files);
+    let work = RunFiles::new(private.work_path(&names[0].0));
+    let mut snap = private.create(&names[2].0, 0o600)?;
     snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
-    give(owner, &files.kallsyms())?;
     let bench = plan.scope == Scope::Bench;
-    let samples = if bench {
-        let f = create_new(&files.samples(), 0o644)?;
-        give(owner, &files.samples())?;
-        Some(f)
-    } else {
+    let samples = match bench {
+        true => Some(private.create(&names[1].0, 0o644)?),
+        false => None,
+    };
+    if !bench {
         say(match plan.scope.duration() {
             Some(d) => format!("profiling for {d} s"),
             None => "profiling until Ctrl-C".into(),
         });
-        None
-    };
+    }
     say(format!("running: {}", rec.command_line));
-    let out = perf_record::run(plan, samples, ints)?;
+    let work_plan = RecordPlan {
+        output: work.data.clone(),
+        ..plan.clone()
+    };
+    let out = perf_record::run(&work_plan, samples, ints)?;
     rec.perf_exit = out.status.code();
     // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
     let open_ended = !bench && plan.scope.duration().is_none();
     rec.interrupted = out.signals > 0 && !open_ended;
     if out.aborted {
-        let _ = std::fs::remove_file(&files.data);
         say(format!(
             "perf was stopped before it could finish {}; the incomplete file was removed",
             files.data.display()
@@ -456,23 +456,32 @@ fn run_perf(
     }
     let stopped_by_user = open_ended && out.signals > 0;
     if !out.status.success() && !rec.interrupted && !stopped_by_user {
-        return Err(perf_failure(plan, &out, files));
+        return Err(perf_failure(plan, &out));
     }
     crate::out::err_text(&out.stderr);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
-    finish_record(plan, files, rec);
-    let mut json = create_new(&files.json(), 0o644)?;
+    finish_record(plan, &work, rec);
+    let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
-    give(owner, &files.json())?;
-    give(owner, &files.data)?;
-    Ok(())
+    private.hand_over(&names, Owner::from_sudo_env())
 }
 
-fn give(owner: Option<Owner>, path: &std::path::Path) -> Result<()> {
-    match owner {
-        Some(o) if path.exists() => o.give(path),
-        _ => Ok(()),
-    }
+/// Each file of the family: its name in the private directory, its target, its mode. Those
+/// that hold kernel addresses (perf.data, the kallsyms snapshot, the run record's
+/// `bpf_programs[].addr`) are 0600; perf.data first, so a conflict there moves nothing.
+fn family_names(files: &RunFiles) -> Vec<(OsString, PathBuf, u32)> {
+    let modes = [0o600, 0o644, 0o600, 0o600];
+    let targets = [
+        files.data.clone(),
+        files.samples(),
+        files.kallsyms(),
+        files.json(),
+    ];
+    targets
+        .into_iter()
+        .zip(modes)
+        .map(|(t, m)| (t.file_name().unwrap_or_default().to_os_string(), t, m))
+        .collect()
 }
 
 /// Fill in what is known only after perf: the event actually sampled and the samples summary.
@@ -504,18 +513,14 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
     }
 }
 
-/// A failed perf run: remove what it left half-done and explain, quoting perf's stderr.
-fn perf_failure(
-    plan: &RecordPlan,
-    out: &perf_record::RecordOutcome,
-    files: &RunFiles,
-) -> anyhow::Error {
+/// A failed perf run (what it left half-done goes with the private directory): explain,
+/// quoting perf's stderr.
+fn perf_failure(plan: &RecordPlan, out: &perf_record::RecordOutcome) -> anyhow::Error {
     let stderr = out.stderr.trim();
     let code = out
         .status
         .code()
         .map_or_else(|| format!("{}", out.status), |c| format!("exit status {c}"));
-    let _ = std::fs::remove_file(&files.data);
     if let Some(e) = crate::bench::pinned::refused(stderr, &[plan.cpu], plan.priority) {
         return e;
     }
