@@ -46,6 +46,7 @@ pub fn report_on(
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         top,
+        counted: p.samples,
     }))
 }
 
@@ -85,6 +86,8 @@ pub struct Input<'a> {
     pub kallsyms: Option<&'a [Symbol]>,
     /// How many kernel functions and unresolved frames to list.
     pub top: usize,
+    /// The samples counted in `perf script`'s output, when the profile went through it.
+    pub counted: Option<u64>,
 }
 
 /// Where the sample count comes from.
@@ -95,6 +98,8 @@ pub enum SamplesSource {
     PerfRecord,
     /// The folded counts themselves: small counts, read as samples (no run record).
     FoldedCounts,
+    /// Counted in `perf script`'s output (one event line per sample): no run record.
+    PerfScript,
     /// Period-weighted counts and no run record.
     Unknown,
 }

@@ -27,6 +27,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
         record,
         kallsyms: syms.as_deref(),
         top: 20,
+        counted: None,
     })
 }
 
