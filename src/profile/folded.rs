@@ -44,7 +44,7 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
         if l.starts_with([' ', '\t']) {
             return Ok(InputKind::PerfScript);
         }
-        if parse_line(l).is_some() {
+        if folded_shape(l) {
             folded_like += 1;
         } else if folded_like == 0 && !looks_like_event_line(l) {
             return Err(format!(
@@ -59,6 +59,15 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
     } else {
         Err("no indented frame lines (perf script) and no `frames COUNT` lines (folded)".into())
     }
+}
+
+/// `frames COUNT` with a count of digits (of any length: one too big for 64 bits is still a
+/// folded line, refused later by [`checked_total`] naming its line).
+fn folded_shape(l: &str) -> bool {
+    l.trim_end().rsplit_once(' ').is_some_and(|(stack, count)| {
+        let digits = count.split_once('.').map_or(count, |(d, _)| d);
+        !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// A `perf script` event line: `comm pid[/tid] [cpu] time: period event:`.

@@ -63,7 +63,14 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
             input.display()
         )));
     }
-    folded::checked_total(&text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    let total =
+        folded::checked_total(&text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    if total == 0 {
+        return Err(usage(format!(
+            "{} holds no samples: every stack's count is 0",
+            input.display()
+        )));
+    }
     crate::failpoint::hit("profile:loaded");
     Ok(Profile {
         folded: text,
