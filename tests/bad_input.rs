@@ -277,9 +277,18 @@ fn command(row: &Row, dir: &Path, exe: &Path) -> Command {
     c
 }
 
-/// Run a row; with `closed pipe`, stdout is a pipe whose reader is gone before the run.
+/// Run a row; with `closed pipe`, stdout is a pipe whose reader is gone before the run; with
+/// `stdout full`, /dev/full (every write fails with ENOSPC).
 fn execute(row: &Row, dir: &Path, exe: &Path) -> Run {
     let mut c = command(row, dir, exe);
+    if has(row, "stdout full") {
+        c.stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        );
+    }
     if !has(row, "closed pipe") {
         return run(c);
     }
