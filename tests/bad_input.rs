@@ -488,3 +488,51 @@ fn regression_doctor_into_a_closed_pipe_does_not_panic() {
         assert!(!r.stderr().contains("panicked"), "{r:?}");
     }
 }
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Issue 12, item 11: `println!`/`eprintln!` panic on a closed stream; every line the tool
+/// prints goes through `src/out.rs`, which cannot. No print macro anywhere else outside tests.
+#[test]
+fn no_print_macro_outside_out_rs() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut found = Vec::new();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "out.rs" || name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, l) in code.lines().enumerate() {
+            let l = l.trim_start();
+            if l.starts_with("//") {
+                continue;
+            }
+            if ["println!(", "eprintln!(", "print!(", "eprint!("]
+                .iter()
+                .any(|m| l.contains(m))
+            {
+                found.push(format!("{}:{}: {l}", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "print macros outside src/out.rs:\n{}",
+        found.join("\n")
+    );
+}
