@@ -536,3 +536,31 @@ fn no_print_macro_outside_out_rs() {
         found.join("\n")
     );
 }
+
+/// Issue 12, item 7: a full disk midway through `flame --force -o old.svg` — a 8 KB tmpfs in a
+/// private mount namespace (gone with the shell) — leaves old.svg as it was and no temp file,
+/// exit 4 with a line that says the disk is full.
+#[test]
+#[ignore = "needs root: mounts a tiny tmpfs in a private mount namespace"]
+fn regression_full_disk_keeps_the_old_output() {
+    if !need_root("regression_full_disk_keeps_the_old_output") {
+        return;
+    }
+    let d = scratch();
+    let script = "mount -t tmpfs -o size=8k none mnt && echo old > mnt/old.svg \
+        && { \"$0\" flame good.folded -o mnt/old.svg --force; echo \"exit $?\"; } \
+        && cat mnt/old.svg && ls -A mnt";
+    std::fs::create_dir(d.path().join("mnt")).unwrap();
+    let mut c = Command::new("unshare");
+    c.args(["--mount", "--propagation", "private", "sh", "-c", script])
+        .arg(bin())
+        .current_dir(d.path());
+    let r = run(c);
+    let out = r.stdout();
+    assert_eq!(out, "exit 4\nold\nold.svg\n", "{r:?}");
+    assert!(
+        r.stderr()
+            .contains("No space left on device (the disk is full; free some space or write elsewhere); nothing was left behind"),
+        "{r:?}"
+    );
+}

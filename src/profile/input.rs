@@ -195,6 +195,32 @@ mod tests {
         assert!(read_sidecar(&zero).is_err());
     }
 
+    /// Issue 12, item 8: sidecars are named for what they are, and capped by role.
+    #[test]
+    fn sidecar_messages_and_caps_follow_the_role() {
+        let d = tempfile::tempdir().unwrap();
+        let json = d.path().join("p.data.json");
+        std::fs::File::create(&json)
+            .unwrap()
+            .set_len(Role::RunRecord.cap() + 1)
+            .unwrap();
+        let e = read_sidecar(&json).unwrap_err().to_string();
+        assert!(
+            e.contains("more than such a file can be (16777216 bytes)"),
+            "{e}"
+        );
+        assert!(e.contains("perf.data.json"), "{e}");
+        let ksyms = d.path().join("p.data.kallsyms");
+        std::fs::write(&ksyms, "").unwrap();
+        let e = read_sidecar(&ksyms).unwrap_err().to_string();
+        assert!(e.ends_with("is empty: give the kallsyms snapshot written by `ebpf-prof record` (perf.data.kallsyms)"), "{e}");
+        std::fs::write(&json, [0xff, 0xfe]).unwrap();
+        assert!(read_sidecar(&json)
+            .unwrap_err()
+            .to_string()
+            .contains("is not text"));
+    }
+
     #[test]
     fn the_head_reaches_the_end_of_a_long_first_line() {
         let d = tempfile::tempdir().unwrap();
