@@ -7,6 +7,7 @@ mod common;
 
 use common::{ebpf_prof, need_root, run};
 use std::os::unix::fs::chown;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -106,17 +107,27 @@ fn regression_real_perf_data_cut_or_unfinished_is_truncated() {
     let (data, _) = perf_record(d.path(), "whole.data");
     let bytes = std::fs::read(&data).unwrap();
     std::fs::write(d.path().join("half.data"), &bytes[..bytes.len() / 2]).unwrap();
+    // perf and its workload in a process group of their own, killed together once perf has
+    // written its first header (data size 0 until it stops).
+    let killed = d.path().join("killed.data");
     let mut perf = Command::new("perf")
         .args(["record", "-g", "-o"])
-        .arg(d.path().join("killed.data"))
-        .args(["--", "sleep", "3"])
+        .arg(&killed)
+        .args(["--", "sleep", "30"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: kill(2) on the pid of the perf this test started.
-    unsafe { libc::kill(perf.id() as i32, libc::SIGKILL) };
+    let started = std::time::Instant::now();
+    while std::fs::metadata(&killed).map_or(0, |m| m.len()) < 104
+        && started.elapsed().as_secs() < 20
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) on the process group of the perf this test started (perf and its sleep).
+    unsafe { libc::kill(-(perf.id() as i32), libc::SIGKILL) };
     perf.wait().unwrap();
     for f in ["half.data", "killed.data"] {
         for cmd in ["flame", "report"] {
