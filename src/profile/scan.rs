@@ -27,8 +27,13 @@ pub struct Tally {
 pub struct Scan<R> {
     inner: R,
     tally: Rc<Tally>,
+    /// The current line, when it is an event line (its first 4096 bytes).
     line: Vec<u8>,
     line_no: u64,
+    /// At the start of a line.
+    fresh: bool,
+    /// The current line is an event line.
+    event: bool,
 }
 
 impl<R: Read> Scan<R> {
@@ -40,28 +45,31 @@ impl<R: Read> Scan<R> {
             tally: Rc::clone(&tally),
             line: Vec::new(),
             line_no: 0,
+            fresh: true,
+            event: false,
         };
         (scan, tally)
     }
 
     fn byte(&mut self, b: u8) -> bool {
-        if b != b'\n' {
-            if self.line.len() < 4096 {
-                self.line.push(b);
-            }
-            return true;
+        if b == b'\n' {
+            self.line_no += 1;
+            let ok = !self.event || self.end_of_event();
+            self.line.clear();
+            (self.fresh, self.event) = (true, false);
+            return ok;
         }
-        self.line_no += 1;
-        let ok = self.end_of_line();
-        self.line.clear();
-        ok
+        if self.fresh {
+            self.fresh = false;
+            self.event = !matches!(b, b' ' | b'\t' | b'#' | b'\r');
+        }
+        if self.event && self.line.len() < 4096 {
+            self.line.push(b);
+        }
+        true
     }
 
-    fn end_of_line(&mut self) -> bool {
-        let first = self.line.first().copied();
-        if matches!(first, None | Some(b' ' | b'\t' | b'#')) {
-            return true;
-        }
+    fn end_of_event(&mut self) -> bool {
         let t = &self.tally;
         t.samples.set(t.samples.get() + 1);
         match t.periods.get().checked_add(period(&self.line)) {
@@ -104,12 +112,8 @@ impl<R: Read> Read for Scan<R> {
                 return Err(overflow());
             }
         }
-        if n == 0 && !self.line.is_empty() {
-            self.line_no += 1;
-            if !self.end_of_line() {
-                return Err(overflow());
-            }
-            self.line.clear();
+        if n == 0 && self.event && !self.byte(b'\n') {
+            return Err(overflow());
         }
         Ok(n)
     }
