@@ -254,6 +254,25 @@ mod tests {
         assert_eq!(mode, 0o644);
     }
 
+    /// Issue 12, item 7: a failed write says why and that nothing changed (exit 4).
+    #[test]
+    fn write_errors_name_the_limit_or_the_full_disk() {
+        let t = Path::new("out.svg");
+        let cases = [
+            (libc::EFBIG, "(the file size limit (ulimit -f) was reached"),
+            (libc::ENOSPC, "(the disk is full"),
+            (libc::EIO, "(write elsewhere)"),
+        ];
+        for (errno, want) in cases {
+            let e = write_error(t, &std::io::Error::from_raw_os_error(errno));
+            let s = e.to_string();
+            assert!(s.starts_with("cannot write out.svg: "), "{s}");
+            assert!(s.contains(want), "{s}");
+            assert!(s.ends_with("nothing was left behind and any old file is as it was"));
+            assert_eq!(crate::error::exit_code(&e), 4);
+        }
+    }
+
     #[test]
     fn refusals_table() {
         let d = tempfile::tempdir().unwrap();
