@@ -47,6 +47,7 @@ pub fn report_on(
         kallsyms: syms.as_deref(),
         top,
         own_code_line: None,
+        counted: p.samples,
     }))
 }
 
@@ -89,6 +90,8 @@ pub struct Input<'a> {
     /// The hottest source line in the programs' own code (from the profile's BPF line
     /// information, `ebpf-prof annotate`'s), to back the own-code hint; `None` without it.
     pub own_code_line: Option<String>,
+    /// The samples counted in `perf script`'s output, when the profile went through it.
+    pub counted: Option<u64>,
 }
 
 /// Where the sample count comes from.
@@ -99,6 +102,8 @@ pub enum SamplesSource {
     PerfRecord,
     /// The folded counts themselves: small counts, read as samples (no run record).
     FoldedCounts,
+    /// Counted in `perf script`'s output (one event line per sample): no run record.
+    PerfScript,
     /// Period-weighted counts and no run record.
     Unknown,
 }
