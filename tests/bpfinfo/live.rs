@@ -1,19 +1,21 @@
 //! As root: the sample hook loaded now, its program info read live (libbpf-rs) and from a
-//! perf.data recorded while it is loaded, and the IP → line mapping checked against two
+//! perf.data recorded while it is loaded, and the IP → line mapping checked against
 //! independent references:
 //!
-//! * libbpf's `bpf_prog_linfo__lfind_addr_func`, driven the way bpftool's
-//!   `disasm_print_insn` drives it for `prog dump jited … linum` (one call per instruction
-//!   with `nr_skip`), which prints `; source [file:… line_num:… line_col:…]` before the
-//!   first instruction of each line. Debian's bpftool 7.1 is built without libbfd and cannot
-//!   disassemble, so the same libbpf calls are made here;
+//! * `bpftool prog dump jited id N linum`, which prints `; source [file:… line_num:…
+//!   line_col:…]` before the first instruction of each line: every instruction's line must be
+//!   ours. Debian's bpftool 7.1 is built without libbfd and cannot disassemble; point
+//!   `$BPFTOOL` at one that can (bpftool ≥ 7.3 built with LLVM) to run this part;
+//! * what that bpftool runs, always: libbpf's `bpf_prog_linfo__new` on the kernel's arrays and
+//!   `bpf_prog_linfo__lfind_addr_func` once per instruction with `nr_skip`, as bpftool's
+//!   `disasm_print_insn` calls it (`tools/bpf/bpftool/jit_disasm.c`);
 //! * `bpftool prog dump xlated id N linum`, which works without libbfd: every line info entry
 //!   per function, in order, with its text, file, line and column.
 
 use std::process::Command;
 
 use ebpf_prof::bpf::{attach, Attached, ObjectSource, SAMPLE_HOOK};
-use ebpf_prof::bpfinfo::{disassemble, live, BpfInfo, IpKind, LineMapping, ProgInfo};
+use ebpf_prof::bpfinfo::{disassemble, live, BpfInfo, IpKind, LineMapping, ProgInfo, SourceLine};
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 
@@ -53,6 +55,19 @@ fn live_line_mapping_agrees_with_libbpf_bpftool_and_perf_data() {
             "prog {}: bpftool xlated linum agrees on {entries} line entries",
             prog.id
         );
+        match against_bpftool_jited(&info, prog) {
+            Some((agree, insns)) => {
+                eprintln!(
+                    "prog {}: bpftool jited linum agrees on {agree}/{insns} instructions",
+                    prog.id
+                );
+                assert_eq!(agree, insns, "prog {}", prog.id);
+            }
+            None => eprintln!(
+                "note: {} cannot disassemble (no libbfd/LLVM); the libbpf check stands in",
+                bpftool()
+            ),
+        }
     }
     assert_eq!(
         funcs, 3,
@@ -149,6 +164,81 @@ impl Drop for LibbpfLinfo {
         // SAFETY: allocated by bpf_prog_linfo__new, freed once.
         unsafe { libbpf_sys::bpf_prog_linfo__free(self.ptr) }
     }
+}
+
+/// The bpftool to run: `$BPFTOOL`, else the one on PATH.
+fn bpftool() -> String {
+    std::env::var("BPFTOOL").unwrap_or_else(|_| "bpftool".to_string())
+}
+
+/// Instructions whose `; source [file:…]` annotation in `bpftool prog dump jited id N linum`
+/// is the line our lookup gives, and how many instructions bpftool printed; `None` when
+/// this bpftool has no disassembler (Debian's 7.1: "No libbfd support").
+fn against_bpftool_jited(info: &BpfInfo, prog: &ProgInfo) -> Option<(usize, usize)> {
+    let out = Command::new(bpftool())
+        .args(["prog", "dump", "jited", "id", &prog.id.to_string(), "linum"])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let (mut agree, mut total) = (0, 0);
+    for (f, offset, annotation) in bpftool_jited_insns(&String::from_utf8_lossy(&out.stdout)) {
+        let func = &prog.funcs[f];
+        let ours = info
+            .lookup(func.addr + offset, IpKind::Sample)
+            .and_then(|l| l.line)
+            .map(|l| annotate(&l));
+        total += 1;
+        if ours.as_deref() == annotation {
+            agree += 1;
+        } else {
+            eprintln!(
+                "{}+{offset:#x}: ours {ours:?}, bpftool {annotation:?}",
+                func.sym_name
+            );
+        }
+    }
+    assert!(total > 0, "bpftool printed no instructions");
+    Some((agree, total))
+}
+
+/// `(function index, offset, the last `; …` annotation)` of every instruction line
+/// (`  1c:\tmovl …`) of a bpftool jited dump; offsets restart at 0 in each function.
+fn bpftool_jited_insns(dump: &str) -> Vec<(usize, u64, Option<&str>)> {
+    let (mut out, mut func, mut current) = (Vec::new(), None::<usize>, None);
+    for line in dump.lines() {
+        if let Some(entry) = line.strip_prefix("; ") {
+            current = Some(entry);
+            continue;
+        }
+        let Some((off, _)) = line.trim_start().split_once(":\t") else {
+            continue;
+        };
+        let Ok(offset) = u64::from_str_radix(off, 16) else {
+            continue;
+        };
+        if offset == 0 {
+            func = Some(func.map_or(0, |f| f + 1));
+        }
+        out.push((
+            func.expect("an instruction at offset 0 first"),
+            offset,
+            current,
+        ));
+    }
+    out
+}
+
+/// A line as bpftool's `btf_dump_linfo_plain` prints it with `linum`.
+fn annotate(l: &SourceLine) -> String {
+    format!(
+        "{} [file:{} line_num:{} line_col:{}]",
+        l.text.trim_start(),
+        l.file,
+        l.line,
+        l.col
+    )
 }
 
 /// Compares every line entry, per function, with `bpftool prog dump xlated id N linum`;
