@@ -15,7 +15,10 @@ mod perf_features;
 use std::path::PathBuf;
 use std::process::Command;
 
-use ebpf_prof::bpfinfo::{disassemble, BpfInfo, IpKind, LineMapping, ProgInfo, SourceLine};
+use ebpf_prof::bpfinfo::{
+    aggregate_lines, disassemble, BpfInfo, Frame, FrameKind, IpKind, LineMapping, ProgInfo, Sample,
+    SourceLine,
+};
 
 const FIXTURE: &str = "fixtures/perf-data/hook-lines.data";
 
@@ -234,4 +237,129 @@ fn last_call_of_line(info: &BpfInfo, p: &ProgInfo, f: usize, line: u32) -> u64 {
 
 fn lines_of(info: &BpfInfo, ip: u64, kind: IpKind) -> Option<u32> {
     info.lookup(ip, kind).and_then(|l| l.line).map(|l| l.line)
+}
+
+/// The stacks of the fixture's samples as `perf script -F ip,sym` prints them, innermost
+/// first, as `(ip, symbol)`; `None` without perf.
+fn perf_script_stacks() -> Option<Vec<Vec<(u64, String)>>> {
+    let out = Command::new("perf")
+        .args(["script", "-f", "-F", "ip,sym", "-i"])
+        .arg(fixture_path())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stacks = vec![Vec::new()];
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match (
+            words.next().map(|w| u64::from_str_radix(w, 16)),
+            words.next(),
+        ) {
+            (Some(Ok(ip)), Some(sym)) => stacks.last_mut()?.push((ip, sym.to_string())),
+            _ if line.trim().is_empty() && !stacks.last()?.is_empty() => stacks.push(Vec::new()),
+            _ => {}
+        }
+    }
+    stacks.retain(|s| !s.is_empty());
+    Some(stacks)
+}
+
+/// The fixture's samples (symbolized by perf) aggregated per line: every BPF frame is found,
+/// the self weights add up to the samples whose IP is in BPF code, the line calling
+/// `path_check_callback` holds every sample below it (its return address is the first byte
+/// of line 45: found through the return address − 1), and line 89 calls
+/// `bpf_probe_read_user_str`.
+#[test]
+fn fixture_samples_aggregate_to_lines() {
+    let Some(stacks) = perf_script_stacks() else {
+        assert!(
+            !common::under_ci(),
+            "perf is missing under CI (scripts/install-deps.sh installs it)"
+        );
+        eprintln!("SKIP fixture_samples_aggregate_to_lines: no perf");
+        return;
+    };
+    let is_bpf = |sym: &str| sym.starts_with("bpf_prog_");
+    let info = fixture();
+    let report = aggregate_lines(
+        &info,
+        stacks.iter().map(|s| Sample {
+            frames: frames_of(s),
+            weight: 1,
+        }),
+    );
+    let in_bpf = stacks
+        .iter()
+        .filter(|s| s.iter().any(|(_, sym)| is_bpf(sym)))
+        .count() as u64;
+    let leaf_bpf = stacks.iter().filter(|s| is_bpf(&s[0].1)).count() as u64;
+    assert_eq!(
+        (report.total, report.in_bpf, report.unknown_bpf),
+        (stacks.len() as u64, in_bpf, 0)
+    );
+    assert_eq!(
+        report.lines.iter().map(|l| l.self_weight).sum::<u64>(),
+        leaf_bpf
+    );
+    for l in &report.lines {
+        eprintln!(
+            "{:>3} {:>3} {:>3}  {}:{} {:?} {:?}",
+            l.self_weight,
+            l.inclusive_weight,
+            l.line,
+            l.func_name,
+            l.line,
+            l.text.trim(),
+            l.callees
+        );
+    }
+    let call = report
+        .lines
+        .iter()
+        .find(|l| l.prog_id == 9602 && l.func_index == 0 && l.line == 44)
+        .expect("line 44");
+    let under_policy = stacks
+        .iter()
+        .filter(|s| {
+            s.iter()
+                .any(|(_, sym)| sym.ends_with("_enforce_access_policy"))
+        })
+        .count() as u64;
+    assert!(
+        under_policy > 0 && under_policy < in_bpf,
+        "the rest is in tail_call_security_check"
+    );
+    assert_eq!(
+        call.inclusive_weight, under_policy,
+        "all under enforce_access_policy is below line 44"
+    );
+    assert_eq!(
+        call.callees,
+        [(
+            "bpf_prog_abb7fedfb7f3aa07_path_check_callback".to_string(),
+            under_policy
+        )]
+    );
+    let read = report.lines.iter().find(|l| l.line == 89).expect("line 89");
+    assert_eq!(
+        read.callees.first().map(|c| c.0.as_str()),
+        Some("bpf_probe_read_user_str")
+    );
+}
+
+fn frames_of(stack: &[(u64, String)]) -> Vec<Frame<'_>> {
+    stack.iter().map(|(ip, sym)| frame(*ip, sym)).collect()
+}
+
+fn frame(ip: u64, sym: &str) -> Frame<'_> {
+    let kind = if sym.starts_with("bpf_prog_") {
+        FrameKind::Bpf
+    } else {
+        FrameKind::Kernel
+    };
+    Frame {
+        ip,
+        kind,
+        name: Some(sym),
+    }
 }
