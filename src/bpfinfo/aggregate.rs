@@ -57,7 +57,8 @@ pub struct LineCost {
     pub line_info_missing: bool,
     /// Source file.
     pub file: String,
-    /// Line number (0 without line info).
+    /// Line number: 0 without line info, and also for code clang gave no line (its
+    /// `line_col == 0` entries, compiler-generated: spills, loop set-up).
     pub line: u32,
     /// Source text of the line.
     pub text: String,

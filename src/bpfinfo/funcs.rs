@@ -38,7 +38,7 @@ impl ProgInfo {
     /// Names every function as perf's `synthesize_bpf_prog_name()` does: `bpf_prog_<tag of
     /// the function>` then `_<BTF FUNC name>` when the program's BTF is in `btfs`, else
     /// `_<kernel name>` for a single-function program (nothing if that name is empty), else
-    /// `_F`.
+    /// `_F`. A function without its own tag (`prog_tags` missing) uses the program's.
     pub fn resolve_names(&mut self, btfs: &BtfSet) {
         let btf = btfs.get(self.btf_id);
         let single = self.funcs.len() == 1;
