@@ -3,10 +3,13 @@
 //! through it (inclusive), with what the line called (a helper, a kfunc, a BPF function) and
 //! how much of the inclusive weight each callee took.
 //!
-//! For a BPF frame the line is looked up at the IP for the innermost frame (the sample IP) and
-//! at the return address − 1 for callers ([`IpKind::Return`]), so that a helper's time goes
-//! to the line that called it. Callee names of non-BPF frames come from the caller (kallsyms
-//! or KSYMBOL records), BPF callees are named here.
+//! Only the innermost BPF frame of a sample counts: its IP when the sample is in JIT-ed code
+//! (self and inclusive), its return address − 1 ([`IpKind::Return`]) when the sample is in a
+//! helper or kfunc below it (inclusive, with the callee named), so that a helper's time goes
+//! to the line that called it. A caller BPF function (BPF-to-BPF call) is not charged again:
+//! each function's lines add up to the time spent in that function and what it called outside
+//! BPF. Functions are named with the KSYMBOL name perf gave their frames (func 0 of a program
+//! loaded before the recording differs from the tag-derived name, notes §4.3).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -66,8 +69,10 @@ pub struct LineCost {
     pub ranges: Vec<Range<u64>>,
     /// Weight of samples whose IP was in the line's code.
     pub self_weight: u64,
-    /// Weight of samples with this line anywhere on the BPF part of the stack.
+    /// Weight of samples whose innermost BPF frame is in this line.
     pub inclusive_weight: u64,
+    /// Without line info: the offset in the function (`+0x19b`) this entry stands for.
+    pub offset: Option<u64>,
     /// What the line called, with the inclusive weight spent there; heaviest first.
     pub callees: Vec<(String, u64)>,
 }
@@ -85,7 +90,8 @@ pub struct LineReport {
     pub lines: Vec<LineCost>,
 }
 
-/// `(prog index, func index, file_name_off, line)`; line info missing: `(p, f, u32::MAX, 0)`.
+/// `(prog index, func index, file_name_off, line)`; line info missing:
+/// `(p, f, u32::MAX, offset)`.
 type Key = (usize, usize, u32, u32);
 
 #[derive(Default)]
@@ -95,67 +101,82 @@ struct Acc {
     callees: BTreeMap<String, u64>,
 }
 
+/// Samples added one at a time (a profile is not held in memory), then [`Aggregator::finish`].
+#[derive(Default)]
+pub struct Aggregator {
+    report: LineReport,
+    lines: BTreeMap<Key, Acc>,
+    /// KSYMBOL names seen per `(prog index, func index)`.
+    names: BTreeMap<(usize, usize), String>,
+    /// Self weight per sample IP in BPF code, and inclusive weight per return address of an
+    /// innermost BPF frame (the instruction after a call), for `--asm`.
+    by_ip: BTreeMap<u64, (u64, u64)>,
+}
+
+impl Aggregator {
+    /// Adds one sample (frames innermost first).
+    pub fn add(&mut self, info: &BpfInfo, frames: &[Frame<'_>], weight: u64) {
+        self.report.total += weight;
+        let Some(i) = frames.iter().position(|f| f.kind == FrameKind::Bpf) else {
+            return;
+        };
+        let Some(loc) = bpf_location(info, frames, i) else {
+            self.report.unknown_bpf += weight;
+            return;
+        };
+        self.report.in_bpf += weight;
+        let key = key_of(info, &loc);
+        if let Some(name) = frames[i].name {
+            self.names
+                .entry((key.0, key.1))
+                .or_insert_with(|| name.to_string());
+        }
+        let at = self.by_ip.entry(frames[i].ip).or_default();
+        let entry = self.lines.entry(key).or_default();
+        entry.inclusive += weight;
+        if i == 0 {
+            entry.self_weight += weight;
+            at.0 += weight;
+        } else {
+            at.1 += weight;
+            let callee = frames[i - 1].name.unwrap_or("[unknown]");
+            match entry.callees.get_mut(callee) {
+                Some(w) => *w += weight,
+                None => {
+                    entry.callees.insert(callee.to_string(), weight);
+                }
+            }
+        }
+    }
+
+    /// The per-line report, and the weights per address (self at a sample IP, calls at a
+    /// return address).
+    pub fn finish(self, info: &BpfInfo) -> (LineReport, BTreeMap<u64, (u64, u64)>) {
+        let mut report = self.report;
+        let names = self.names;
+        report.lines = self
+            .lines
+            .into_iter()
+            .map(|(key, a)| finish(info, key, a, &names))
+            .collect();
+        report
+            .lines
+            .sort_by_key(|l| (l.prog_id, l.func_index, l.line, l.offset));
+        (report, self.by_ip)
+    }
+}
+
 /// Aggregates samples per BPF source line. See [`LineCost`] for what is counted.
 pub fn aggregate_lines<'n, S, I>(info: &BpfInfo, samples: I) -> LineReport
 where
     S: AsRef<[Frame<'n>]>,
     I: IntoIterator<Item = Sample<S>>,
 {
-    let mut report = LineReport::default();
-    let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
+    let mut agg = Aggregator::default();
     for sample in samples {
-        let frames = sample.frames.as_ref();
-        report.total += sample.weight;
-        match add_sample(info, frames, sample.weight, &mut acc) {
-            Some(true) => report.in_bpf += sample.weight,
-            Some(false) => report.unknown_bpf += sample.weight,
-            None => {}
-        }
+        agg.add(info, sample.frames.as_ref(), sample.weight);
     }
-    report.lines = acc
-        .into_iter()
-        .map(|(key, a)| finish(info, key, a))
-        .collect();
-    report
-        .lines
-        .sort_by_key(|l| (l.prog_id, l.func_index, l.line));
-    report
-}
-
-/// Adds one sample; `None` without BPF frames, `Some(found)` whether its innermost BPF frame
-/// is in a known program.
-fn add_sample(
-    info: &BpfInfo,
-    frames: &[Frame<'_>],
-    weight: u64,
-    acc: &mut BTreeMap<Key, Acc>,
-) -> Option<bool> {
-    let innermost = frames.iter().position(|f| f.kind == FrameKind::Bpf)?;
-    let mut seen: Vec<Key> = Vec::new();
-    for i in innermost..frames.len() {
-        let Some(loc) = bpf_location(info, frames, i) else {
-            if i == innermost {
-                return Some(false);
-            }
-            continue;
-        };
-        let key = key_of(info, &loc);
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
-        let entry = acc.entry(key).or_default();
-        entry.inclusive += weight;
-        if i == 0 {
-            entry.self_weight += weight;
-        } else {
-            *entry
-                .callees
-                .entry(callee_name(info, frames, i))
-                .or_default() += weight;
-        }
-    }
-    Some(true)
+    agg.finish(info).0
 }
 
 /// Where BPF frame `i` is, looked up as a sample IP (frame 0) or a return address.
@@ -166,16 +187,7 @@ fn bpf_location<'a>(info: &'a BpfInfo, frames: &[Frame<'_>], i: usize) -> Option
     } else {
         IpKind::Return
     };
-    info.lookup(frame.ip, kind)
-}
-
-/// The name of the frame that frame `i` called (frame `i - 1`).
-fn callee_name(info: &BpfInfo, frames: &[Frame<'_>], i: usize) -> String {
-    if let Some(loc) = bpf_location(info, frames, i - 1) {
-        return loc.func().sym_name.clone();
-    }
-    let name = frames.get(i - 1).and_then(|f| f.name);
-    name.unwrap_or("[unknown]").to_string()
+    info.lookup_named(frame.ip, kind, frame.name)
 }
 
 fn key_of(info: &BpfInfo, loc: &Location<'_>) -> Key {
@@ -189,14 +201,25 @@ fn key_of(info: &BpfInfo, loc: &Location<'_>) -> Key {
             let entry = loc.func().lines[line.index];
             (p, loc.func_index, entry.raw.file_name_off, entry.line())
         }
-        None => (p, loc.func_index, u32::MAX, 0),
+        None => (
+            p,
+            loc.func_index,
+            u32::MAX,
+            loc.offset.min(u64::from(u32::MAX)) as u32,
+        ),
     }
 }
 
 /// The report line of one key: strings from the first entry of the line, and every range.
-fn finish(info: &BpfInfo, (p, f, file_off, line): Key, acc: Acc) -> LineCost {
+fn finish(
+    info: &BpfInfo,
+    (p, f, file_off, line): Key,
+    acc: Acc,
+    names: &BTreeMap<(usize, usize), String>,
+) -> LineCost {
     let prog = &info.progs[p];
     let func = &prog.funcs[f];
+    let missing = file_off == u32::MAX;
     let entries: Vec<usize> = (0..func.lines.len())
         .filter(|&j| func.lines[j].raw.file_name_off == file_off && func.lines[j].line() == line)
         .collect();
@@ -206,10 +229,11 @@ fn finish(info: &BpfInfo, (p, f, file_off, line): Key, acc: Acc) -> LineCost {
     LineCost {
         prog_id: prog.id,
         func_index: f,
-        func_name: func.sym_name.clone(),
-        line_info_missing: first.is_none(),
+        func_name: names.get(&(p, f)).unwrap_or(&func.sym_name).clone(),
+        line_info_missing: missing,
         file: first.as_ref().map(|l| l.file.clone()).unwrap_or_default(),
-        line,
+        line: if missing { 0 } else { line },
+        offset: missing.then_some(u64::from(line)),
         text: first.map(|l| l.text).unwrap_or_default(),
         ranges: merge(entries.iter().map(|&j| entry_range(func, j))),
         self_weight: acc.self_weight,
@@ -304,14 +328,10 @@ mod tests {
                 )
             })
             .collect();
-        let sub = "bpf_prog_2222222222222222_sub_fn".to_string();
         let helper = "bpf_probe_read_user_str".to_string();
         assert_eq!(
             got,
-            [
-                (0, 6, 10, 17, vec![(sub, 7)]),
-                (1, 21, 2, 7, vec![(helper, 5)]),
-            ]
+            [(0, 6, 10, 10, vec![]), (1, 21, 2, 7, vec![(helper, 5)]),]
         );
         let l21 = &report.lines[1];
         assert_eq!(l21.file, "/src/hook.bpf.c");

@@ -128,22 +128,44 @@ impl BpfInfo {
     /// programs overlap (one unloaded and another JIT-ed at its address while recording), the
     /// higher program id, the later load, wins.
     pub fn func_at(&self, addr: u64) -> Option<(usize, usize)> {
+        self.func_at_named(addr, None)
+    }
+
+    /// As [`BpfInfo::func_at`], but when several functions hold `addr` and `name` (the
+    /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`) carries the tag of one of
+    /// them, that one: the program that was loaded at the sample's time.
+    pub fn func_at_named(&self, addr: u64, name: Option<&str>) -> Option<(usize, usize)> {
         let upto = self.index.partition_point(|&(s, ..)| s <= addr);
         let floor = addr.saturating_sub(self.max_len);
+        let tagged = |p: usize, f: usize| {
+            let prog = &self.progs[p];
+            name.is_some_and(|n| {
+                n.contains(&prog.tag_hex())
+                    || prog.funcs[f]
+                        .tag
+                        .is_some_and(|t| n.contains(&super::model::hex(&t)))
+            })
+        };
         self.index[..upto]
             .iter()
             .rev()
             .take_while(|&&(s, ..)| s >= floor)
             .filter(|&&(_, e, ..)| addr < e)
-            .max_by_key(|&&(_, _, p, _)| self.progs[p].id)
+            .max_by_key(|&&(_, _, p, f)| (tagged(p, f), self.progs[p].id))
             .map(|&(_, _, p, f)| (p, f))
     }
 
     /// Program, function and source line of `ip`; a [`IpKind::Return`] address is looked up
     /// at `ip - 1`. `None` when no known BPF function holds it.
     pub fn lookup(&self, ip: u64, kind: IpKind) -> Option<Location<'_>> {
+        self.lookup_named(ip, kind, None)
+    }
+
+    /// As [`BpfInfo::lookup`], choosing among overlapping programs by the frame's KSYMBOL
+    /// name ([`BpfInfo::func_at_named`]).
+    pub fn lookup_named(&self, ip: u64, kind: IpKind, name: Option<&str>) -> Option<Location<'_>> {
         let addr = effective_addr(ip, kind);
-        let (p, f) = self.func_at(addr)?;
+        let (p, f) = self.func_at_named(addr, name)?;
         let prog = &self.progs[p];
         let func = &prog.funcs[f];
         let line = line_index(func, addr).map(|j| self.source_line(prog, f, j));

@@ -5,7 +5,8 @@
 //! and its JIT-ed functions ([`ProgInfo`], [`FuncInfo`]), the IP → program/function/line lookup
 //! ([`BpfInfo::lookup`]), disassembly of the JIT-ed code ([`disassemble`]), the aggregation of
 //! samples per source line ([`aggregate_lines`]), and reading the same data from the running
-//! kernel ([`live`]). The perf.data container itself (header, feature table) is not read here.
+//! kernel ([`live`]); the samples and header sections of a perf.data ([`source`], the one seam
+//! to swap for a native reader) and `annotate`'s reading of them ([`annotate`]).
 //!
 //! References: perf `tools/perf/util/header.c`, `bpf-utils.c`, `bpf-event.c`; libbpf
 //! `tools/lib/bpf/bpf_prog_linfo.c`; the kernel's `include/uapi/linux/bpf.h` and `btf.h`.
@@ -13,6 +14,9 @@
 //! §3–5.
 
 mod aggregate;
+pub mod annotate;
+pub mod annotate_build;
+pub mod annotate_text;
 mod btf;
 mod bytes;
 mod disasm;
@@ -22,13 +26,14 @@ pub mod live;
 mod lookup;
 mod model;
 mod proginfo;
+pub mod source;
 mod split;
 #[cfg(test)]
 mod testbuf;
 #[cfg(test)]
 mod tests;
 
-pub use aggregate::{aggregate_lines, Frame, FrameKind, LineCost, LineReport, Sample};
+pub use aggregate::{aggregate_lines, Aggregator, Frame, FrameKind, LineCost, LineReport, Sample};
 pub use btf::{parse_btf_section, Btf, BtfSet, KIND_FUNC};
 pub use disasm::{disassemble, Insn};
 pub use error::BpfInfoError;

@@ -41,7 +41,19 @@ pub struct Script {
 impl Script {
     /// Start `perf script`.
     pub fn start(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Result<Script> {
-        let a = argv(perf, data, kallsyms, force);
+        Script::start_with(perf, data, kallsyms, force, &[])
+    }
+
+    /// Start `perf script` with `extra` arguments (e.g. `-F event,period,ip,sym`).
+    pub fn start_with(
+        perf: &Path,
+        data: &Path,
+        kallsyms: Option<&Path>,
+        force: bool,
+        extra: &[&str],
+    ) -> Result<Script> {
+        let mut a = argv(perf, data, kallsyms, force);
+        a.extend(extra.iter().map(std::ffi::OsString::from));
         let line = a
             .iter()
             .map(|s| s.to_string_lossy())

@@ -31,6 +31,19 @@ pub struct Profile {
 /// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
 /// frames with (default: `INPUT.kallsyms`).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
+    load_rewritten(input, kallsyms, perf, None)
+}
+
+/// A rewrite of `perf script`'s text on its way to the collapser (`flame --lines`).
+pub type ScriptRewrite<'r, 'a> = &'r dyn Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a>;
+
+/// [`load`], with `perf script`'s text of a perf.data passed through `rewrite`.
+pub fn load_rewritten<'a>(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
+) -> Result<Profile> {
     let (mut file, _) = open_regular(input, false)?;
     let head = input::head(&mut file)?;
     let kind = folded::detect(&head).map_err(|why| {
@@ -42,7 +55,13 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     let files = RunFiles::new(input);
     let record = run_record(&files)?;
     let text = match kind {
-        InputKind::PerfData => collapse_perf_data(input, &files, kallsyms, perf)?,
+        InputKind::PerfData => collapse_perf_data(input, &files, kallsyms, perf, rewrite)?,
+        _ if rewrite.is_some() => {
+            return Err(usage(format!(
+                "{} is not a perf.data file: source lines need the BPF program info of a perf.data",
+                input.display()
+            )))
+        }
         InputKind::PerfScript => {
             let all = std::io::Cursor::new(head).chain(file);
             String::from_utf8_lossy(&folded::collapse_perf_script(all)?).into_owned()
@@ -85,11 +104,12 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
     }
 }
 
-fn collapse_perf_data(
+fn collapse_perf_data<'a>(
     input: &Path,
     files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
 ) -> Result<String> {
     let snapshot = kallsyms
         .map(Path::to_path_buf)
@@ -117,14 +137,18 @@ fn collapse_perf_data(
         snapshot.as_deref(),
         sudo_users_own(input),
     )?;
-    let collapsed = folded::collapse_perf_script(script.reader()?);
+    let reader: Box<dyn Read + 'a> = Box::new(script.reader()?);
+    let collapsed = match rewrite {
+        Some(r) => folded::collapse_perf_script(r(reader)),
+        None => folded::collapse_perf_script(reader),
+    };
     script.finish()?;
     Ok(String::from_utf8_lossy(&collapsed?).into_owned())
 }
 
 /// Root reading the file of the user who ran sudo: perf's ownership check would refuse it, and
 /// the file is that user's own recording, so it is safe to pass `-f`.
-fn sudo_users_own(path: &Path) -> bool {
+pub(crate) fn sudo_users_own(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let owner = crate::runfiles::Owner::from_sudo_env();
     let meta = std::fs::metadata(path).ok();
