@@ -26,10 +26,17 @@ pub struct ReportOptions {
 pub fn run(opts: &ReportOptions) -> Result<()> {
     let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
     let r = report::report_on(&p, &opts.input, opts.kallsyms.as_deref(), opts.top)?;
+    let hot = (p.kind == profile::folded::InputKind::PerfData)
+        .then(|| report::lines::hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf))
+        .flatten();
     let text = if opts.json {
-        serde_json::to_string_pretty(&r)? + "\n"
+        let mut v = serde_json::to_value(&r)?;
+        if let (Some(obj), Some(hot)) = (v.as_object_mut(), &hot) {
+            obj.insert("hot_lines".into(), serde_json::to_value(hot)?);
+        }
+        serde_json::to_string_pretty(&v)? + "\n"
     } else {
-        r.to_text()
+        r.to_text() + &hot.as_deref().map(report::lines::render).unwrap_or_default()
     };
     out::stdout(&text)
 }

@@ -15,6 +15,7 @@ mod assemble;
 pub mod delta;
 pub mod filter;
 mod kinds;
+pub mod lines;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
