@@ -130,6 +130,12 @@ pub fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
     }
     let info = BpfInfo::from_sections(&progs, btf.as_deref().unwrap_or(&[]), true)
         .map_err(|e| usage(format!("{}: {e}", input.display())))?;
+    if info.progs.is_empty() {
+        return Err(usage(format!(
+            "{} lists no BPF programs in its header: none was loaded when perf started or while it ran, or perf recorded with --no-bpf-event or without CAP_SYS_ADMIN; load the hook first and record with `ebpf-prof record`",
+            input.display()
+        )));
+    }
     Ok((info, feats.arch))
 }
 

@@ -36,7 +36,11 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
         }
         serde_json::to_string_pretty(&v)? + "\n"
     } else {
-        r.to_text() + &hot.as_deref().map(report::lines::render).unwrap_or_default()
+        r.to_text()
+            + &hot
+                .as_deref()
+                .map(report::lines::render)
+                .unwrap_or_default()
     };
     out::stdout(&text)
 }

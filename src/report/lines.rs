@@ -142,7 +142,10 @@ mod tests {
     fn the_hint_names_the_line_with_most_own_code() {
         let lines = [hl(44, 31.0, 2.0), hl(50, 10.0, 8.5), hl(60, 5.0, 0.0)];
         let hint = own_code_hint_line(&lines).unwrap();
-        assert!(hint.starts_with("line 50 of hook.bpf.c (`line 50 text`)"), "{hint}");
+        assert!(
+            hint.starts_with("line 50 of hook.bpf.c (`line 50 text`)"),
+            "{hint}"
+        );
         assert!(hint.contains("8.5%"), "{hint}");
         assert_eq!(own_code_hint_line(&[hl(1, 3.0, 0.0)]), None);
     }

@@ -1,0 +1,360 @@
+//! As root. `annotate`'s shares against an independent mapping: `perf script` addresses of the
+//! same perf.data mapped through `bpftool prog dump jited id N linum` taken while the hook was
+//! loaded (function start addresses from /proc/kallsyms by the names bpftool prints), on the
+//! sample hook and on `every_syscall` (two programs, no sub-program, no tail call): every line
+//! within 0.5 points, self and inclusive. Needs a bpftool that disassembles (`$BPFTOOL`, e.g.
+//! 7.8 built with LLVM; Debian's 7.1 cannot). Also: `record`'s files read by `nobody` with
+//! kptr_restrict=1, and a program loaded twice during one recording.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use ebpf_prof::bpf::{attach, ObjectSource, HOOK_EVERY_SYSCALL, SAMPLE_HOOK};
+use serde_json::Value;
+
+use super::common::{ebpf_prof, need_root, open_tempdir, run, under_ci, SysctlSet};
+
+/// `(function short name, file, line)` → `(self, inclusive)` weight.
+type Shares = BTreeMap<(String, String, u64), (f64, f64)>;
+
+/// One JIT-ed function of a bpftool dump: its kallsyms name, start, and per instruction
+/// offset the `file:line` bpftool annotates it with.
+struct Func {
+    short: String,
+    start: u64,
+    insns: Vec<(u64, Option<(String, u64)>)>,
+}
+
+fn bpftool() -> Option<String> {
+    let b = std::env::var("BPFTOOL").unwrap_or_else(|_| "bpftool".into());
+    let probe = Command::new(&b).args(["version"]).output().ok()?;
+    let text = String::from_utf8_lossy(&probe.stdout).into_owned();
+    (text.contains("llvm") || text.contains("libbfd")).then_some(b)
+}
+
+fn short(sym: &str) -> String {
+    ebpf_prof::host::kallsyms::split_bpf_symbol(sym).map_or_else(|| sym.to_string(), |(_, n)| n)
+}
+
+/// Parses `bpftool prog dump jited id N linum`.
+fn bpftool_funcs(bpftool: &str, id: u32, kallsyms: &str) -> Vec<Func> {
+    let out = Command::new(bpftool)
+        .args(["prog", "dump", "jited", "id", &id.to_string(), "linum"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut funcs: Vec<Func> = Vec::new();
+    let mut current: Option<(String, u64)> = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(sym) = line
+            .strip_suffix(':')
+            .filter(|l| l.starts_with("bpf_prog_"))
+        {
+            let start = kallsyms
+                .lines()
+                .find(|l| l.split_whitespace().nth(2) == Some(sym))
+                .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+                .unwrap_or_else(|| panic!("{sym} not in /proc/kallsyms"));
+            funcs.push(Func {
+                short: short(sym),
+                start,
+                insns: Vec::new(),
+            });
+        } else if let Some(a) = line.strip_prefix("; ") {
+            let file = a
+                .split("[file:")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .unwrap_or("");
+            let num = a
+                .split("line_num:")
+                .nth(1)
+                .and_then(|r| r.split(' ').next()?.parse().ok());
+            let base = file.rsplit('/').next().unwrap_or(file).to_string();
+            current = num.map(|n| (base, n));
+        } else if let Some((off, _)) = line.trim_start().split_once(":\t") {
+            if let (Ok(o), Some(f)) = (u64::from_str_radix(off, 16), funcs.last_mut()) {
+                f.insns.push((o, current.clone()));
+            }
+        }
+    }
+    funcs
+}
+
+/// Line of `addr` by the dump: the annotation of the last instruction at or below it.
+fn line_of(funcs: &[Func], addr: u64) -> Option<(&Func, Option<(String, u64)>)> {
+    let f = funcs.iter().find(|f| {
+        let end = f.insns.last().map_or(0, |i| i.0) + 16;
+        addr >= f.start && addr < f.start + end
+    })?;
+    let off = addr - f.start;
+    let i = f.insns.iter().rev().find(|i| i.0 <= off)?;
+    Some((f, i.1.clone()))
+}
+
+/// The independent shares: `perf script` stacks, the innermost frame in one of `funcs`.
+fn independent(data: &Path, funcs: &[Func]) -> Shares {
+    let out = Command::new("perf")
+        .args(["script", "-F", "period,ip", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (mut total, mut acc) = (0u64, BTreeMap::<(String, String, u64), (u64, u64)>::new());
+    for sample in text.split("\n\n") {
+        let mut lines = sample.lines().filter(|l| !l.trim().is_empty());
+        let Some(period) = lines.next().and_then(|l| l.trim().parse::<u64>().ok()) else {
+            continue;
+        };
+        total += period;
+        let ips = lines.filter_map(|l| u64::from_str_radix(l.trim(), 16).ok());
+        for (depth, ip) in ips.enumerate() {
+            let addr = if depth == 0 { ip } else { ip - 1 };
+            let Some((f, line)) = line_of(funcs, addr) else {
+                continue;
+            };
+            let (file, n) = line.unwrap_or_default();
+            let e = acc.entry((f.short.clone(), file, n)).or_default();
+            e.1 += period;
+            if depth == 0 {
+                e.0 += period;
+            }
+            break;
+        }
+    }
+    let pct = |w: u64| w as f64 * 100.0 / total as f64;
+    acc.into_iter()
+        .map(|(k, (s, i))| (k, (pct(s), pct(i))))
+        .collect()
+}
+
+/// `annotate --json`'s shares, for the programs among `ids`.
+fn ours(data: &Path, ids: &[u32]) -> Shares {
+    let r = run(ebpf_prof(
+        &[
+            "annotate",
+            "--json",
+            "--top",
+            "100000",
+            data.to_str().unwrap(),
+        ],
+        Path::new("/"),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let mut m = Shares::new();
+    for p in v["programs"].as_array().unwrap() {
+        if !ids.contains(&(p["id"].as_u64().unwrap() as u32)) {
+            continue;
+        }
+        for l in p["lines"].as_array().unwrap() {
+            let key = (
+                p["name"].as_str().unwrap().to_string(),
+                l["file"].as_str().unwrap().to_string(),
+                l["line"].as_u64().unwrap(),
+            );
+            m.insert(
+                key,
+                (
+                    l["self_percent"].as_f64().unwrap(),
+                    l["incl_percent"].as_f64().unwrap(),
+                ),
+            );
+        }
+    }
+    m
+}
+
+fn record(data: &Path, seconds: &str) {
+    let bin = env!("CARGO_BIN_EXE_ebpf-prof");
+    let st = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "--call-graph",
+            "fp",
+            "-e",
+            "cpu-clock:k",
+            "-F",
+            "4999",
+            "-o",
+        ])
+        .arg(data)
+        .args(["--", "timeout", seconds, bin, "bench", "-n", "100000000"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.code().is_some(), "perf record: {st:?}");
+}
+
+fn compare(hook: &str, ours: &Shares, theirs: &Shares) -> f64 {
+    let mut worst: f64 = 0.0;
+    let keys: std::collections::BTreeSet<_> = ours.keys().chain(theirs.keys()).collect();
+    for k in keys {
+        let (a, b) = (
+            ours.get(k).copied().unwrap_or_default(),
+            theirs.get(k).copied().unwrap_or_default(),
+        );
+        let d = (a.0 - b.0).abs().max((a.1 - b.1).abs());
+        eprintln!(
+            "{hook} {}:{}:{} ours self {:.2} incl {:.2}, bpftool self {:.2} incl {:.2}",
+            k.0, k.1, k.2, a.0, a.1, b.0, b.1
+        );
+        assert!(d <= 0.5, "{hook} {k:?}: ours {a:?}, bpftool mapping {b:?}");
+        worst = worst.max(d);
+    }
+    assert!(!theirs.is_empty(), "{hook}: no sample in the hook");
+    worst
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
+    if !need_root("annotate_agrees_with_bpftool_linum_on_two_hooks") {
+        return;
+    }
+    let Some(bpftool) = bpftool() else {
+        assert!(
+            !under_ci(),
+            "CI needs $BPFTOOL pointing at a bpftool that disassembles"
+        );
+        eprintln!("SKIP: no bpftool that disassembles ($BPFTOOL)");
+        return;
+    };
+    let _names = SysctlSet::new("net.core.bpf_jit_kallsyms", "1");
+    for (name, bytes) in [
+        ("openat_hook", SAMPLE_HOOK),
+        ("every_syscall", HOOK_EVERY_SYSCALL),
+    ] {
+        let d = open_tempdir();
+        let data = d.path().join("perf.data");
+        let hook = attach(ObjectSource::Bytes { name, bytes }).unwrap();
+        let ids = hook.program_ids();
+        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+        let funcs: Vec<Func> = ids
+            .iter()
+            .flat_map(|&id| bpftool_funcs(&bpftool, id, &kallsyms))
+            .collect();
+        record(&data, "3");
+        drop(hook);
+        let worst = compare(name, &ours(&data, &ids), &independent(&data, &funcs));
+        eprintln!("{name}: largest difference {worst:.2} points");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_files_annotate_as_nobody_with_kptr_restrict() {
+    if !need_root("record_files_annotate_as_nobody_with_kptr_restrict") {
+        return;
+    }
+    let d = open_tempdir();
+    std::fs::write(d.path().join("hook.bpf.o"), SAMPLE_HOOK).unwrap();
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "-o",
+            "perf.data",
+            "--load",
+            "hook.bpf.o",
+            "-n",
+            "100000",
+            "-F",
+            "4999",
+        ],
+        d.path(),
+    );
+    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534");
+    let r = run(c);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let as_root = run(ebpf_prof(&["annotate", "--json", "perf.data"], d.path()));
+    assert_eq!(as_root.code(), Some(0), "{as_root:?}");
+    let _restrict = SysctlSet::new("kernel.kptr_restrict", "1");
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        env!("CARGO_BIN_EXE_ebpf-prof"),
+        "annotate",
+        "--json",
+        "perf.data",
+    ])
+    .current_dir(d.path());
+    let nobody = run(c);
+    assert_eq!(nobody.code(), Some(0), "{nobody:?}");
+    assert_eq!(
+        nobody.stdout(),
+        as_root.stdout(),
+        "the same reading as root"
+    );
+    let v: Value = serde_json::from_str(&nobody.stdout()).unwrap();
+    let names: Vec<&str> = v["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"path_check_callback"), "{names:?}");
+    let helpers = nobody.stdout();
+    assert!(
+        helpers.contains("bpf_probe_read_user_str"),
+        "helpers named from the snapshot"
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_program_loaded_twice_while_recording_is_shown_per_id() {
+    if !need_root("a_program_loaded_twice_while_recording_is_shown_per_id") {
+        return;
+    }
+    let d = open_tempdir();
+    let data = d.path().join("perf.data");
+    let bin = env!("CARGO_BIN_EXE_ebpf-prof");
+    let mut perf = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "-e",
+            "cpu-clock:k",
+            "-F",
+            "4999",
+            "-o",
+        ])
+        .arg(&data)
+        .args(["--", "timeout", "4", bin, "bench", "-n", "100000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let hook = attach(ObjectSource::Bytes {
+            name: "every_syscall",
+            bytes: HOOK_EVERY_SYSCALL,
+        })
+        .unwrap();
+        ids.extend(hook.program_ids());
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        drop(hook);
+    }
+    perf.wait().unwrap();
+    let r = run(ebpf_prof(&["annotate", data.to_str().unwrap()], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let out = r.stdout();
+    for id in &ids {
+        assert!(
+            out.contains(&format!("count_syscall (prog id {id}"))
+                || out.contains(&format!("drop_syscall (prog id {id}")),
+            "prog {id}: {out}"
+        );
+    }
+    assert!(
+        out.contains("programs are named count_syscall (ids"),
+        "explained: {out}"
+    );
+}
