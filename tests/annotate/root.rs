@@ -11,9 +11,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use ebpf_prof::bpf::{attach, ObjectSource, HOOK_EVERY_SYSCALL, SAMPLE_HOOK};
+use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use serde_json::Value;
 
 use super::common::{ebpf_prof, need_root, open_tempdir, run, under_ci, SysctlSet};
+
+/// One root test at a time: they load the same hooks.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// `(function short name, file, line)` → `(self, inclusive)` weight.
 type Shares = BTreeMap<(String, String, u64), (f64, f64)>;
@@ -33,31 +41,41 @@ fn bpftool() -> Option<String> {
     (text.contains("llvm") || text.contains("libbfd")).then_some(b)
 }
 
-fn short(sym: &str) -> String {
-    ebpf_prof::host::kallsyms::split_bpf_symbol(sym).map_or_else(|| sym.to_string(), |(_, n)| n)
+/// Start addresses of the JIT-ed functions of program `id`, from the kernel (libbpf).
+fn jited_ksyms(id: u32) -> Vec<u64> {
+    let opts = ProgInfoQueryOptions::default().include_all();
+    let info = ProgInfoIter::with_query_opts(opts)
+        .find(|p| p.id == id)
+        .unwrap_or_else(|| panic!("prog {id} is gone"));
+    info.jited_ksyms.iter().map(|&p| p as u64).collect()
 }
 
-/// Parses `bpftool prog dump jited id N linum`.
-fn bpftool_funcs(bpftool: &str, id: u32, kallsyms: &str) -> Vec<Func> {
+/// Parses `bpftool prog dump jited id N linum`: functions in order, each headed by its BTF
+/// signature (`int enforce_access_policy(void * ctx):`), its start from [`jited_ksyms`].
+fn bpftool_funcs(bpftool: &str, id: u32) -> Vec<Func> {
     let out = Command::new(bpftool)
         .args(["prog", "dump", "jited", "id", &id.to_string(), "linum"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    let starts = jited_ksyms(id);
     let mut funcs: Vec<Func> = Vec::new();
     let mut current: Option<(String, u64)> = None;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        if let Some(sym) = line
+        if let Some(sig) = line
             .strip_suffix(':')
-            .filter(|l| l.starts_with("bpf_prog_"))
+            .filter(|l| l.contains('(') && !l.starts_with(';'))
         {
-            let start = kallsyms
-                .lines()
-                .find(|l| l.split_whitespace().nth(2) == Some(sym))
-                .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
-                .unwrap_or_else(|| panic!("{sym} not in /proc/kallsyms"));
+            let name = sig
+                .split('(')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .last()
+                .unwrap_or("");
+            let start = starts[funcs.len()];
             funcs.push(Func {
-                short: short(sym),
+                short: name.trim_start_matches('*').to_string(),
                 start,
                 insns: Vec::new(),
             });
@@ -79,6 +97,7 @@ fn bpftool_funcs(bpftool: &str, id: u32, kallsyms: &str) -> Vec<Func> {
             }
         }
     }
+    assert_eq!(funcs.len(), starts.len(), "one signature per function");
     funcs
 }
 
@@ -110,7 +129,7 @@ fn independent(data: &Path, funcs: &[Func]) -> Shares {
         total += period;
         let ips = lines.filter_map(|l| u64::from_str_radix(l.trim(), 16).ok());
         for (depth, ip) in ips.enumerate() {
-            let addr = if depth == 0 { ip } else { ip - 1 };
+            let addr = if depth == 0 { ip } else { ip.saturating_sub(1) };
             let Some((f, line)) = line_of(funcs, addr) else {
                 continue;
             };
@@ -182,7 +201,7 @@ fn record(data: &Path, seconds: &str) {
             "-o",
         ])
         .arg(data)
-        .args(["--", "timeout", seconds, bin, "bench", "-n", "100000000"])
+        .args(["--", "timeout", seconds, bin, "bench", "-n", "3000000"])
         .stdout(Stdio::null())
         .status()
         .unwrap();
@@ -215,6 +234,7 @@ fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
     if !need_root("annotate_agrees_with_bpftool_linum_on_two_hooks") {
         return;
     }
+    let _serial = serial();
     let Some(bpftool) = bpftool() else {
         assert!(
             !under_ci(),
@@ -223,7 +243,6 @@ fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
         eprintln!("SKIP: no bpftool that disassembles ($BPFTOOL)");
         return;
     };
-    let _names = SysctlSet::new("net.core.bpf_jit_kallsyms", "1");
     for (name, bytes) in [
         ("openat_hook", SAMPLE_HOOK),
         ("every_syscall", HOOK_EVERY_SYSCALL),
@@ -232,10 +251,9 @@ fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
         let data = d.path().join("perf.data");
         let hook = attach(ObjectSource::Bytes { name, bytes }).unwrap();
         let ids = hook.program_ids();
-        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
         let funcs: Vec<Func> = ids
             .iter()
-            .flat_map(|&id| bpftool_funcs(&bpftool, id, &kallsyms))
+            .flat_map(|&id| bpftool_funcs(&bpftool, id))
             .collect();
         record(&data, "3");
         drop(hook);
@@ -250,6 +268,7 @@ fn record_files_annotate_as_nobody_with_kptr_restrict() {
     if !need_root("record_files_annotate_as_nobody_with_kptr_restrict") {
         return;
     }
+    let _serial = serial();
     let d = open_tempdir();
     std::fs::write(d.path().join("hook.bpf.o"), SAMPLE_HOOK).unwrap();
     let mut c = ebpf_prof(
@@ -269,7 +288,9 @@ fn record_files_annotate_as_nobody_with_kptr_restrict() {
     c.env("SUDO_UID", "65534").env("SUDO_GID", "65534");
     let r = run(c);
     assert_eq!(r.code(), Some(0), "{r:?}");
-    let as_root = run(ebpf_prof(&["annotate", "--json", "perf.data"], d.path()));
+    let mut c = ebpf_prof(&["annotate", "--json", "perf.data"], d.path());
+    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534"); // root reading the invoking user's file (perf script -f)
+    let as_root = run(c);
     assert_eq!(as_root.code(), Some(0), "{as_root:?}");
     let _restrict = SysctlSet::new("kernel.kptr_restrict", "1");
     let mut c = Command::new("setpriv");
@@ -311,6 +332,7 @@ fn a_program_loaded_twice_while_recording_is_shown_per_id() {
     if !need_root("a_program_loaded_twice_while_recording_is_shown_per_id") {
         return;
     }
+    let _serial = serial();
     let d = open_tempdir();
     let data = d.path().join("perf.data");
     let bin = env!("CARGO_BIN_EXE_ebpf-prof");
@@ -326,7 +348,7 @@ fn a_program_loaded_twice_while_recording_is_shown_per_id() {
             "-o",
         ])
         .arg(&data)
-        .args(["--", "timeout", "4", bin, "bench", "-n", "100000000"])
+        .args(["--", "timeout", "4", bin, "bench", "-n", "3000000"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
