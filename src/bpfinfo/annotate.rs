@@ -67,6 +67,8 @@ pub struct Program {
     pub name: String,
     /// Kernel program id.
     pub id: u32,
+    /// Index of the function in the program (0: its main function).
+    pub function_index: usize,
     /// Symbol as perf named the frames (`bpf_prog_<tag>_<name>`).
     pub symbol: String,
     /// For a sub-program (BPF-to-BPF call target): the program's main function.

@@ -18,6 +18,22 @@ pub fn short_name(symbol: &str) -> String {
     crate::host::kallsyms::split_bpf_symbol(symbol).map_or_else(|| symbol.to_string(), |(_, n)| n)
 }
 
+/// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
+/// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
+/// sub-program N.
+pub fn display_name(info: &BpfInfo, id: u32, f: usize, symbol: &str) -> String {
+    let s = short_name(symbol);
+    if !s.is_empty() && s != "F" && !s.starts_with("bpf_prog_") {
+        return s;
+    }
+    let prog = info.prog(id).map(|p| p.name.clone()).unwrap_or_default();
+    match (f, prog.is_empty()) {
+        (_, true) => s,
+        (0, false) => prog,
+        (_, false) => format!("{prog}:sub{f}"),
+    }
+}
+
 /// The annotation of `report`, filtered and cut as `req` asks.
 pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<Annotation> {
     let total = report.total;
@@ -66,7 +82,7 @@ fn program(
     let main = info
         .prog(id)
         .and_then(|p| p.funcs.first())
-        .map(|m| m.sym_name.clone());
+        .map(|m| display_name(info, id, 0, &m.sym_name));
     let mut rows: Vec<Line> = lines.iter().map(|l| line(l, total, incl)).collect();
     rows.sort_by(|a, b| {
         b.incl_percent
@@ -76,10 +92,11 @@ fn program(
     });
     rows.truncate(top.max(1));
     Program {
-        name: short_name(&symbol),
+        name: display_name(info, id, f, &symbol),
         id,
+        function_index: f,
         symbol,
-        subprogram_of: (f > 0).then(|| main.map(|m| short_name(&m))).flatten(),
+        subprogram_of: (f > 0).then_some(main).flatten(),
         percent: pct(incl, total),
         self_percent: pct(selfw, total),
         line_info: has_lines(info, id),
@@ -118,7 +135,11 @@ pub fn basename(path: &str) -> &str {
 /// stored no program info for.
 fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<String> {
     let mut notes = Vec::new();
-    for p in programs.iter().filter(|p| !p.line_info) {
+    let mut told = BTreeSet::new();
+    for p in programs
+        .iter()
+        .filter(|p| !p.line_info && told.insert(p.id))
+    {
         notes.push(format!(
             "{} (id {}) has no line info (built without -g?): its code is shown as offsets (+0x19b); add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines",
             p.name, p.id
@@ -136,9 +157,9 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
             list.join(", ")
         ));
     }
-    if report.unknown_bpf > 0 {
+    if pct(report.unknown_bpf, report.total) >= 0.01 {
         notes.push(format!(
-            "{:.1}% of the samples are in BPF code the perf.data header has no program info for (a program perf could not read when it was loaded): not mapped to lines",
+            "{:.2}% of the samples are in BPF code the perf.data header has no program info for (a program perf could not read when it was loaded): not mapped to lines",
             pct(report.unknown_bpf, report.total)
         ));
     }
@@ -159,13 +180,7 @@ pub fn add_asm(
         let Some(prog) = info.prog(p.id) else {
             continue;
         };
-        let Some(fi) = prog
-            .funcs
-            .iter()
-            .position(|f| short_name(&f.sym_name) == p.name)
-        else {
-            continue;
-        };
+        let fi = p.function_index;
         let (Some(code), func) = (prog.func_code(fi), &prog.funcs[fi]) else {
             continue;
         };
@@ -180,7 +195,10 @@ pub fn add_asm(
             let ranges = line_ranges(info, prog.id, fi, row);
             let asm = insns
                 .iter()
-                .filter(|i| ranges.iter().any(|r| r.contains(&i.addr)))
+                .filter(|i| {
+                    let end = i.addr + i.len as u64;
+                    ranges.iter().any(|r| r.start < end && i.addr < r.end)
+                })
                 .map(|i| {
                     let (s, _) = by_ip.get(&i.addr).copied().unwrap_or_default();
                     let (_, c) = by_ip
@@ -211,7 +229,8 @@ fn line_ranges(info: &BpfInfo, id: u32, fi: usize, row: &Line) -> Vec<std::ops::
         .as_deref()
         .and_then(|o| u64::from_str_radix(o.trim_start_matches("+0x"), 16).ok())
     {
-        return vec![func.addr + off.saturating_sub(1)..func.addr + off + 1];
+        let start = func.addr + off.saturating_sub(1);
+        return std::iter::once(start..func.addr + off + 1).collect();
     }
     (0..func.lines.len())
         .filter(|&j| {

@@ -14,9 +14,9 @@ pub fn render(a: &Annotation) -> String {
         "{}: {:.1}% of the samples' weight is in BPF programs mapped to source lines{}",
         a.input,
         a.bpf_percent,
-        if a.unmapped_bpf_percent > 0.0 {
+        if a.unmapped_bpf_percent >= 0.01 {
             format!(
-                ", {:.1}% in BPF code without program info",
+                ", {:.2}% in BPF code without program info",
                 a.unmapped_bpf_percent
             )
         } else {

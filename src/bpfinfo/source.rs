@@ -199,7 +199,8 @@ pub fn parse_script(mut r: impl BufRead, mut each: impl FnMut(&RawSample<'_>)) -
             if let Some(weight) = current.take() {
                 emit(&ips, &names, weight, &mut each);
             }
-            (ips.clear(), names.clear());
+            ips.clear();
+            names.clear();
             if n == 0 {
                 return Ok(());
             }

@@ -348,13 +348,13 @@ fn a_program_loaded_twice_while_recording_is_shown_per_id() {
             "-o",
         ])
         .arg(&data)
-        .args(["--", "timeout", "4", bin, "bench", "-n", "3000000"])
+        .args(["--", "timeout", "5", bin, "bench", "-n", "3000000"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let mut ids = Vec::new();
     for _ in 0..2 {
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::thread::sleep(std::time::Duration::from_millis(1000));
         let hook = attach(ObjectSource::Bytes {
             name: "every_syscall",
             bytes: HOOK_EVERY_SYSCALL,
@@ -378,5 +378,60 @@ fn a_program_loaded_twice_while_recording_is_shown_per_id() {
     assert!(
         out.contains("programs are named count_syscall (ids"),
         "explained: {out}"
+    );
+}
+
+/// A program without line info (the sample hook with its `.BTF.ext` removed, as if built
+/// without `-g`): offsets instead of lines, and the advice to add `-g`.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_program_without_line_info_is_shown_by_offsets() {
+    if !need_root("a_program_without_line_info_is_shown_by_offsets") {
+        return;
+    }
+    let _serial = serial();
+    let d = open_tempdir();
+    let full = d.path().join("full.bpf.o");
+    std::fs::write(&full, SAMPLE_HOOK).unwrap();
+    let strip = Command::new("llvm-objcopy")
+        .args(["--remove-section=.BTF.ext"])
+        .arg(&full)
+        .arg(d.path().join("noline.bpf.o"))
+        .status();
+    if !matches!(strip, Ok(s) if s.success()) {
+        assert!(!under_ci(), "llvm-objcopy is missing under CI: {strip:?}");
+        eprintln!("SKIP: no llvm-objcopy");
+        return;
+    }
+    let args = [
+        "record",
+        "-o",
+        "perf.data",
+        "--load",
+        "noline.bpf.o",
+        "-n",
+        "100000",
+        "-F",
+        "4999",
+        "--filter",
+        "enforce",
+    ];
+    let r = run(ebpf_prof(&args, d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let r = run(ebpf_prof(&["annotate", "perf.data", "--asm"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let out = r.stdout();
+    assert!(
+        out.contains("has no line info") && out.contains("add -g to clang"),
+        "{out}"
+    );
+    assert!(
+        out.contains("enforce_access_:sub1 (prog id"),
+        "sub-program named from the program: {out}"
+    );
+    assert!(out.contains("  +0x"), "offsets: {out}");
+    assert!(
+        out.contains("call 0FFFFFFFF"),
+        "--asm shows the call before a return offset: {out}"
     );
 }
