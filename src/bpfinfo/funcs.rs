@@ -145,24 +145,7 @@ fn assign_lines(
         return LineMapping::Absent;
     }
     let jited = &parts.jited_line_info;
-    let by_addr = if jited.len() == parts.line_info.len() {
-        dissect_jited(&parts.jited_ksyms, &parts.jited_func_lens, jited)
-    } else {
-        Err(format!(
-            "{} jited_line_info for {} line_info",
-            jited.len(),
-            parts.line_info.len()
-        ))
-    };
-    let funcs_info: Vec<_> = funcs.iter().filter_map(|f| f.func_info).collect();
-    let by_insn = if funcs_info.len() == funcs.len() {
-        split_by_insn_off(&funcs_info, &parts.line_info)
-    } else if funcs.len() == 1 {
-        Ok(std::iter::once(0..parts.line_info.len()).collect())
-    } else {
-        Err("no func_info for the functions".to_string())
-    };
-    match (by_addr, by_insn) {
+    match (split_by_addr(parts), split_by_insn(parts, funcs)) {
         (Ok(a), Ok(i)) if a != i => {
             problems.push(bad(format!(
                 "JIT-address split {a:?} differs from insn_off split {i:?}"
@@ -194,6 +177,33 @@ fn assign_lines(
             problems.push(bad(format!("{a}; and by insn_off: {i}")));
             LineMapping::Absent
         }
+    }
+}
+
+type Split = Result<Vec<std::ops::Range<usize>>, String>;
+
+/// The line info split per function by JIT addresses (libbpf's `dissect_jited_func`).
+fn split_by_addr(parts: &ProgParts) -> Split {
+    let jited = &parts.jited_line_info;
+    if jited.len() != parts.line_info.len() {
+        return Err(format!(
+            "{} jited_line_info for {} line_info",
+            jited.len(),
+            parts.line_info.len()
+        ));
+    }
+    dissect_jited(&parts.jited_ksyms, &parts.jited_func_lens, jited)
+}
+
+/// The line info split per function by `func_info[].insn_off`.
+fn split_by_insn(parts: &ProgParts, funcs: &[FuncInfo]) -> Split {
+    let funcs_info: Vec<_> = funcs.iter().filter_map(|f| f.func_info).collect();
+    if funcs_info.len() == funcs.len() {
+        split_by_insn_off(&funcs_info, &parts.line_info)
+    } else if funcs.len() == 1 {
+        Ok(std::iter::once(0..parts.line_info.len()).collect())
+    } else {
+        Err("no func_info for the functions".to_string())
     }
 }
 

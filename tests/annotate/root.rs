@@ -319,9 +319,8 @@ fn record_files_annotate_as_nobody_with_kptr_restrict() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"path_check_callback"), "{names:?}");
-    let helpers = nobody.stdout();
     assert!(
-        helpers.contains("bpf_probe_read_user_str"),
+        nobody.stdout().contains("bpf_probe_read_user_str"),
         "helpers named from the snapshot"
     );
 }
