@@ -1,10 +1,11 @@
 //! As root. `annotate`'s shares against an independent mapping: `perf script` addresses of the
 //! same perf.data mapped through `bpftool prog dump jited id N linum` taken while the hook was
-//! loaded (function start addresses from /proc/kallsyms by the names bpftool prints), on the
-//! sample hook and on `every_syscall` (two programs, no sub-program, no tail call): every line
-//! within 0.5 points, self and inclusive. Needs a bpftool that disassembles (`$BPFTOOL`, e.g.
-//! 7.8 built with LLVM; Debian's 7.1 cannot). Also: `record`'s files read by `nobody` with
-//! kptr_restrict=1, and a program loaded twice during one recording.
+//! loaded (function starts from the kernel's `jited_ksyms`), on the sample hook and on
+//! `every_syscall` (two programs, no sub-program, no tail call): every line within 0.5 points,
+//! self and inclusive. That needs a bpftool that disassembles (`$BPFTOOL`, e.g. 7.8 built with
+//! LLVM; Debian's 7.1 cannot); without one, the kernel's own line arrays read live (what
+//! bpftool's `linum` walks) stand in. Also: `record`'s files read by `nobody` with
+//! kptr_restrict=1, a program loaded twice during one recording, a program without line info.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +32,7 @@ type Shares = BTreeMap<(String, String, u64), (f64, f64)>;
 struct Func {
     short: String,
     start: u64,
+    len: u64,
     insns: Vec<(u64, Option<(String, u64)>)>,
 }
 
@@ -41,13 +43,56 @@ fn bpftool() -> Option<String> {
     (text.contains("llvm") || text.contains("libbfd")).then_some(b)
 }
 
+fn prog_info(id: u32) -> libbpf_rs::query::ProgramInfo {
+    let opts = ProgInfoQueryOptions::default().include_all();
+    ProgInfoIter::with_query_opts(opts)
+        .find(|p| p.id == id)
+        .unwrap_or_else(|| panic!("prog {id} is gone"))
+}
+
 /// Start addresses of the JIT-ed functions of program `id`, from the kernel (libbpf).
 fn jited_ksyms(id: u32) -> Vec<u64> {
-    let opts = ProgInfoQueryOptions::default().include_all();
-    let info = ProgInfoIter::with_query_opts(opts)
-        .find(|p| p.id == id)
-        .unwrap_or_else(|| panic!("prog {id} is gone"));
-    info.jited_ksyms.iter().map(|&p| p as u64).collect()
+    prog_info(id)
+        .jited_ksyms
+        .iter()
+        .map(|&p| p as u64)
+        .collect()
+}
+
+/// Without a bpftool that disassembles: the kernel's own arrays for program `id` (what
+/// bpftool's `linum` walks with libbpf's `bpf_prog_linfo`): each line entry's JIT address,
+/// line number, and file (a string of the program's BTF).
+fn kernel_funcs(id: u32) -> Vec<Func> {
+    let info = prog_info(id);
+    let btf = ebpf_prof::bpfinfo::live::btf_blob(info.btf_id)
+        .and_then(|b| ebpf_prof::bpfinfo::Btf::parse(info.btf_id, b))
+        .expect("the program's BTF");
+    let jli: Vec<u64> = info.jited_line_info.iter().map(|&a| a as u64).collect();
+    let mut funcs = Vec::new();
+    for (f, &start) in info.jited_ksyms.iter().enumerate() {
+        let (start, len) = (start as u64, u64::from(info.jited_func_lens[f]));
+        let ty = info.func_info[f].type_id;
+        let short = btf
+            .func_name(ty)
+            .map(|n| n.into_owned())
+            .unwrap_or_default();
+        let insns = (0..jli.len())
+            .filter(|&j| jli[j] >= start && jli[j] < start + len)
+            .map(|j| {
+                let l = &info.line_info[j];
+                let file = btf.string(l.file_name_off).unwrap_or_default().into_owned();
+                let base = file.rsplit('/').next().unwrap_or("").to_string();
+                (jli[j] - start, Some((base, u64::from(l.line_num))))
+            })
+            .collect();
+        funcs.push(Func {
+            short,
+            start,
+            len,
+            insns,
+        });
+    }
+    funcs
 }
 
 /// Parses `bpftool prog dump jited id N linum`: functions in order, each headed by its BTF
@@ -74,9 +119,13 @@ fn bpftool_funcs(bpftool: &str, id: u32) -> Vec<Func> {
                 .last()
                 .unwrap_or("");
             let start = starts[funcs.len()];
+            if let Some(last) = funcs.last_mut() {
+                last.len = last.insns.last().map_or(0, |i| i.0) + 16;
+            }
             funcs.push(Func {
                 short: name.trim_start_matches('*').to_string(),
                 start,
+                len: 0,
                 insns: Vec::new(),
             });
         } else if let Some(a) = line.strip_prefix("; ") {
@@ -98,15 +147,17 @@ fn bpftool_funcs(bpftool: &str, id: u32) -> Vec<Func> {
         }
     }
     assert_eq!(funcs.len(), starts.len(), "one signature per function");
+    if let Some(last) = funcs.last_mut() {
+        last.len = last.insns.last().map_or(0, |i| i.0) + 16;
+    }
     funcs
 }
 
 /// Line of `addr` by the dump: the annotation of the last instruction at or below it.
 fn line_of(funcs: &[Func], addr: u64) -> Option<(&Func, Option<(String, u64)>)> {
-    let f = funcs.iter().find(|f| {
-        let end = f.insns.last().map_or(0, |i| i.0) + 16;
-        addr >= f.start && addr < f.start + end
-    })?;
+    let f = funcs
+        .iter()
+        .find(|f| addr >= f.start && addr < f.start + f.len)?;
     let off = addr - f.start;
     let i = f.insns.iter().rev().find(|i| i.0 <= off)?;
     Some((f, i.1.clone()))
@@ -235,14 +286,12 @@ fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
         return;
     }
     let _serial = serial();
-    let Some(bpftool) = bpftool() else {
-        assert!(
-            !under_ci(),
-            "CI needs $BPFTOOL pointing at a bpftool that disassembles"
+    let bpftool = bpftool();
+    if bpftool.is_none() {
+        eprintln!(
+            "note: no bpftool that disassembles ($BPFTOOL): the kernel's line arrays stand in"
         );
-        eprintln!("SKIP: no bpftool that disassembles ($BPFTOOL)");
-        return;
-    };
+    }
     for (name, bytes) in [
         ("openat_hook", SAMPLE_HOOK),
         ("every_syscall", HOOK_EVERY_SYSCALL),
@@ -253,7 +302,10 @@ fn annotate_agrees_with_bpftool_linum_on_two_hooks() {
         let ids = hook.program_ids();
         let funcs: Vec<Func> = ids
             .iter()
-            .flat_map(|&id| bpftool_funcs(&bpftool, id))
+            .flat_map(|&id| match &bpftool {
+                Some(b) => bpftool_funcs(b, id),
+                None => kernel_funcs(id),
+            })
             .collect();
         record(&data, "3");
         drop(hook);
