@@ -11,7 +11,7 @@ pub fn render(a: &Annotation) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: {:.1}% of the samples' weight is in BPF programs mapped to source lines{}",
+        "{}: {:.1}% of the samples' weight is in BPF programs the header describes{}",
         a.input,
         a.bpf_percent,
         if a.unmapped_bpf_percent >= 0.01 {
