@@ -28,6 +28,7 @@ fn load() -> Attached {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn live_line_mapping_agrees_with_libbpf_bpftool_and_perf_data() {
     if !super::common::need_root("live_line_mapping_agrees_with_libbpf_bpftool_and_perf_data") {
         return;
