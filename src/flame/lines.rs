@@ -28,6 +28,16 @@ fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Rea
     move |r| Box::new(WithLines::new(BufReader::new(r), info))
 }
 
+/// Whether a folded frame is one `--lines` inserted (`hook.bpf.c:42`, `common.h:?`): drawn in
+/// the BPF colour.
+pub fn is_line_frame(frame: &str) -> bool {
+    frame.rsplit_once(':').is_some_and(|(file, line)| {
+        (file.ends_with(".c") || file.ends_with(".h"))
+            && !file.contains(';')
+            && (line == "?" || line.bytes().all(|b| b.is_ascii_digit()) && !line.is_empty())
+    })
+}
+
 /// `perf script` text with source-line frames inserted.
 pub struct WithLines<'a, R> {
     inner: R,
@@ -100,5 +110,30 @@ impl<R: BufRead> Read for WithLines<'_, R> {
         buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_frames_are_told_apart() {
+        assert!(is_line_frame("openat_hook_common.h:99"));
+        assert!(is_line_frame("hook.bpf.c:?"));
+        assert!(!is_line_frame("vfs_open_[k]"));
+        assert!(!is_line_frame("foo.c:"));
+        assert!(!is_line_frame("a.rs:3"));
+    }
+
+    #[test]
+    fn a_line_frame_goes_before_each_bpf_frame() {
+        let info = BpfInfo::default();
+        let text = "x 1 1.0: 1 cpu-clock:\n\tffffffff81000000 f+0x1 ([kernel.kallsyms])\n\n";
+        let mut out = String::new();
+        WithLines::new(text.as_bytes(), &info)
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, text, "nothing to add without BPF frames");
     }
 }
