@@ -73,6 +73,7 @@ fn line(s: &mut String, l: &Line) {
     let helpers: Vec<String> = l
         .helpers
         .iter()
+        .filter(|h| h.percent >= 0.05)
         .take(3)
         .map(|h| format!("in {} {:.1}%", h.name, h.percent))
         .collect();

@@ -65,6 +65,8 @@ pub struct SampleSource<'a> {
     pub kallsyms: Option<&'a Path>,
     /// Which perf to run.
     pub perf: &'a PerfChoice,
+    /// No progress line on a terminal (when it runs beside another `perf script`).
+    pub quiet: bool,
 }
 
 fn u64_at(b: &[u8], at: usize, le: bool) -> Option<u64> {
@@ -177,7 +179,14 @@ pub fn for_each_sample(src: &SampleSource<'_>, each: impl FnMut(&RawSample<'_>))
         crate::profile::sudo_users_own(src.input),
         &fields,
     )?;
-    let parsed = parse_script(BufReader::with_capacity(1 << 20, script.reader()?), each);
+    let parsed = if src.quiet {
+        parse_script(
+            BufReader::with_capacity(1 << 20, script.reader_quiet()?),
+            each,
+        )
+    } else {
+        parse_script(BufReader::with_capacity(1 << 20, script.reader()?), each)
+    };
     script.finish()?;
     parsed
 }

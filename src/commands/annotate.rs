@@ -33,6 +33,7 @@ pub fn run(opts: &AnnotateOptions) -> Result<()> {
             input: &opts.input,
             kallsyms: opts.kallsyms.as_deref(),
             perf: &opts.perf,
+            quiet: false,
         },
         prog: opts.prog.clone(),
         top: opts.top,

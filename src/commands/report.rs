@@ -24,11 +24,16 @@ pub struct ReportOptions {
 
 /// Run `report`.
 pub fn run(opts: &ReportOptions) -> Result<()> {
-    let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
+    // The hot lines need the raw IPs: their own perf script, run beside the folded one.
+    let (p, hot) = std::thread::scope(|s| {
+        let hot =
+            s.spawn(|| report::lines::hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf));
+        let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf);
+        (p, hot.join().ok().flatten())
+    });
+    let p = p?;
+    let hot = hot.filter(|_| p.kind == profile::folded::InputKind::PerfData);
     let r = report::report_on(&p, &opts.input, opts.kallsyms.as_deref(), opts.top)?;
-    let hot = (p.kind == profile::folded::InputKind::PerfData)
-        .then(|| report::lines::hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf))
-        .flatten();
     let text = if opts.json {
         let mut v = serde_json::to_value(&r)?;
         if let (Some(obj), Some(hot)) = (v.as_object_mut(), &hot) {

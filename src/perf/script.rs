@@ -90,6 +90,14 @@ impl Script {
         Ok(Progress::new(out, "perf script"))
     }
 
+    /// perf's stdout, without a progress indicator (for a `perf script` run beside another).
+    pub fn reader_quiet(&mut self) -> Result<ChildStdout> {
+        self.child
+            .stdout
+            .take()
+            .context("perf script stdout already taken")
+    }
+
     /// Wait for perf; a failure carries its command line and stderr.
     pub fn finish(mut self) -> Result<()> {
         let status = self.child.wait()?;

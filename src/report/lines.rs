@@ -36,12 +36,14 @@ pub struct HotLine {
 
 /// The hottest lines of the perf.data at `input`; `None` when it is not a perf.data with BPF
 /// program info (a folded or text input, `--no-bpf-event`), or no sample maps to a line.
+/// Runs its own `perf script` without a progress line, so it can run beside `report`'s.
 pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Option<Vec<HotLine>> {
     let a = annotate(&Request {
         source: SampleSource {
             input,
             kallsyms,
             perf,
+            quiet: true,
         },
         prog: None,
         top: HOT_LINES,
@@ -106,6 +108,7 @@ pub fn render(lines: &[HotLine]) -> String {
         let helper = l
             .top_helper
             .as_ref()
+            .filter(|(_, p)| *p >= 0.05)
             .map_or_else(String::new, |(n, p)| format!("   [in {n} {p:.1}%]"));
         let _ = writeln!(
             s,
