@@ -37,6 +37,8 @@ pub enum Command {
     Overhead(Box<OverheadArgs>),
     /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
     Report(ReportArgs),
+    /// Which lines of BPF C source the time goes to, per program, from a perf.data (no root).
+    Annotate(AnnotateArgs),
     /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
     Diff(DiffArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.

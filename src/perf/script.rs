@@ -54,9 +54,24 @@ impl Script {
         kallsyms: Option<&Path>,
         force: bool,
     ) -> Result<Script> {
+        Script::start_with(perf, shown, data, kallsyms, force, &[])
+    }
+
+    /// [`Script::start`] with `extra` arguments (e.g. `-F event,period,ip,sym`).
+    pub fn start_with(
+        perf: &Path,
+        shown: &Path,
+        data: &std::fs::File,
+        kallsyms: Option<&Path>,
+        force: bool,
+        extra: &[&str],
+    ) -> Result<Script> {
         let fd_path = format!("/proc/self/fd/{DATA_FD}");
-        let a = argv(perf, Path::new(&fd_path), kallsyms, force);
-        let line = argv(perf, shown, kallsyms, force)
+        let mut a = argv(perf, Path::new(&fd_path), kallsyms, force);
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let mut shown_argv = argv(perf, shown, kallsyms, force);
+        shown_argv.extend(extra.iter().map(std::ffi::OsString::from));
+        let line = shown_argv
             .iter()
             .map(|s| s.to_string_lossy())
             .collect::<Vec<_>>()
@@ -108,6 +123,14 @@ impl Script {
             .take()
             .context("perf script stdout already taken")?;
         Ok(Progress::new(out, "perf script"))
+    }
+
+    /// perf's stdout, without a progress indicator (for a `perf script` run beside another).
+    pub fn reader_quiet(&mut self) -> Result<ChildStdout> {
+        self.child
+            .stdout
+            .take()
+            .context("perf script stdout already taken")
     }
 
     /// Wait for perf; a failure carries its command line and stderr.

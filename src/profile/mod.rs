@@ -23,6 +23,9 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+/// A rewrite of `perf script`'s text on its way to the collapser (`flame --lines`).
+pub type ScriptRewrite<'r, 'a> = &'r dyn Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a>;
+
 /// A profile turned into folded stacks, with what is known of its run.
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -36,6 +39,16 @@ pub struct Profile {
 /// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
 /// frames with (default: `INPUT.kallsyms`).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
+    load_rewritten(input, kallsyms, perf, None)
+}
+
+/// [`load`], with `perf script`'s text of a perf.data passed through `rewrite`.
+pub fn load_rewritten<'a>(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
+) -> Result<Profile> {
     let (mut file, len) = open_regular(input, Role::Profile, false)?;
     if let Some(k) = kallsyms {
         open_regular(k, Role::Kallsyms, false)?;
@@ -52,7 +65,13 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     let (text, samples) = match kind {
         InputKind::PerfData => {
             check_complete(input, &file, &head, len)?;
-            collapse_perf_data(input, &file, &files, kallsyms, perf)?
+            collapse_perf_data(input, &file, &files, kallsyms, perf, rewrite)?
+        }
+        _ if rewrite.is_some() => {
+            return Err(usage(format!(
+                "{} is not a perf.data file: source lines need the BPF program info of a perf.data",
+                input.display()
+            )))
         }
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
         InputKind::Folded => (read_folded(input, head, file)?, None),
@@ -108,7 +127,7 @@ fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()
 
 /// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
 /// past 2^64 are a usage error naming the line.
-fn collapse(input: &Path, reader: impl Read) -> Result<(String, Option<u64>)> {
+fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<u64>)> {
     let (scan, tally) = scan::Scan::new(reader);
     let out = folded::collapse_perf_script(scan);
     if let Some(line) = tally.overflow_line.get() {
@@ -140,12 +159,13 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
     }
 }
 
-fn collapse_perf_data(
+fn collapse_perf_data<'a>(
     input: &Path,
     file: &File,
     files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
 ) -> Result<(String, Option<u64>)> {
     let snapshot = kallsyms
         .map(Path::to_path_buf)
@@ -166,7 +186,11 @@ fn collapse_perf_data(
         snapshot.as_deref(),
         force_for_root(file),
     )?;
-    let collapsed = collapse(input, script.reader()?);
+    let reader: Box<dyn Read + 'a> = Box::new(script.reader()?);
+    let collapsed = match rewrite {
+        Some(r) => collapse(input, r(reader)),
+        None => collapse(input, reader),
+    };
     let finished = script.finish();
     match collapsed {
         // Our own finding (periods overflowing) first; else perf's failure, if any.
@@ -178,7 +202,7 @@ fn collapse_perf_data(
 /// Root reading a file that is not root's: perf's ownership check would refuse it ("File
 /// perf.data.old not owned by current user or root"). The file is the one opened and checked
 /// here (perf reads it through the same descriptor), so `-f` is safe to pass.
-fn force_for_root(file: &File) -> bool {
+pub(crate) fn force_for_root(file: &File) -> bool {
     use std::os::unix::fs::MetadataExt;
     crate::host::security::is_root() && file.metadata().is_ok_and(|m| m.uid() != 0)
 }

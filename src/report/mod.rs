@@ -15,6 +15,7 @@ mod assemble;
 pub mod delta;
 pub mod filter;
 mod kinds;
+pub mod lines;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
@@ -31,12 +32,13 @@ use serde::Serialize;
 use std::path::Path;
 
 /// The report on a loaded profile; `input` locates the run's kallsyms snapshot unless
-/// `kallsyms` names one.
+/// `kallsyms` names one; `own_code_line` backs the own-code hint ([`lines::own_code_hint_line`]).
 pub fn report_on(
     p: &Profile,
     input: &Path,
     kallsyms: Option<&Path>,
     top: usize,
+    own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
     let folded = Folded::parse(&p.folded);
     let syms = snapshot(input, kallsyms)?;
@@ -46,7 +48,7 @@ pub fn report_on(
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         top,
-        own_code_line: None,
+        own_code_line,
         counted: p.samples,
     }))
 }
