@@ -74,10 +74,8 @@ enum Want {
     Nothing,
 }
 
-#[test]
-fn lookup_table() {
-    let info = sample_info(true);
-    let cases = [
+fn lookup_cases() -> Vec<(u64, IpKind, Want)> {
+    vec![
         (
             BASE,
             IpKind::Sample,
@@ -124,8 +122,13 @@ fn lookup_table() {
         (SUB - 1, IpKind::Sample, Want::Nothing),
         (0, IpKind::Return, Want::Nothing),
         (u64::MAX, IpKind::Sample, Want::Nothing),
-    ];
-    for (ip, kind, want) in cases {
+    ]
+}
+
+#[test]
+fn lookup_table() {
+    let info = sample_info(true);
+    for (ip, kind, want) in lookup_cases() {
         let got = info.lookup(ip, kind);
         match (want, got) {
             (Want::Nothing, None) => {}
@@ -192,11 +195,12 @@ enum Expect {
     Ok(usize, LineMapping, Option<&'static str>),
 }
 
-#[test]
-fn corrupted_prog_info_table() {
+type Edit = fn(&mut Vec<u8>);
+
+/// Corruptions of the section's header and entry layout.
+fn header_corruptions() -> Vec<(&'static str, Edit, Expect)> {
     use LineMapping::*;
-    type Edit = fn(&mut Vec<u8>);
-    let cases: Vec<(&str, Edit, Expect)> = vec![
+    vec![
         ("valid", |_| {}, Expect::Ok(2, JitedAddresses, None)),
         (
             "count past the bytes",
@@ -228,6 +232,13 @@ fn corrupted_prog_info_table() {
             |s| put_u32(s, 8, 4096),
             Expect::Err("truncated bpf_prog_info entry at"),
         ),
+    ]
+}
+
+/// Corruptions of the arrays inside an entry: each a problem of that program, not an error.
+fn array_corruptions() -> Vec<(&'static str, Edit, Expect)> {
+    use LineMapping::*;
+    vec![
         (
             "line_info unaligned",
             |s| {
@@ -261,6 +272,13 @@ fn corrupted_prog_info_table() {
             |s| put_u32(s, info_at(144), 1),
             Expect::Ok(2, JitedAddresses, Some("1 func_info")),
         ),
+    ]
+}
+
+/// Corruptions of the line info arrays' counts and record sizes.
+fn line_info_corruptions() -> Vec<(&'static str, Edit, Expect)> {
+    use LineMapping::*;
+    vec![
         (
             "fewer jited_line_info",
             |s| put_u32(s, info_at(168), 3),
@@ -286,6 +304,13 @@ fn corrupted_prog_info_table() {
             |s| put_u32(s, info_at(132), 4),
             Expect::Ok(2, JitedAddresses, Some("func_info (2 x 4")),
         ),
+    ]
+}
+
+/// Corruptions of the line addresses.
+fn line_corruptions() -> Vec<(&'static str, Edit, Expect)> {
+    use LineMapping::*;
+    vec![
         (
             "first line not at function",
             |s| {
@@ -307,8 +332,17 @@ fn corrupted_prog_info_table() {
             |s| put_u32(s, info_at(16), 0x10),
             Expect::Ok(2, JitedAddresses, Some("jited_prog_len 16")),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn corrupted_prog_info_table() {
     let (sec, _) = sample_sections(true);
+    let cases = header_corruptions()
+        .into_iter()
+        .chain(array_corruptions())
+        .chain(line_info_corruptions())
+        .chain(line_corruptions());
     for (name, edit, want) in cases {
         let mut s = sec.clone();
         edit(&mut s);
