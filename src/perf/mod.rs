@@ -19,6 +19,8 @@ pub struct PerfChoice {
     pub explicit: Option<PathBuf>,
     /// `--trust-perf`.
     pub trust: bool,
+    /// `--via-perf`: read perf.data with `perf script`, not the native reader.
+    pub via_perf: bool,
 }
 
 impl PerfChoice {

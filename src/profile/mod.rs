@@ -6,6 +6,7 @@
 pub mod folded;
 pub mod frames;
 mod input;
+pub mod perfdata;
 
 pub use input::{open_regular, read_sidecar};
 
@@ -109,6 +110,16 @@ fn collapse_perf_data(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
             input.display()
         )),
+    }
+    if !perf.via_perf {
+        let (file, _) = open_regular(input, false)?;
+        match perfdata::fold_file(&file, input, snapshot.as_deref())? {
+            perfdata::Native::Folded(text) => return Ok(text),
+            perfdata::Native::Fallback(why) => say(format!(
+                "reading {} with perf script: the native reader does not handle {why}",
+                input.display()
+            )),
+        }
     }
     let found = perf.find(true)?;
     let mut script = Script::start(
