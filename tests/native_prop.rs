@@ -102,6 +102,37 @@ fn record(be: bool, kind: u32, misc: u16, body: impl FnOnce(&mut W), trailer: bo
     r.b
 }
 
+/// `n` samples: every third through the BPF program, the others in do_syscall_64.
+fn samples(be: bool, n: u64) -> Vec<u8> {
+    let mut d = Vec::new();
+    for i in 0..n {
+        let chain: &[u64] = if i % 3 == 0 {
+            &[TEXT + 0x310, PROG + 0x40, TEXT + 0x220, TEXT + 0x120]
+        } else {
+            &[TEXT + 0x130]
+        };
+        d.extend(record(
+            be,
+            9,
+            1,
+            |w| {
+                w.u64(chain[0]);
+                w.u32(100);
+                w.u32(100);
+                w.u64(1000 + i);
+                w.u64(50_000);
+                w.u64(chain.len() as u64 + 1);
+                w.u64(-128i64 as u64);
+                for &ip in chain {
+                    w.u64(ip);
+                }
+            },
+            false,
+        ));
+    }
+    d
+}
+
 /// The data section: kernel map, comm, KSYMBOL, then `n` samples of two kinds of stacks.
 fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
     let mut d = Vec::new();
@@ -146,31 +177,7 @@ fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
     for e in extra {
         d.extend_from_slice(e);
     }
-    for i in 0..n {
-        let chain: &[u64] = if i % 3 == 0 {
-            &[TEXT + 0x310, PROG + 0x40, TEXT + 0x220, TEXT + 0x120]
-        } else {
-            &[TEXT + 0x130]
-        };
-        d.extend(record(
-            be,
-            9,
-            1,
-            |w| {
-                w.u64(chain[0]);
-                w.u32(100);
-                w.u32(100);
-                w.u64(1000 + i);
-                w.u64(50_000);
-                w.u64(chain.len() as u64 + 1);
-                w.u64(-128i64 as u64);
-                for &ip in chain {
-                    w.u64(ip);
-                }
-            },
-            false,
-        ));
-    }
+    d.extend(samples(be, n));
     d.extend(record(be, 68, 0, |_| {}, false));
     d
 }

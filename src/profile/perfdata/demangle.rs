@@ -8,12 +8,27 @@
 
 /// The demangled form of `name`, or `None` to keep it as it is.
 pub(crate) fn demangle(name: &str) -> Option<String> {
+    if name.starts_with("_Z") && !is_legacy_rust(name) {
+        return demangle_cpp(name);
+    }
     if !(name.starts_with("_R") || is_legacy_rust(name)) {
         return None;
     }
     rustc_demangle::try_demangle(name)
         .ok()
         .map(|d| format!("{d:#}"))
+}
+
+/// A C++ (Itanium ABI) name without parameters, as libiberty's `cplus_demangle` without
+/// options prints it (inferno then cuts any argument list anyway); a clone suffix
+/// (`.cold`, `.isra.0`) is dropped.
+fn demangle_cpp(name: &str) -> Option<String> {
+    let base = name.split('.').next().unwrap_or(name);
+    let sym = cpp_demangle::Symbol::new(base.as_bytes()).ok()?;
+    let opts = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    sym.demangle_with_options(&opts).ok()
 }
 
 /// A legacy Rust symbol: Itanium-style `_ZN…E` whose last path component is `17h` followed
@@ -48,8 +63,9 @@ mod tests {
                 "_ZN111_$LT$alloc..vec..Vec$LT$T$GT$$u20$as$u20$alloc..vec..spec_from_iter_nested..SpecFromIterNested$LT$T$C$I$GT$$GT$9from_iter17h21c1b3d1d2c9e3a4E",
                 Some("<alloc::vec::Vec<T> as alloc::vec::spec_from_iter_nested::SpecFromIterNested<T,I>>::from_iter"),
             ),
-            ("_ZN3foo3barE", None),
-            ("_ZN3foo3barEv", None),
+            ("_ZN3foo3barE", Some("foo::bar")),
+            ("_ZN3foo3barEv", Some("foo::bar")),
+            ("_ZN4llvm15MachineFunction22finalizeDebugInstrRefsEv.warm", Some("llvm::MachineFunction::finalizeDebugInstrRefs")),
             ("__GI___open64_nocancel", None),
             ("main", None),
             ("_RNvCs1234_7mycrate3foo", Some("mycrate::foo")),

@@ -36,6 +36,18 @@ fn is_file(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file())
 }
 
+/// Open a binary for reading; as root, a symbolic link is not followed (a link another user
+/// planted could point root at any file).
+fn open_nofollow_as_root(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    if crate::host::security::is_root() {
+        o.custom_flags(libc::O_NOFOLLOW);
+    }
+    o.open(path).ok()
+}
+
 /// An opened candidate.
 struct Source {
     cache: ReadCache<File>,
@@ -55,7 +67,7 @@ struct View<'a> {
 
 impl Source {
     fn open(path: &Path) -> Option<Rc<Source>> {
-        let f = File::open(path).ok()?;
+        let f = open_nofollow_as_root(path)?;
         let len = f.metadata().ok()?.len();
         Some(Rc::new(Source {
             cache: ReadCache::new(f),
@@ -305,7 +317,11 @@ fn symbol_value(sv: &View<'_>, rv: &View<'_>, sym: &Sym64<Endianness>) -> Option
         return Some(None);
     }
     let idx = SectionIndex(usize::from(shndx));
-    let mut sec = sv.sections.section(idx).ok()?;
+    // A section index past the table (seen in BOLT-ed librustc_driver): perf names the other
+    // symbols of the file, so skip this one rather than fail the load.
+    let Ok(mut sec) = sv.sections.section(idx) else {
+        return Some(None);
+    };
     if sec.sh_flags(e) & u64::from(elf::SHF_ALLOC) == 0 {
         return Some(None);
     }
@@ -378,7 +394,12 @@ fn add_plt(rv: &View<'_>, tab: &mut SymTab) -> Option<()> {
 /// perf map files (`/tmp/perf-PID.map`): `START SIZE name` in hex, one per line
 /// (`dso__load_perf_map`); no fix-ups.
 pub(crate) fn load_perf_map(path: &Path) -> Option<SymTab> {
-    let text = std::fs::read(path).ok()?;
+    use std::io::Read;
+    let mut text = Vec::new();
+    open_nofollow_as_root(path)?
+        .take(256 << 20)
+        .read_to_end(&mut text)
+        .ok()?;
     let mut tab = SymTab::default();
     for line in text.split(|&b| b == b'\n') {
         let mut it = line.splitn(3, |&b| b == b' ');

@@ -364,6 +364,11 @@ impl<'d> Samples<'d> {
             return;
         };
         let (pid, tid) = (s.pid as i32, s.tid as i32);
+        if tid == -1 {
+            // A task caught exiting, its ids already gone: perf script drops the sample.
+            self.skipped += 1;
+            return;
+        }
         let th = self.threads.findnew(pid, tid);
         if self.first_event_only {
             let key = attr.filter_key();
