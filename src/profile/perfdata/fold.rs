@@ -113,7 +113,8 @@ pub fn fold_data(data: &PerfData, opts: &SymbolOptions) -> Result<FoldedProfile,
 struct Aggregator {
     texts: Vec<String>,
     text_ids: FxHashMap<String, u32>,
-    frame_texts: FxHashMap<(FrameId, bool), Option<u32>>,
+    /// Text of each frame by [`FrameId`] (ids are dense): outside java, then inside.
+    frame_texts: [Vec<Option<Option<u32>>>; 2],
     comm_texts: FxHashMap<(u32, i32), Option<u32>>,
     stacks: FxHashMap<Vec<u32>, (u64, u64)>,
     key: Vec<u32>,
@@ -140,8 +141,9 @@ impl Aggregator {
     }
 
     fn frame(&mut self, table: &FrameTable, id: FrameId, java: bool) -> Option<u32> {
-        if let Some(&t) = self.frame_texts.get(&(id, java)) {
-            return t;
+        let (slot, side) = (id.0 as usize, usize::from(java));
+        if let Some(Some(t)) = self.frame_texts[side].get(slot) {
+            return *t;
         }
         let f = table.get(id)?;
         let text = inferno::frame_text(
@@ -150,7 +152,11 @@ impl Aggregator {
             java,
         );
         let t = text.map(|x| self.text_id(x));
-        self.frame_texts.insert((id, java), t);
+        let texts = &mut self.frame_texts[side];
+        if texts.len() <= slot {
+            texts.resize(slot + 1, None);
+        }
+        texts[slot] = Some(t);
         t
     }
 

@@ -177,6 +177,8 @@ pub struct Samples<'d> {
     frames: Vec<FrameId>,
     first_event_only: bool,
     chosen: Option<String>,
+    /// Each attr's [`EventAttr::filter_key`](super::EventAttr::filter_key), computed once.
+    keys: Vec<String>,
     skipped: u64,
     current: Option<Current>,
 }
@@ -222,6 +224,7 @@ impl<'d> Samples<'d> {
             frames: Vec::new(),
             first_event_only: false,
             chosen: None,
+            keys: data.attrs().iter().map(|a| a.filter_key()).collect(),
             skipped: 0,
             current: None,
         })
@@ -371,8 +374,8 @@ impl<'d> Samples<'d> {
         }
         let th = self.threads.findnew(pid, tid);
         if self.first_event_only {
-            let key = attr.filter_key();
-            if self.chosen.get_or_insert_with(|| key.clone()) != &key {
+            let key = self.keys.get(attr_idx).map_or("", String::as_str);
+            if self.chosen.get_or_insert_with(|| key.to_string()) != key {
                 self.skipped += 1;
                 return;
             }
