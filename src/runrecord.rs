@@ -6,10 +6,10 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// A BPF program present during the run.
+/// A BPF function (a program or one of its sub-functions) the recording is for.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ProgramSeen {
-    /// The kernel's program id, when we loaded it ourselves (`--load`).
+    /// The kernel's program id; `None` for a sub-function.
     pub id: Option<u32>,
     pub name: String,
     pub tag: String,
@@ -48,6 +48,10 @@ pub struct RunRecord {
     /// Sysctl values during the run (all of them, changed or not).
     pub sysctls_during: Vec<(String, String)>,
     pub bpf_programs: Vec<ProgramSeen>,
+    /// Every BPF program loaded when the recording started (as `bpftool prog show`), with its
+    /// attach point and, while run statistics were on, its run count and mean time.
+    #[serde(default)]
+    pub loaded_programs: Vec<crate::bpf::InventoryProgram>,
     /// The benchmark command.
     pub command: Vec<String>,
     /// The perf command line as printed, for rerunning by hand.

@@ -1,9 +1,10 @@
-//! Signals during a run that changes the machine. SIGINT, SIGTERM and SIGHUP are caught (not
-//! obeyed at once) so the run can finish perf's file and put everything back; the counters are
+//! Signals during a run that changes the machine. SIGINT, SIGTERM, SIGHUP and SIGQUIT are caught
+//! (not obeyed at once) so the run can finish perf's file and put everything back; the counters are
 //! read at phase boundaries and while waiting for children.
 //!
 //! While perf runs, a terminal's Ctrl-C reaches perf directly (same process group) and perf
-//! finishes perf.data; a SIGTERM/SIGHUP sent to us alone is forwarded to perf as SIGINT. A second
+//! finishes perf.data; a SIGTERM/SIGHUP/SIGQUIT sent to us alone is forwarded to perf as SIGINT
+//! (perf ignores SIGQUIT itself: left to its default, Ctrl-\ would kill perf mid-file). A second
 //! signal means "abort now".
 
 use anyhow::Result;
@@ -11,15 +12,16 @@ use signal_hook::SigId;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Catches SIGINT/SIGTERM/SIGHUP for as long as it lives.
+/// Catches SIGINT/SIGTERM/SIGHUP/SIGQUIT for as long as it lives.
 pub struct Interrupts {
     count: Arc<AtomicUsize>,
     last: Arc<AtomicI32>,
     ids: Vec<SigId>,
 }
 
-/// The signals we catch.
-pub const CAUGHT: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals we catch. SIGQUIT (Ctrl-\) is one more way of asking a run to stop: left to its
+/// default it would end the process at once, without putting anything back.
+pub const CAUGHT: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 impl Interrupts {
     /// Start catching.
@@ -93,6 +95,7 @@ pub fn signal_name(sig: i32) -> String {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
         libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
         libc::SIGKILL => "SIGKILL".into(),
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),

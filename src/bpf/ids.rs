@@ -90,41 +90,54 @@ fn owned_or_absent(ret: i32, what: &str) -> anyhow::Result<Option<OwnedFd>> {
     Err(syscall_error(what, -ret))
 }
 
-/// A program's `bpf_prog_info` and the ids of the maps it uses.
+/// A program's `bpf_prog_info`, the ids of the maps it uses and the addresses of its JIT-ed
+/// functions (the program, then its sub-functions: each has a `bpf_prog_<tag>_<name>` symbol).
 pub(crate) struct ProgInfo {
     pub(crate) info: libbpf_sys::bpf_prog_info,
     pub(crate) map_ids: Vec<u32>,
+    pub(crate) jited_ksyms: Vec<u64>,
 }
 
-/// `bpf_prog_get_info_by_fd`, twice when `with_maps`: once for the number of map ids, once
-/// with an array that size.
-pub(crate) fn prog_info(fd: BorrowedFd<'_>, with_maps: bool) -> anyhow::Result<ProgInfo> {
-    let info = prog_info_raw(fd, &mut [])?;
-    if !with_maps || info.nr_map_ids == 0 {
+/// `bpf_prog_get_info_by_fd`, twice when `with_arrays`: once for the number of map ids and
+/// JIT-ed functions, once with arrays that size.
+pub(crate) fn prog_info(fd: BorrowedFd<'_>, with_arrays: bool) -> anyhow::Result<ProgInfo> {
+    let info = prog_info_raw(fd, &mut [], &mut [])?;
+    if !with_arrays || info.nr_map_ids == 0 && info.nr_jited_ksyms == 0 {
         return Ok(ProgInfo {
             info,
             map_ids: Vec::new(),
+            jited_ksyms: Vec::new(),
         });
     }
     let mut map_ids = vec![0u32; info.nr_map_ids as usize];
-    let info = prog_info_raw(fd, &mut map_ids)?;
+    let mut jited_ksyms = vec![0u64; info.nr_jited_ksyms as usize];
+    let info = prog_info_raw(fd, &mut map_ids, &mut jited_ksyms)?;
     // A program can gain maps (BPF_PROG_BIND_MAP) between the calls: keep what fitted.
     map_ids.truncate(info.nr_map_ids as usize);
-    Ok(ProgInfo { info, map_ids })
+    jited_ksyms.truncate(info.nr_jited_ksyms as usize);
+    Ok(ProgInfo {
+        info,
+        map_ids,
+        jited_ksyms,
+    })
 }
 
 fn prog_info_raw(
     fd: BorrowedFd<'_>,
     map_ids: &mut [u32],
+    jited_ksyms: &mut [u64],
 ) -> anyhow::Result<libbpf_sys::bpf_prog_info> {
     let mut info = libbpf_sys::bpf_prog_info {
         nr_map_ids: map_ids.len() as u32,
         map_ids: map_ids.as_mut_ptr() as u64,
+        nr_jited_ksyms: jited_ksyms.len() as u32,
+        jited_ksyms: jited_ksyms.as_mut_ptr() as u64,
         ..Default::default()
     };
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: `info` is sized `len`; the only output array requested is `map_ids`, whose
-    // length is `nr_map_ids` (the kernel writes at most that many ids).
+    // SAFETY: `info` is sized `len`; the only output arrays requested are `map_ids` and
+    // `jited_ksyms`, whose lengths are `nr_map_ids` and `nr_jited_ksyms` (the kernel writes at
+    // most that many entries). The kernel zeroes addresses it hides from this reader.
     let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
     if ret < 0 {
         return Err(syscall_error("reading bpf_prog_info", -ret));

@@ -13,6 +13,7 @@
 mod diagnose;
 mod ids;
 mod introspect;
+mod inventory;
 mod libbpf_log;
 mod loader;
 mod pressure;
@@ -23,6 +24,7 @@ use std::sync::OnceLock;
 pub use introspect::{
     links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
 };
+pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
 pub use loader::{attach, Attached};
 pub use pressure::{key_digests, map_pressure, tail_call_targets, MapPressure};
 #[doc(hidden)]

@@ -59,8 +59,12 @@ impl RunStatsGuard {
 /// to 1 (restored to its old value on drop) when the kernel lacks the command. Stats are
 /// machine-wide: every program on the box pays for them while they are on.
 pub fn enable_run_stats() -> anyhow::Result<RunStatsGuard> {
-    // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
-    let ret = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    let ret = if crate::failpoint::flag("runstats-sysctl") {
+        -libc::EINVAL // tests: take the pre-5.8 path on a kernel that has the command
+    } else {
+        // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
+        unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) }
+    };
     if ret >= 0 {
         // SAFETY: `ret` is a fresh fd that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(ret) };
@@ -79,10 +83,12 @@ pub fn enable_run_stats() -> anyhow::Result<RunStatsGuard> {
 }
 
 /// The fallback of [`enable_run_stats`] on its own: `kernel.bpf_stats_enabled=1` under
-/// `host`'s `/proc/sys`, restored on drop. Public for tests.
+/// `host`'s `/proc/sys`, restored on drop, and journalled in a state file under /run so a
+/// SIGKILL cannot leave it on (the next start restores it). Public for tests.
 #[doc(hidden)]
 pub fn enable_run_stats_via_sysctl(host: &Host) -> anyhow::Result<RunStatsGuard> {
-    let mut guard = SysctlGuard::new(host.clone());
+    let mut guard =
+        SysctlGuard::new(host.clone()).with_journal(crate::host::recovery::journal(host, "stats"));
     guard.set(STATS_SYSCTL, "1")?;
     Ok(RunStatsGuard {
         how: How::Sysctl { _restore: guard },
@@ -203,6 +209,20 @@ mod tests {
         assert_eq!(sysctl::read(&host, STATS_SYSCTL).expect("read"), "1");
         drop(guard);
         assert_eq!(sysctl::read(&host, STATS_SYSCTL).expect("read"), "0");
+    }
+
+    #[test]
+    fn sysctl_fallback_is_journalled_for_a_sigkill() {
+        let (dir, host) = fake_proc("0\n");
+        let guard = enable_run_stats_via_sysctl(&host).expect("enable");
+        let state = dir
+            .path()
+            .join(crate::host::recovery::STATE_DIR)
+            .join(format!("{}-stats.json", std::process::id()));
+        let text = std::fs::read_to_string(&state).expect("state file while on");
+        assert!(text.contains(STATS_SYSCTL), "{text}");
+        drop(guard);
+        assert!(!state.exists(), "removed once restored");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The arguments of each subcommand (clap derive), with their help text.
 
 use super::parse_duration;
-use crate::recording::DEFAULT_FILTER;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -88,14 +87,34 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Which BPF program symbols count as the hook under test (regex on the symbol name).
-    #[arg(long, default_value = DEFAULT_FILTER)]
-    pub filter: String,
+    /// Narrow the programs record would take (regex on a program's name or its
+    /// bpf_prog_<tag>_<name> symbol); without it, every loaded tracing, LSM or socket program.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub perf: PerfArgs,
+}
+
+/// How a root run that changes the machine meets another one (issue 12: one at a time).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct LockArgs {
+    /// As root, refuse at once when another ebpf-prof run holds /run/ebpf-prof.lock, instead of waiting for it.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+impl LockArgs {
+    /// The plain setting the lock takes.
+    pub fn wait(self) -> crate::host::lock::Wait {
+        if self.no_wait {
+            crate::host::lock::Wait::NoWait
+        } else {
+            crate::host::lock::Wait::Wait
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -110,6 +129,8 @@ pub struct PerfArgs {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Where perf writes; the sidecar files go beside it.
     #[arg(short, long, default_value = "perf.data")]
     pub output: PathBuf,
@@ -131,10 +152,12 @@ pub struct RecordArgs {
     /// Iterations of the built-in bench (when no command is given).
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
-    /// Regex naming the program symbols that must be present.
-    #[arg(long, default_value = DEFAULT_FILTER)]
-    pub filter: String,
-    /// Record even when no BPF program symbol matches the filter.
+    /// Narrow the programs the recording is for (regex on a program's name or its
+    /// bpf_prog_<tag>_<name> symbol). Without it: the --load object's programs, or every loaded
+    /// tracing, LSM or socket program. Refused when none is left.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Record even when no BPF program would show up in the profile.
     #[arg(long)]
     pub allow_no_bpf: bool,
     /// Load and attach this BPF object for the recording (detached after).
@@ -195,7 +218,7 @@ pub struct FlameArgs {
     /// terminal the SVG goes to flame.svg.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Overwrite the -o file if it exists.
+    /// Overwrite the output file (-o, or flame.svg on a terminal) if it exists.
     #[arg(long)]
     pub force: bool,
     /// Write folded stacks instead of an SVG.
@@ -270,6 +293,8 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// BPF object to load (default: the bundled sample hook for this kernel).
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
@@ -280,6 +305,8 @@ pub struct HookArgs {
 
 #[derive(Debug, Args)]
 pub struct OverheadArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Attach every program of this libbpf-style object in the attached arm.
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
@@ -386,6 +413,8 @@ pub struct OverheadArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// Directory for perf.data, its sidecars and the SVG.
     #[arg(long, default_value = "ebpf-prof-demo")]
     pub dir: PathBuf,

@@ -19,13 +19,15 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    recover_stale();
+    crate::perf::trust::drop_relative_path_entries();
+    let lock = root_run_lock(&cli.command)?;
+    recover_stale(lock.is_some());
     match cli.command {
         Command::Bench(a) => commands::bench::run(&a.into()),
         Command::Doctor(a) => commands::doctor::run(&a.into()),
         Command::Record(a) => commands::record::run(&record_options(a)),
         Command::Flame(a) => commands::flame::run(&a.into()),
-        Command::Hook(a) => commands::hook::run(&a.into()),
+        Command::Hook(a) => commands::hook::run(&a.into(), lock),
         Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)),
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
@@ -41,6 +43,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::out::stdout_bytes(&buf)
         }
     }
+}
+
+/// As root, the commands that change the machine run one at a time (see `host::lock`).
+fn root_run_lock(command: &Command) -> anyhow::Result<Option<crate::host::lock::RunLock>> {
+    let lock = match command {
+        Command::Record(a) => a.lock,
+        Command::Overhead(a) => a.lock,
+        Command::Demo(a) => a.lock,
+        Command::Hook(a) => a.lock,
+        _ => return Ok(None),
+    };
+    crate::host::lock::for_root_run(lock.wait())
 }
 
 impl From<BenchArgs> for crate::bench::BenchOptions {

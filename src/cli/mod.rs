@@ -31,7 +31,7 @@ pub enum Command {
     Flame(FlameArgs),
     /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
     Hook(HookArgs),
-    /// The whole method on the bundled sample hook: load, record, flame graph, detach.
+    /// The whole method on the bundled sample hook: its cost, a recording, the flame graph.
     Demo(DemoArgs),
     /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
     Overhead(Box<OverheadArgs>),
@@ -68,11 +68,21 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
-/// As root, put back what a killed earlier run left changed, and say so.
-pub(super) fn recover_stale() {
-    if crate::host::security::is_root() {
-        for line in crate::host::recovery::recover(&crate::host::Host::live()) {
-            crate::out::say(line);
-        }
+/// As root, put back what a killed earlier run left changed, and say so: only under the run
+/// lock (`locked`: this run holds it; otherwise it is taken for the recovery if free), never
+/// while another run is in progress.
+pub(super) fn recover_stale(locked: bool) {
+    if !crate::host::security::is_root() {
+        return;
+    }
+    let _lock = match locked {
+        true => None,
+        false => match crate::host::lock::for_recovery() {
+            Some(l) => Some(l),
+            None => return,
+        },
+    };
+    for line in crate::host::recovery::recover(&crate::host::Host::live()) {
+        crate::out::say(line);
     }
 }

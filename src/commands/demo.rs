@@ -57,7 +57,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         cpu: Some(cpu),
         priority: opts.priority,
         iterations: opts.iterations,
-        filter: HOOK_FILTER.into(),
+        filter: Some(HOOK_FILTER.into()),
         load: Load::SampleHook,
         perf: opts.perf.clone(),
         ..RecordOptions::defaults(Scope::Bench)

@@ -1,36 +1,34 @@
 //! `ebpf-prof doctor`: every precondition of `record` ([`crate::doctor`]), one line each, with
-//! the command that fixes each problem. Exits 0 only when `record` can run.
+//! the command that fixes each problem, then every loaded BPF program (as the write-up's
+//! `bpftool prog show`). Exits 0 only when `record` (with the same `--filter`) can run.
 
-use crate::doctor::{checks, DoctorOptions, Status};
+use crate::bpf::InventoryProgram;
+use crate::doctor::{checks, filter, listed, loaded_programs, Check, DoctorOptions, Status};
 use crate::error::check;
 use crate::host::Host;
 use anyhow::Result;
 
 /// Run doctor and print; Err(check) when record cannot run.
 pub fn run(opts: &DoctorOptions) -> Result<()> {
-    let v = checks(&Host::live(), opts)?;
+    let host = Host::live();
+    let loaded = loaded_programs(&host);
+    let v = checks(&host, opts, &loaded)?;
+    let filter = filter(opts)?;
+    let shown = loaded
+        .as_ref()
+        .map(|l| listed(l, filter.as_ref()))
+        .unwrap_or_default();
     let blocked = v.iter().filter(|c| c.status == Status::Fail).count();
     let text = if opts.json {
         let doc = serde_json::json!({
             "schema": crate::out::JSON_SCHEMA,
             "can_record": blocked == 0,
             "checks": v,
+            "programs": loaded.as_ref().ok().map(|_| &shown),
         });
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
-        let mut s = String::new();
-        for c in &v {
-            let tag = match c.status {
-                Status::Ok => "ok  ",
-                Status::Warn => "warn",
-                Status::Fail => "FAIL",
-            };
-            s.push_str(&format!("{tag} {:<26} {}\n", c.name, c.detail));
-            if let Some(f) = &c.fix {
-                s.push_str(&format!("     {:<26} fix: {f}\n", ""));
-            }
-        }
-        s
+        text(&v, loaded.is_ok().then_some(&shown[..]))
     };
     crate::out::stdout(&text)?;
     if blocked > 0 {
@@ -39,4 +37,52 @@ pub fn run(opts: &DoctorOptions) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+fn text(v: &[Check], programs: Option<&[&InventoryProgram]>) -> String {
+    let mut s = String::new();
+    for c in v {
+        let tag = match c.status {
+            Status::Ok => "ok  ",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        };
+        s.push_str(&format!("{tag} {:<26} {}\n", c.name, c.detail));
+        if let Some(f) = &c.fix {
+            s.push_str(&format!("     {:<26} fix: {f}\n", ""));
+        }
+    }
+    if let Some(p) = programs {
+        s.push_str(&program_table(p));
+    }
+    s
+}
+
+/// The loaded programs, one line each: id, type, attach point, tag, name, runs and mean ns
+/// when run statistics are on.
+pub fn program_table(p: &[&InventoryProgram]) -> String {
+    let mut s = format!("\nloaded BPF programs ({}):\n", p.len());
+    if p.is_empty() {
+        return s + "  none\n";
+    }
+    s.push_str(&format!(
+        "  {:>6}  {:<16} {:<40} {:<16}  {}\n",
+        "id", "type", "attached to", "tag", "name"
+    ));
+    for p in p {
+        let runs = match (p.run_cnt, p.mean_run_ns) {
+            (Some(n), Some(m)) => format!("  {n} runs, {m:.0} ns mean"),
+            (Some(n), None) => format!("  {n} runs"),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "  {:>6}  {:<16} {:<40} {:<16}  {}{runs}\n",
+            p.id,
+            p.prog_type,
+            p.attach.as_deref().unwrap_or("-"),
+            p.tag,
+            p.name
+        ));
+    }
+    s
 }

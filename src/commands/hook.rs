@@ -17,11 +17,21 @@ pub struct HookOptions {
     pub seconds: Option<u64>,
 }
 
-/// Run `hook`.
-pub fn run(opts: &HookOptions) -> Result<()> {
+/// Run `hook`. As root it loads under the run lock (it waits for a `record`, `overhead` or
+/// `demo` in progress, whose rounds its programs would disturb), then releases the lock while
+/// it holds the programs: `record` in another terminal is how a hook is profiled.
+pub fn run(opts: &HookOptions, lock: Option<crate::host::lock::RunLock>) -> Result<()> {
     let ints = Interrupts::install()?;
     let a = attach_object(opts.load.as_deref())?;
     describe(&a);
+    drop(lock);
+    let host = crate::host::Host::live();
+    let ks = "net.core.bpf_jit_kallsyms";
+    if let Ok(v) = crate::host::sysctl::read(&host, ks) {
+        if v != "1" {
+            say(format!("warning: {ks} is {v}: the programs run, but /proc/kallsyms does not list them, so a perf you run by hand shows bare addresses (sudo sysctl -w {ks}=1; ebpf-prof record sets it for its run and restores it)"));
+        }
+    }
     let until = opts
         .seconds
         .map(|s| Instant::now() + Duration::from_secs(s));

@@ -1,8 +1,11 @@
 //! The checks of `doctor`, each a pure function of the [`Host`] it reads.
 
 use super::{fail, ok, warn, Check};
+use crate::bpf::InventoryProgram;
+use crate::host::sysctl::Reading;
 use crate::host::{cpu, kallsyms, security, sysctl, Host};
 use crate::perf::PerfChoice;
+use crate::recording::gate;
 
 pub(super) fn privileges(host: &Host) -> Check {
     let caps = security::effective_caps(host).unwrap_or(0);
@@ -27,26 +30,38 @@ pub(super) fn jit_sysctls(host: &Host) -> Vec<Check> {
             "program symbols in /proc/kallsyms",
         ),
     ] {
-        v.push(match sysctl::read(host, name).ok().as_deref() {
-            Some("1") => ok(name, format!("1 ({what} on)")),
-            Some(val) => warn(
+        v.push(match sysctl::probe(host, name) {
+            Reading::Value(v) if v == "1" => ok(name, format!("1 ({what} on)")),
+            Reading::Value(val) => warn(
                 name,
                 format!("{val}: record sets it to 1 for the run and restores it"),
                 format!("sudo sysctl -w {name}=1"),
             ),
-            None => fail(
+            Reading::Missing => fail(
                 name,
                 "missing: this kernel has no BPF JIT (CONFIG_BPF_JIT)",
                 "use a kernel built with CONFIG_BPF_JIT=y",
             ),
+            Reading::Unreadable(e) => unreadable(name, &e),
         });
     }
     let h = "net.core.bpf_jit_harden";
-    v.push(match sysctl::read_int(host, h) {
-        Some(0) | None => ok(h, "0 (program symbols visible)"),
-        Some(n) => fail(h, format!("{n}: hardening hides every program symbol from /proc/kallsyms, so perf cannot name them"), format!("sudo sysctl -w {h}=0")),
+    v.push(match sysctl::probe(host, h) {
+        Reading::Value(v) if v == "0" => ok(h, "0 (program symbols visible)"),
+        Reading::Value(n) => fail(h, format!("{n}: hardening hides every program symbol from /proc/kallsyms, so perf cannot name them"), format!("sudo sysctl -w {h}=0")),
+        Reading::Missing => ok(h, "absent (no JIT hardening on this kernel)"),
+        Reading::Unreadable(e) => unreadable(h, &e),
     });
     v
+}
+
+/// A sysctl this user may not read: say so, never guess its value.
+fn unreadable(name: &str, err: &str) -> Check {
+    warn(
+        name,
+        format!("not read ({err}): it needs root to read"),
+        "sudo ebpf-prof doctor",
+    )
 }
 
 pub(super) fn kallsyms_check(host: &Host) -> Check {
@@ -60,29 +75,30 @@ pub(super) fn kallsyms_check(host: &Host) -> Check {
     }
 }
 
-pub(super) fn programs(host: &Host, filter: &regex::Regex) -> Check {
+/// Whether `record` with the same `--filter` would find programs to profile ([`gate`]); the
+/// loaded programs themselves are listed apart from the checks.
+pub(super) fn programs(
+    loaded: &Result<Vec<InventoryProgram>, String>,
+    filter: Option<&regex::Regex>,
+) -> Check {
     let name = "bpf programs";
-    let syms = match kallsyms::read(host) {
-        Ok(s) => kallsyms::bpf_programs(&s),
-        Err(e) => return fail(name, format!("{e:#}"), "sudo ebpf-prof doctor"),
+    let all = match loaded {
+        Ok(all) => all,
+        Err(e) => {
+            return fail(
+                name,
+                format!("cannot list the loaded programs: {e}"),
+                "sudo ebpf-prof doctor",
+            )
+        }
     };
-    let hits: Vec<String> = syms
-        .iter()
-        .filter(|p| filter.is_match(&p.symbol))
-        .map(|p| p.symbol.clone())
-        .collect();
-    if hits.is_empty() {
-        warn(name, format!("no bpf_prog_<tag>_<name> symbol matches /{}/ ({} BPF symbols in all): record will refuse", filter.as_str(), syms.len()), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter")
-    } else {
-        ok(
-            name,
-            format!(
-                "{} matching /{}/: {}",
-                hits.len(),
-                filter.as_str(),
-                hits.join(", ")
-            ),
-        )
+    match gate::decide(all, None, filter) {
+        gate::Verdict::Refused(why) => fail(name, format!("record will refuse: {why}"), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter"),
+        gate::Verdict::Programs(p) => {
+            let names: Vec<String> = p.iter().map(|p| format!("{} (id {})", p.name, p.id)).collect();
+            let how = filter.map_or(String::new(), |f| format!(" matching /{}/", f.as_str()));
+            ok(name, format!("{} of {} loaded{how} would show up: {}", p.len(), all.len(), names.join(", ")))
+        }
     }
 }
 
@@ -95,6 +111,22 @@ pub(super) fn perf_check(choice: &PerfChoice) -> Check {
             None => ok(name, format!("{} (version {}, from {:?})", p.path.display(), p.version.raw, p.source)),
         },
     }
+}
+
+/// Issue 13.7: which perf was chosen and why, and whether it can annotate BPF programs (a
+/// perf built without libbfd/libopcodes cannot disassemble them). Not a blocker for recording.
+pub(super) fn perf_choice_and_annotate(choice: &PerfChoice) -> Vec<Check> {
+    let Ok(p) = choice.find(true) else {
+        return Vec::new();
+    };
+    let a = crate::perf::features::annotate(&p.path);
+    let name = "perf annotate";
+    let annotate = match a.can {
+        Some(true) => ok(name, format!("built with a disassembler ({}): perf annotate can show BPF programs' instructions", a.evidence)),
+        Some(false) => warn(name, format!("built without libbfd/libopcodes ({}): perf annotate cannot disassemble BPF programs (\"Please link with binutils's libopcode\"); recording, flame and report are unaffected", a.evidence), "for annotation, build perf with libbfd (make -C tools/perf with binutils-dev installed) and pass --perf"),
+        None => warn(name, "`perf version --build-options` does not say whether it can disassemble", "try perf annotate on a recording"),
+    };
+    vec![ok("perf choice", p.choice), annotate]
 }
 
 pub(super) fn pmu(host: &Host) -> Check {
@@ -204,7 +236,6 @@ pub(super) fn stale_state(host: &Host) -> Check {
 mod tests {
     use super::super::Status;
     use super::*;
-    use crate::recording::{filter_regex, DEFAULT_FILTER};
 
     /// A fake machine: `files` are (path under root, content).
     fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
@@ -272,15 +303,76 @@ mod tests {
         assert_eq!(kallsyms_check(&h).status, Status::Warn);
     }
 
+    fn prog(id: u32, name: &str, prog_type: &str) -> InventoryProgram {
+        InventoryProgram {
+            id,
+            name: name.into(),
+            tag: "0123456789abcdef".into(),
+            prog_type: prog_type.into(),
+            attach: None,
+            linked: true,
+            symbol: Some(format!("bpf_prog_0123456789abcdef_{name}")),
+            functions: vec![format!("bpf_prog_0123456789abcdef_{name}")],
+            traced_kind: crate::bpf::is_traced_kind(prog_type),
+            run_cnt: None,
+            mean_run_ns: None,
+            map_ids: Vec::new(),
+        }
+    }
+
     #[test]
-    fn programs_filtered_by_regex() {
-        let ks = include_str!("../../fixtures/kallsyms/bpf-excerpt.txt");
-        let (_d, h) = tree(&[("proc/kallsyms", ks)]);
-        let c = programs(&h, &filter_regex(DEFAULT_FILTER).unwrap());
-        assert_eq!(c.status, Status::Ok);
-        assert!(c.detail.contains("path_check_callback"), "{}", c.detail);
-        let c = programs(&h, &filter_regex("^nothing$").unwrap());
-        assert_eq!(c.status, Status::Warn);
+    fn programs_fail_exactly_when_record_would_refuse() {
+        let f = |s: &str| regex::Regex::new(s).unwrap();
+        let none: Result<Vec<InventoryProgram>, String> = Ok(Vec::new());
+        assert_eq!(programs(&none, None).status, Status::Fail);
+        let only_xdp = Ok(vec![prog(3, "xdp_pass", "xdp")]);
+        let c = programs(&only_xdp, None);
+        assert_eq!(c.status, Status::Fail, "{}", c.detail);
+        assert!(c.detail.contains("xdp_pass"), "{}", c.detail);
+        let hook = Ok(vec![
+            prog(3, "xdp_pass", "xdp"),
+            prog(7, "on_enter", "raw_tracepoint"),
+        ]);
+        let c = programs(&hook, None);
+        assert_eq!(c.status, Status::Ok, "{}", c.detail);
+        assert!(c.detail.contains("on_enter (id 7)"), "{}", c.detail);
+        assert_eq!(programs(&hook, Some(&f("^on_"))).status, Status::Ok);
+        assert_eq!(
+            programs(&hook, Some(&f("zzz_nomatch"))).status,
+            Status::Fail
+        );
+        let denied: Result<Vec<InventoryProgram>, String> = Err("Operation not permitted".into());
+        assert_eq!(programs(&denied, None).status, Status::Fail);
+    }
+
+    #[test]
+    fn unreadable_sysctls_are_not_called_missing_nor_given_a_value() {
+        use std::os::unix::fs::PermissionsExt;
+        let (d, h) = tree(&[
+            ("proc/sys/net/core/bpf_jit_enable", "1"),
+            ("proc/sys/net/core/bpf_jit_kallsyms", "1"),
+            ("proc/sys/net/core/bpf_jit_harden", "0"),
+        ]);
+        for f in ["bpf_jit_kallsyms", "bpf_jit_harden"] {
+            let p = d.path().join("proc/sys/net/core").join(f);
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+            // root reads through mode bits; make it a directory so reading fails for anyone
+            if std::fs::read_to_string(&p).is_ok() {
+                std::fs::remove_file(&p).unwrap();
+                std::fs::create_dir(&p).unwrap();
+            }
+        }
+        let v = jit_sysctls(&h);
+        for name in ["net.core.bpf_jit_kallsyms", "net.core.bpf_jit_harden"] {
+            let c = v.iter().find(|c| c.name == name).unwrap();
+            assert_eq!(c.status, Status::Warn, "{name}: {}", c.detail);
+            assert!(c.detail.contains("needs root to read"), "{}", c.detail);
+            assert!(
+                !c.detail.contains("missing") && !c.detail.starts_with('0'),
+                "{}",
+                c.detail
+            );
+        }
     }
 
     #[test]

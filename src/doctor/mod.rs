@@ -3,6 +3,7 @@
 
 mod checks;
 
+use crate::bpf::InventoryProgram;
 use crate::host::Host;
 use crate::perf::PerfChoice;
 use crate::recording::filter_regex;
@@ -58,20 +59,58 @@ pub(crate) fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>
 /// What doctor takes.
 #[derive(Debug, Clone)]
 pub struct DoctorOptions {
-    pub filter: String,
+    pub filter: Option<String>,
     pub json: bool,
     pub perf: PerfChoice,
 }
 
-/// Run every check against `host`.
-pub fn checks(host: &Host, opts: &DoctorOptions) -> Result<Vec<Check>> {
+/// Every BPF program loaded right now ([`crate::bpf::inventory`]), named from `host`'s
+/// kallsyms; the error says why they could not be listed (not root, most often).
+pub fn loaded_programs(host: &Host) -> std::result::Result<Vec<InventoryProgram>, String> {
+    let syms = crate::host::kallsyms::read(host)
+        .map(|s| crate::host::kallsyms::bpf_programs(&s))
+        .unwrap_or_default();
+    let stats_on = crate::bpf::run_stats_state(host).enabled();
+    crate::bpf::inventory(&syms, stats_on).map_err(|e| {
+        let needs_root = if crate::host::security::is_root() {
+            ""
+        } else {
+            " (needs root)"
+        };
+        format!("{e:#}{needs_root}")
+    })
+}
+
+/// The loaded programs `--filter` keeps (all of them without one).
+pub fn listed<'a>(
+    loaded: &'a [InventoryProgram],
+    filter: Option<&regex::Regex>,
+) -> Vec<&'a InventoryProgram> {
+    loaded
+        .iter()
+        .filter(|p| filter.is_none_or(|f| crate::recording::gate::matches(f, p)))
+        .collect()
+}
+
+/// The compiled `--filter` of `opts`.
+pub fn filter(opts: &DoctorOptions) -> Result<Option<regex::Regex>> {
+    opts.filter.as_deref().map(filter_regex).transpose()
+}
+
+/// Run every check against `host`, with `loaded` from [`loaded_programs`].
+pub fn checks(
+    host: &Host,
+    opts: &DoctorOptions,
+    loaded: &std::result::Result<Vec<InventoryProgram>, String>,
+) -> Result<Vec<Check>> {
     use checks::*;
-    let filter = filter_regex(&opts.filter)?;
+    let filter = filter(opts)?;
     let mut v = vec![privileges(host)];
     v.extend(jit_sysctls(host));
     v.push(kallsyms_check(host));
-    v.push(programs(host, &filter));
+    v.push(programs(loaded, filter.as_ref()));
     v.push(perf_check(&opts.perf));
+    v.extend(perf_choice_and_annotate(&opts.perf));
     v.push(pmu(host));
     v.push(btf(host));
     v.push(lockdown(host));

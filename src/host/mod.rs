@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod kallsyms;
+pub mod lock;
 pub mod mounts;
 pub mod recovery;
 pub mod security;

@@ -1,15 +1,35 @@
 //! Surviving SIGKILL: before a run changes a sysctl it writes what it will have to restore to a
 //! state file under /run/ebpf-prof; it removes the file once everything is back. The next start
 //! of any command finds a file whose process is gone, restores it and says so.
+//!
+//! The state files are input that root acts on, so they are read with suspicion: the directory
+//! must be a real directory of root's (of this user's in tests) that nobody else can write, each
+//! file a small regular file of the same owner, opened without following links; only the
+//! sysctls ebpf-prof itself ever sets ([`ALLOWED`]) are restored, and only to a small integer;
+//! and a sysctl that no longer holds the value we set (someone else changed it since) is left
+//! alone, with a warning.
 
 use crate::host::sysctl::{self, Saved};
 use crate::host::Host;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 /// Where state files live.
 pub const STATE_DIR: &str = "run/ebpf-prof";
+
+/// The sysctls a state file may name: the only ones ebpf-prof ever changes.
+pub const ALLOWED: [&str; 3] = [
+    "net.core.bpf_jit_enable",
+    "net.core.bpf_jit_kallsyms",
+    "kernel.bpf_stats_enabled",
+];
+
+/// A state file larger than this is not one of ours.
+const MAX_STATE_BYTES: u64 = 64 * 1024;
 
 /// What a running process will have to put back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -20,9 +40,19 @@ pub struct State {
     pub sysctls: Vec<Saved>,
 }
 
-/// The state file of process `pid`.
+/// The state file of process `pid` (the recording's guard).
 pub fn state_path(host: &Host, pid: u32) -> PathBuf {
-    host.path(STATE_DIR).join(format!("{pid}.json"))
+    tagged_path(host, pid, None)
+}
+
+/// The state file of one guard of process `pid`: `PID.json` for the recording's, `PID-TAG.json`
+/// for another (the run-statistics fallback's), so two guards never overwrite each other.
+fn tagged_path(host: &Host, pid: u32, tag: Option<&str>) -> PathBuf {
+    let name = match tag {
+        None => format!("{pid}.json"),
+        Some(t) => format!("{pid}-{t}.json"),
+    };
+    host.path(STATE_DIR).join(name)
 }
 
 fn start_time(host: &Host, pid: u32) -> Option<u64> {
@@ -32,23 +62,87 @@ fn start_time(host: &Host, pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why the state directory cannot be trusted, if it cannot: not a real directory, owned by
+/// someone else, or writable by group or others.
+fn dir_problem(dir: &Path) -> Option<String> {
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    let why = if !m.file_type().is_dir() {
+        "is not a directory (a link or a file)".to_string()
+    } else if m.uid() != euid() {
+        format!("belongs to uid {}, not to us", m.uid())
+    } else if m.mode() & 0o022 != 0 {
+        format!(
+            "is writable by group or others (mode {:o})",
+            m.mode() & 0o7777
+        )
+    } else {
+        return None;
+    };
+    Some(format!("{} {why}", dir.display()))
+}
+
 /// Write (replace) this process's state file atomically; an empty list removes it.
 pub fn save(host: &Host, sysctls: &[Saved]) -> Result<()> {
+    save_tagged(host, None, sysctls)
+}
+
+/// A journal for a [`sysctl::SysctlGuard`] that writes the state file named by `tag`.
+pub fn journal(host: &Host, tag: &'static str) -> impl Fn(&[Saved]) -> Result<()> + 'static {
+    let h = host.clone();
+    move |pending| save_tagged(&h, Some(tag), pending)
+}
+
+/// [`save`] for the guard named `tag`.
+pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<()> {
+    let pid = std::process::id();
+    let path = tagged_path(host, pid, tag);
     if sysctls.is_empty() {
-        clear(host);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(host.path(STATE_DIR));
         return Ok(());
     }
-    let pid = std::process::id();
     let dir = host.path(STATE_DIR);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+    }
+    if let Some(why) = dir_problem(&dir) {
+        bail!(
+            "refusing to keep the restore state in {why}: remove it (sudo rm -r {})",
+            dir.display()
+        );
+    }
     let st = State {
         pid,
         start_time: start_time(host, pid),
         sysctls: sysctls.to_vec(),
     };
-    let tmp = dir.join(format!(".{pid}.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&st)?)?;
-    std::fs::rename(&tmp, state_path(host, pid))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(&serde_json::to_vec_pretty(&st)?)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
     Ok(())
 }
 
@@ -70,37 +164,81 @@ fn owner_alive(host: &Host, st: &State) -> bool {
     }
 }
 
-/// State files left by processes that are gone.
+/// Read one state file as root should: no link followed, a regular file of ours, small.
+fn read_state(path: &Path) -> Result<State> {
+    let mut f: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .context("cannot open it (a link?)")?;
+    let m = f.metadata()?;
+    if !m.file_type().is_file() {
+        bail!("not a regular file");
+    }
+    if m.uid() != euid() {
+        bail!("belongs to uid {}, not to us", m.uid());
+    }
+    if m.len() > MAX_STATE_BYTES {
+        bail!("{} bytes: too large for a state file", m.len());
+    }
+    let mut buf = Vec::new();
+    Read::by_ref(&mut f)
+        .take(MAX_STATE_BYTES)
+        .read_to_end(&mut buf)?;
+    serde_json::from_slice(&buf).context("not a state file")
+}
+
+/// State files left by processes that are gone. Files that fail the checks are skipped (and
+/// reported by [`recover`]).
 pub fn stale(host: &Host) -> Vec<(PathBuf, State)> {
-    let Ok(dir) = std::fs::read_dir(host.path(STATE_DIR)) else {
+    scan(host)
+        .into_iter()
+        .filter_map(|(p, r)| r.ok().map(|st| (p, st)))
+        .filter(|(_, st)| !owner_alive(host, st))
+        .collect()
+}
+
+/// Every `*.json` in the state directory with what reading it gave; nothing when the directory
+/// itself is not to be trusted (the error says why).
+fn scan(host: &Host) -> Vec<(PathBuf, Result<State>)> {
+    let dir = host.path(STATE_DIR);
+    if let Some(why) = dir_problem(&dir) {
+        return vec![(dir, Err(anyhow::anyhow!("{why}")))];
+    }
+    let Ok(list) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
-    dir.flatten()
+    list.flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| {
-            let st: State = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
-            (!owner_alive(host, &st)).then_some((p, st))
+        .map(|p| {
+            let st = read_state(&p);
+            (p, st)
         })
         .collect()
 }
 
-/// Restore what stale state files record; returns one line per restored sysctl.
+/// Restore what stale state files record; returns one line per restored sysctl, and one per
+/// file or entry left alone (and why).
 pub fn recover(host: &Host) -> Vec<String> {
     let mut lines = Vec::new();
-    for (path, st) in stale(host) {
+    for (path, read) in scan(host) {
+        let st = match read {
+            Ok(st) if owner_alive(host, &st) => continue,
+            Ok(st) => st,
+            Err(e) => {
+                lines.push(format!(
+                    "warning: ignored the restore state {}: {e:#}; remove it by hand",
+                    path.display()
+                ));
+                continue;
+            }
+        };
         let mut ok = true;
         for s in st.sysctls.iter().rev() {
-            match sysctl::write(host, &s.name, &s.before) {
-                Ok(()) => lines.push(format!(
-                    "restored {}={} left changed by ebpf-prof pid {} (killed before it could)",
-                    s.name, s.before, st.pid
-                )),
-                Err(e) => {
-                    ok = false;
-                    lines.push(format!("could not restore {}: {e:#}", s.name));
-                }
-            }
+            let (line, restored) = restore_one(host, s, st.pid);
+            ok &= restored;
+            lines.push(line);
         }
         if ok {
             let _ = std::fs::remove_file(&path);
@@ -110,48 +248,43 @@ pub fn recover(host: &Host) -> Vec<String> {
     lines
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Whether `v` looks like a value of one of [`ALLOWED`]: a small integer.
+fn plausible_value(v: &str) -> bool {
+    !v.is_empty() && v.len() <= 4 && v.bytes().all(|b| b.is_ascii_digit())
+}
 
-    #[test]
-    fn dead_owner_is_recovered_live_one_is_not() {
-        let d = tempfile::tempdir().unwrap();
-        let core = d.path().join("proc/sys/net/core");
-        std::fs::create_dir_all(&core).unwrap();
-        std::fs::write(core.join("bpf_jit_kallsyms"), "1").unwrap();
-        let host = Host::at(d.path());
-        let saved = vec![Saved {
-            name: "net.core.bpf_jit_kallsyms".into(),
-            before: "0".into(),
-            during: "1".into(),
-        }];
-        // A dead owner: pid 999999 has no /proc entry in the fake tree.
-        let dir = d.path().join(STATE_DIR);
-        std::fs::create_dir_all(&dir).unwrap();
-        let st = State {
-            pid: 999_999,
-            start_time: None,
-            sysctls: saved.clone(),
-        };
-        std::fs::write(dir.join("999999.json"), serde_json::to_vec(&st).unwrap()).unwrap();
-        // A live owner.
-        std::fs::create_dir_all(d.path().join("proc/4242")).unwrap();
-        let live = State {
-            pid: 4242,
-            start_time: None,
-            sysctls: saved,
-        };
-        std::fs::write(dir.join("4242.json"), serde_json::to_vec(&live).unwrap()).unwrap();
-
-        let lines = recover(&host);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].contains("999999"));
-        assert_eq!(
-            std::fs::read_to_string(core.join("bpf_jit_kallsyms")).unwrap(),
-            "0"
+/// Put one entry back; the line to print and whether the entry is settled (restored, or not
+/// ours to restore any more).
+fn restore_one(host: &Host, s: &Saved, pid: u32) -> (String, bool) {
+    if !ALLOWED.contains(&s.name.as_str()) || !plausible_value(&s.before) {
+        let line = format!(
+            "warning: not restoring {}={:?} from the state of pid {pid}: ebpf-prof never sets it",
+            s.name, s.before
         );
-        assert!(!dir.join("999999.json").exists());
-        assert!(dir.join("4242.json").exists());
+        return (line, true);
+    }
+    match sysctl::read(host, &s.name) {
+        Ok(now) if now != s.during => {
+            let line = format!(
+                "warning: left {}={now} as it is: ebpf-prof pid {pid} (killed) had set it to {}, and someone changed it since",
+                s.name, s.during
+            );
+            return (line, true);
+        }
+        _ => {}
+    }
+    match sysctl::write(host, &s.name, &s.before) {
+        Ok(()) => (
+            format!(
+                "restored {}={} left changed by ebpf-prof pid {pid} (killed before it could)",
+                s.name, s.before
+            ),
+            true,
+        ),
+        Err(e) => (format!("could not restore {}: {e:#}", s.name), false),
     }
 }
+
+#[cfg(test)]
+#[path = "recovery_tests.rs"]
+mod tests;

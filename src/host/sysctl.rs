@@ -14,6 +14,24 @@ pub fn read(host: &Host, name: &str) -> Result<String> {
         .with_context(|| format!("cannot read sysctl {name}"))
 }
 
+/// What reading a sysctl found: its value, no such file (the kernel lacks it), or a file we
+/// may not read (it needs root): unreadable is not missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    Value(String),
+    Missing,
+    Unreadable(String),
+}
+
+/// Read `name`, telling a missing sysctl from an unreadable one.
+pub fn probe(host: &Host, name: &str) -> Reading {
+    match host.read(&proc_path(name)) {
+        Ok(v) => Reading::Value(v),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
+        Err(e) => Reading::Unreadable(e.to_string()),
+    }
+}
+
 /// A sysctl's value as an integer, `None` when absent or not a number.
 pub fn read_int(host: &Host, name: &str) -> Option<i64> {
     read(host, name).ok()?.parse().ok()
@@ -109,6 +127,13 @@ impl SysctlGuard {
         let mut failed = Vec::new();
         let mut first_err = None;
         while let Some(s) = self.saved.pop() {
+            if let Some(now) = changed_by_someone_else(&self.host, &s) {
+                crate::out::say(format!(
+                    "warning: left {}={now} as it is: we had set it to {}, and someone else changed it during the run (it was {} before)",
+                    s.name, s.during, s.before
+                ));
+                continue;
+            }
             if let Err(e) = write(&self.host, &s.name, &s.before) {
                 first_err.get_or_insert(e);
                 failed.push(s);
@@ -119,6 +144,12 @@ impl SysctlGuard {
         }
         first_err.map_or(Ok(()), Err)
     }
+}
+
+/// The value `s` holds now, when it is no longer the one we set: another tool (or another run)
+/// changed it meanwhile, and writing our old value back would undo its change.
+fn changed_by_someone_else(host: &Host, s: &Saved) -> Option<String> {
+    read(host, &s.name).ok().filter(|now| *now != s.during)
 }
 
 impl Drop for SysctlGuard {
@@ -170,6 +201,18 @@ mod tests {
         });
         g.set("net.core.bpf_jit_kallsyms", "1").unwrap();
         assert_eq!(*seen.borrow(), vec![(1, "0".to_string())]);
+    }
+
+    #[test]
+    fn a_value_someone_else_changed_during_the_run_is_not_restored() {
+        let (_d, host) = fake();
+        let mut g = SysctlGuard::new(host.clone());
+        g.set("net.core.bpf_jit_kallsyms", "1").unwrap();
+        // Another tool sets its own value while we run.
+        write(&host, "net.core.bpf_jit_kallsyms", "2").unwrap();
+        g.restore().unwrap();
+        assert_eq!(read(&host, "net.core.bpf_jit_kallsyms").unwrap(), "2");
+        assert!(g.changed().is_empty());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::signals;
 use anyhow::{Context, Result};
 use libbpf_rs::Link;
 use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
@@ -271,8 +272,24 @@ impl Drop for Engaged<'_> {
 
 fn start_command(argv: &[String]) -> Result<Engaged<'static>> {
     let line = argv.join(" ");
+    let program = crate::perf::trust::program(std::ffi::OsStr::new(&argv[0]), "--attach-cmd")?;
     let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
-    let mut child = Command::new(&argv[0])
+    let mut cmd = Command::new(program);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Should we die without stopping it (SIGKILL), the kernel stops the loader, and
+            // the programs it holds go with it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                // We were already gone before the prctl took effect.
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

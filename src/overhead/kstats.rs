@@ -174,6 +174,7 @@ fn stats_rounds(
         let ids = active.program_ids();
         targets.extend(bpf::tail_call_targets(&active.map_ids())?);
         let guard = bpf::enable_run_stats()?;
+        crate::failpoint::hit("overhead:stats-on");
         method.clone_from(&guard.method().to_string());
         let names = active.program_names();
         let before = bpf::program_stats(&ids)?;

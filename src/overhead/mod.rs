@@ -209,6 +209,7 @@ fn bench_run(
     workers: usize,
     ws: Option<&WorkingSet>,
 ) -> Result<BenchRun> {
+    crate::perf::trust::pinned_helpers(o.priority.is_some())?;
     let command = if o.bench.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
         let mut c: Vec<OsString> = vec![
@@ -237,12 +238,7 @@ fn bench_run(
         }
         c
     } else {
-        let found = which::which(&o.bench[0]).map_err(|_| {
-            usage(format!(
-                "benchmark {} not found or not executable",
-                o.bench[0].to_string_lossy()
-            ))
-        })?;
+        let found = crate::perf::trust::program(&o.bench[0], "benchmark")?;
         let mut c = vec![found.into_os_string()];
         c.extend(o.bench[1..].iter().cloned());
         c

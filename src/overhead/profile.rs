@@ -35,7 +35,7 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
             cpu: bench.cpus.first().copied(),
             priority: bench.priority,
             iterations: 0,
-            filter: ".".into(),
+            filter: None,
             allow_no_bpf: true,
             load,
             perf_args: Vec::new(),

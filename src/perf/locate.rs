@@ -2,9 +2,16 @@
 //!
 //! Search order, first candidate that *runs* wins: `--perf PATH`, `$PERF`, Ubuntu's
 //! `/usr/lib/linux-tools/$(uname -r)/perf`, Ubuntu's `/usr/lib/linux-tools-<abi>/perf` (`6.8.0-134`
-//! for release `6.8.0-134-generic`: the package the first one links into), Debian's older
-//! versioned `perf_<major>.<minor>` on `PATH` (linux-perf-4.19 shipped `/usr/bin/perf_4.19`),
-//! then every `perf` on `PATH`.
+//! for release `6.8.0-134-generic`: the package the first one links into), then every other
+//! `/usr/lib/linux-tools/*/perf` and `/usr/lib/linux-tools-*/perf` of the running kernel's
+//! major.minor (a custom-built kernel's release is not the name its perf was installed under),
+//! Debian's older versioned `perf_<major>.<minor>` on `PATH` (linux-perf-4.19 shipped
+//! `/usr/bin/perf_4.19`), every `perf` on `PATH`, then the remaining linux-tools perfs, nearest
+//! version first (see `nearest`). The result says which was chosen and why
+//! ([`FoundPerf::choice`]).
+//!
+//! As root, a candidate another user could have replaced (see `trust`) is passed over, with
+//! the reason, like one that does not run.
 //!
 //! A file that exists proves nothing: Ubuntu's `/usr/bin/perf` (linux-tools-common) is a script
 //! that execs the running kernel's perf and otherwise prints `WARNING: perf not found for kernel
@@ -15,7 +22,7 @@
 //! replaceable by another user, it is the error.
 
 use super::probe::run_version;
-use super::trust::check_trust;
+use super::trust::{check_trust, trusted_owners, untrusted_reason};
 use crate::error::{check, usage};
 use crate::perf::version::{install_hint, kernel_major_minor, PerfVersion};
 use anyhow::{Context, Result};
@@ -42,6 +49,9 @@ pub enum Source {
     LinuxToolsKernel,
     /// Ubuntu's `/usr/lib/linux-tools-<abi>/perf`.
     LinuxToolsVersion,
+    /// Another `/usr/lib/linux-tools/*/perf` or `/usr/lib/linux-tools-*/perf`, by nearest
+    /// major.minor.
+    LinuxToolsNearest,
     /// Debian's `perf_<major>.<minor>` on `PATH`.
     DebianVersioned,
     /// `perf` on `PATH`.
@@ -56,6 +66,7 @@ impl Source {
             Source::Env => "$PERF",
             Source::LinuxToolsKernel => "linux-tools for the running kernel",
             Source::LinuxToolsVersion => "linux-tools for the running kernel's ABI",
+            Source::LinuxToolsNearest => "linux-tools of the nearest kernel version",
             Source::DebianVersioned => "Debian's versioned perf_<major.minor>",
             Source::Path => "PATH",
         }
@@ -77,6 +88,8 @@ pub struct Locator {
     pub path_var: Option<OsString>,
     /// `--trust-perf`: run an explicit perf as root even if others could have replaced it.
     pub trust_perf: bool,
+    /// Whether we run as root: then every candidate must pass the trust check.
+    pub as_root: bool,
 }
 
 impl Locator {
@@ -89,6 +102,7 @@ impl Locator {
             kernel_release: uname_release()?,
             path_var: std::env::var_os("PATH"),
             trust_perf,
+            as_root: running_as_root(),
         })
     }
 }
@@ -100,6 +114,8 @@ pub struct Candidate {
     pub path: PathBuf,
     /// Where it came from.
     pub source: Source,
+    /// Why this one, when that is not obvious from `source` (a linux-tools of another version).
+    pub note: Option<String>,
 }
 
 /// The perf that will be used, and what the search learned on the way.
@@ -119,6 +135,8 @@ pub struct FoundPerf {
     pub mismatch_hint: Option<String>,
     /// Candidates tried before this one that did not run, and why.
     pub rejected: Vec<(PathBuf, String)>,
+    /// Which perf was chosen and why, in one line (for `doctor` and the run record).
+    pub choice: String,
 }
 
 /// The candidates in search order, existing files only, without duplicates (by canonical
@@ -127,7 +145,13 @@ pub struct FoundPerf {
 pub fn candidates(loc: &Locator) -> Vec<Candidate> {
     let list = match explicit_choice(loc) {
         Some((given, source)) => resolve_explicit(loc, &given, source)
-            .map(|path| vec![Candidate { path, source }])
+            .map(|path| {
+                vec![Candidate {
+                    path,
+                    source,
+                    note: None,
+                }]
+            })
             .unwrap_or_default(),
         None => search_list(loc),
     };
@@ -145,6 +169,12 @@ pub fn locate(loc: &Locator) -> Result<FoundPerf> {
     }
     let mut rejected = Vec::new();
     for candidate in candidates(loc) {
+        if loc.as_root {
+            if let Some(why) = untrusted_reason(&candidate.path, &trusted_owners()) {
+                rejected.push((candidate.path, format!("not run as root: {why}")));
+                continue;
+            }
+        }
         match run_version(&candidate.path, VERSION_TIMEOUT) {
             Ok(version) => return Ok(found(loc, candidate, version, rejected)),
             Err(why) => rejected.push((candidate.path, why)),
@@ -198,10 +228,15 @@ fn resolve_explicit(loc: &Locator, given: &Path, source: Source) -> Result<PathB
 fn locate_explicit(loc: &Locator, given: &Path, source: Source) -> Result<FoundPerf> {
     let path = resolve_explicit(loc, given, source)?;
     let label = explicit_label(given, source);
-    check_trust(&path, &label, running_as_root(), loc.trust_perf)?;
+    check_trust(&path, &label, loc.as_root, loc.trust_perf)?;
     let version = run_version(&path, VERSION_TIMEOUT)
         .map_err(|why| usage(format!("{label} does not work: {why}")))?;
-    Ok(found(loc, Candidate { path, source }, version, Vec::new()))
+    let candidate = Candidate {
+        path,
+        source,
+        note: None,
+    };
+    Ok(found(loc, candidate, version, Vec::new()))
 }
 
 /// The automatic search, in order; only files that exist.
@@ -209,9 +244,15 @@ fn search_list(loc: &Locator) -> Vec<Candidate> {
     let mut list = Vec::new();
     for (path, source) in linux_tools_paths(loc) {
         if path.is_file() {
-            list.push(Candidate { path, source });
+            list.push(Candidate {
+                path,
+                source,
+                note: None,
+            });
         }
     }
+    let (same, other) = super::nearest::nearest_linux_tools(&loc.root, &loc.kernel_release);
+    list.extend(same);
     if let Some((major, minor)) = kernel_major_minor(&loc.kernel_release) {
         list.extend(on_path(
             loc,
@@ -220,6 +261,7 @@ fn search_list(loc: &Locator) -> Vec<Candidate> {
         ));
     }
     list.extend(on_path(loc, "perf", Source::Path));
+    list.extend(other);
     list
 }
 
@@ -260,7 +302,13 @@ fn on_path(loc: &Locator, name: &str, source: Source) -> Vec<Candidate> {
         return Vec::new();
     };
     match which::which_in_all(name, Some(paths), &loc.root) {
-        Ok(found) => found.map(|path| Candidate { path, source }).collect(),
+        Ok(found) => found
+            .map(|path| Candidate {
+                path,
+                source,
+                note: None,
+            })
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -281,7 +329,9 @@ fn found(
 ) -> FoundPerf {
     let matches_kernel = version.matches_kernel(&loc.kernel_release);
     let mismatch_hint = (!matches_kernel).then(|| mismatch_warning(loc, &candidate.path, &version));
+    let choice = choice_line(loc, &candidate, &version, &rejected);
     FoundPerf {
+        choice,
         path: candidate.path,
         source: candidate.source,
         version,
@@ -290,6 +340,37 @@ fn found(
         mismatch_hint,
         rejected,
     }
+}
+
+/// Which perf, found how, and why this one: the note of a nearest-version linux-tools, and how
+/// many candidates before it were passed over.
+fn choice_line(
+    loc: &Locator,
+    candidate: &Candidate,
+    version: &PerfVersion,
+    rejected: &[(PathBuf, String)],
+) -> String {
+    let mut line = format!(
+        "{} (perf {}) from {}",
+        candidate.path.display(),
+        version.raw,
+        candidate.source.describe()
+    );
+    if let Some(note) = &candidate.note {
+        line.push_str(&format!(": {note}"));
+    } else if version.matches_kernel(&loc.kernel_release) {
+        line.push_str(&format!(
+            ": its major.minor is the running kernel's ({})",
+            loc.kernel_release
+        ));
+    }
+    if !rejected.is_empty() {
+        line.push_str(&format!(
+            "; {} earlier candidate(s) passed over (doctor --json lists why)",
+            rejected.len()
+        ));
+    }
+    line
 }
 
 /// One line: which perf, which kernel, that it still works, and the package to install.

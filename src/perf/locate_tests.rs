@@ -24,6 +24,21 @@ impl Tree {
         }
     }
 
+    /// A tree in a place whose every directory up to `/` passes the trust check (the build's
+    /// `target/`, not /tmp: a sticky world-writable /tmp fails it, as it should).
+    fn trusted() -> Tree {
+        let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/trust-tests");
+        fs::create_dir_all(&base).unwrap();
+        assert_eq!(
+            super::untrusted_reason(&base, &super::trusted_owners()),
+            None,
+            "the checkout itself must be a trusted place for these tests"
+        );
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        Tree { dir }
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -73,6 +88,7 @@ impl Tree {
             kernel_release: release.to_string(),
             path_var: Some(std::env::join_paths(dirs).unwrap()),
             trust_perf: false,
+            as_root: false,
         }
     }
 }
@@ -99,7 +115,8 @@ fn ubuntu_picks_the_running_kernels_tools_among_several() {
 #[test]
 fn ubuntu_wrapper_without_the_running_kernels_tools_is_rejected_with_its_warning() {
     let t = Tree::new();
-    t.perf("usr/lib/linux-tools/6.8.0-130-generic/perf", "6.8.12");
+    // Another major.minor's tools: tried only after every perf on PATH.
+    t.perf("usr/lib/linux-tools/6.5.0-130-generic/perf", "6.5.12");
     let wrapper = t.ubuntu_wrapper("usr/bin/perf", UBUNTU_RELEASE);
     let built = t.perf("usr/local/bin/perf", "6.8.12");
     let loc = t.locator(UBUNTU_RELEASE, &["usr/bin", "usr/local/bin"]);
@@ -431,7 +448,7 @@ fn world_writable_explicit_perf_is_refused_as_root() {
 
 #[test]
 fn group_writable_directory_is_refused_as_root() {
-    let t = Tree::new();
+    let t = Tree::trusted();
     let perf = t.perf("shared/perf", "6.1.192");
     fs::set_permissions(t.path("shared"), fs::Permissions::from_mode(0o775)).unwrap();
     let msg = format!(
@@ -455,6 +472,7 @@ fn world_writable_env_perf_through_locate_as_root() {
     let t = Tree::new();
     let perf = world_writable_perf(&t);
     let mut loc = t.locator("6.1.0", &[]);
+    loc.as_root = true;
     loc.env = Some(perf.clone().into_os_string());
     let msg = format!("{:#}", locate(&loc).unwrap_err());
     assert!(msg.starts_with("refusing to run $PERF="), "{msg}");
@@ -508,4 +526,204 @@ fn real_perf_on_this_machine() {
         let hint = found.mismatch_hint.unwrap();
         assert!(hint.contains("sudo apt install linux-perf"), "{hint}");
     }
+}
+
+/// (running kernel, installed linux-tools dirs under usr/lib, expected choice, why)
+const NEAREST_CASES: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "6.8.12-mykernel",
+        &[
+            "linux-tools/6.5.0-10",
+            "linux-tools/6.8.0-134",
+            "linux-tools/6.9.0-1",
+            "linux-tools/5.15.0-1",
+        ],
+        "linux-tools/6.8.0-134",
+        "has the running kernel's major.minor 6.8",
+    ),
+    (
+        "6.8.12-mykernel",
+        &[
+            "linux-tools-6.5.0-10",
+            "linux-tools-6.8.0-120",
+            "linux-tools-6.8.0-134",
+        ],
+        "linux-tools-6.8.0-134",
+        "has the running kernel's major.minor 6.8",
+    ),
+    (
+        "6.10.3-custom",
+        &[
+            "linux-tools/6.9.0-1",
+            "linux-tools-6.11.0-2",
+            "linux-tools/5.10.0-3",
+        ],
+        "linux-tools-6.11.0-2",
+        "6.11.0-2 (6.11) is the nearest installed",
+    ),
+    (
+        "6.18.0",
+        &[
+            "linux-tools/5.15.0-1",
+            "linux-tools/6.1.0-9",
+            "linux-tools/weird",
+        ],
+        "linux-tools/6.1.0-9",
+        "6.1.0-9 (6.1) is the nearest installed",
+    ),
+    (
+        "6.18.0",
+        &["linux-tools/weird"],
+        "linux-tools/weird",
+        "names no version",
+    ),
+];
+
+/// Issue 13.7: a custom kernel's perf lives under a linux-tools name that is not `uname -r`.
+#[test]
+fn nearest_linux_tools_by_major_minor_table() {
+    for (release, dirs, want, why) in NEAREST_CASES {
+        let t = Tree::new();
+        for d in *dirs {
+            t.perf(&format!("usr/lib/{d}/perf"), "6.1.0");
+        }
+        let list = candidates(&t.locator(release, &[]));
+        assert_eq!(list.len(), dirs.len(), "{release}: {list:?}");
+        assert_eq!(
+            list[0].path,
+            t.path(&format!("usr/lib/{want}/perf")),
+            "{release}: {list:?}"
+        );
+        assert_eq!(list[0].source, Source::LinuxToolsNearest);
+        let note = list[0].note.clone().unwrap();
+        assert!(note.contains(why), "{release}: {note}");
+        let found = locate(&t.locator(release, &[])).unwrap();
+        assert!(found.choice.contains(why), "{}", found.choice);
+        assert!(found.choice.contains(*want), "{}", found.choice);
+    }
+}
+
+#[test]
+fn same_major_minor_tools_come_before_path_and_others_after() {
+    let t = Tree::new();
+    t.perf("usr/lib/linux-tools/6.5.0-1/perf", "6.5.0");
+    t.perf("usr/lib/linux-tools/6.8.0-1/perf", "6.8.0");
+    t.perf("usr/bin/perf", "6.1.0");
+    let list = candidates(&t.locator("6.8.12-mykernel", &["usr/bin"]));
+    let sources: Vec<Source> = list.iter().map(|c| c.source).collect();
+    assert_eq!(
+        sources,
+        [
+            Source::LinuxToolsNearest,
+            Source::Path,
+            Source::LinuxToolsNearest
+        ]
+    );
+    assert!(list[0].path.ends_with("6.8.0-1/perf"));
+    assert!(list[2].path.ends_with("6.5.0-1/perf"));
+}
+
+#[test]
+fn exact_release_still_beats_a_nearest_version() {
+    let t = Tree::new();
+    t.perf("usr/lib/linux-tools/6.8.0-120/perf", "6.8.0");
+    t.perf(
+        &format!("usr/lib/linux-tools/{UBUNTU_RELEASE}/perf"),
+        "6.8.0",
+    );
+    let list = candidates(&t.locator(UBUNTU_RELEASE, &[]));
+    assert_eq!(list[0].source, Source::LinuxToolsKernel);
+    assert_eq!(list[1].source, Source::LinuxToolsNearest);
+    let found = locate(&t.locator(UBUNTU_RELEASE, &[])).unwrap();
+    assert!(
+        found
+            .choice
+            .contains("its major.minor is the running kernel's"),
+        "{}",
+        found.choice
+    );
+}
+
+#[test]
+fn version_rank_prefers_same_major_nearest_minor_then_newer() {
+    use super::super::nearest::version_rank;
+    let k = Some((6, 10));
+    let mut v = [(5, 10), (6, 9), (6, 11), (6, 10), (7, 0), (6, 2)];
+    v.sort_by_key(|x| version_rank(Some(*x), k));
+    assert_eq!(v, [(6, 10), (6, 11), (6, 9), (6, 2), (5, 10), (7, 0)]);
+    assert!(version_rank(None, k) > version_rank(Some((1, 0)), k));
+}
+
+fn chown(p: &Path, uid: u32) {
+    std::os::unix::fs::chown(p, Some(uid), None).unwrap();
+}
+
+const NOBODY: u32 = 65534;
+
+/// Issue 12.2: as root, a perf owned by another user in a 0755 directory is refused.
+#[test]
+fn perf_owned_by_another_user_is_refused_as_root() {
+    if !running_as_root() {
+        eprintln!("SKIP perf_owned_by_another_user_is_refused_as_root: needs root (chown)");
+        return;
+    }
+    let t = Tree::trusted();
+    let perf = t.perf("opt/perf", "6.1.0");
+    assert!(check_trust(&perf, "--perf x", true, false).is_ok());
+    chown(&perf, NOBODY);
+    let msg = format!(
+        "{:#}",
+        check_trust(&perf, "--perf x", true, false).unwrap_err()
+    );
+    assert!(msg.contains("belongs to uid 65534"), "{msg}");
+    chown(&perf, 0);
+    chown(&t.path("opt"), NOBODY);
+    let msg = format!(
+        "{:#}",
+        check_trust(&perf, "--perf x", true, false).unwrap_err()
+    );
+    assert!(msg.contains("opt belongs to uid 65534"), "{msg}");
+}
+
+/// Issue 12.2: a 0777 directory anywhere above the perf (here its grandparent) is refused.
+#[test]
+fn world_writable_grandparent_is_refused_as_root() {
+    let t = Tree::trusted();
+    let perf = t.perf("a/b/perf", "6.1.0");
+    fs::set_permissions(t.path("a"), fs::Permissions::from_mode(0o777)).unwrap();
+    let msg = format!(
+        "{:#}",
+        check_trust(&perf, "$PERF=x", true, false).unwrap_err()
+    );
+    assert!(
+        msg.contains("/a is writable by group or others (mode 777)"),
+        "{msg}"
+    );
+    // A link in a safe place to a perf under the open directory: the real path is checked.
+    fs::create_dir_all(t.path("bin")).unwrap();
+    std::os::unix::fs::symlink(&perf, t.path("bin/perf")).unwrap();
+    assert!(check_trust(&t.path("bin/perf"), "x", true, false).is_err());
+    fs::set_permissions(t.path("a"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(check_trust(&t.path("bin/perf"), "x", true, false).is_ok());
+}
+
+/// Issue 12.2: a perf found on PATH is checked too; an untrusted one is passed over, with why.
+#[test]
+fn untrusted_perf_on_path_is_passed_over_as_root() {
+    let t = Tree::trusted();
+    t.perf("open/perf", "6.1.1");
+    fs::set_permissions(t.path("open"), fs::Permissions::from_mode(0o777)).unwrap();
+    let good = t.perf("usr/bin/perf", "6.1.2");
+    let mut loc = t.locator("6.1.0", &["open", "usr/bin"]);
+    loc.as_root = true;
+    let found = locate(&loc).unwrap();
+    assert_eq!(found.path, good);
+    assert_eq!(found.rejected.len(), 1, "{:?}", found.rejected);
+    assert!(
+        found.rejected[0].1.contains("not run as root"),
+        "{:?}",
+        found.rejected
+    );
+    loc.as_root = false;
+    assert_eq!(locate(&loc).unwrap().path, t.path("open/perf"));
 }

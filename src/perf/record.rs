@@ -191,6 +191,9 @@ pub fn run(
             // Once we are gone its stderr pipe is broken: perf must not die of SIGPIPE on
             // its closing lines before it has cleaned up (its /tmp/perf-vdso.so-* files).
             libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            // perf does not handle SIGQUIT: a terminal's Ctrl-\ would kill it mid-file. We
+            // catch it instead and pass it on as SIGINT, which perf answers by finishing.
+            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
             Ok(())
         });
     }

@@ -7,8 +7,10 @@ pub mod folded;
 pub mod frames;
 mod input;
 pub mod perfdata;
+pub mod perfheader;
+pub mod scan;
 
-pub use input::{open_regular, read_sidecar};
+pub use input::{open_regular, plain, read_sidecar, Role};
 
 use crate::error::usage;
 use crate::out::say;
@@ -18,6 +20,7 @@ use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use anyhow::Result;
 use folded::InputKind;
+use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -27,12 +30,17 @@ pub struct Profile {
     pub folded: String,
     pub record: Option<RunRecord>,
     pub kind: InputKind,
+    /// The number of samples, counted in `perf script`'s output (perf.data and script text).
+    pub samples: Option<u64>,
 }
 
 /// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
 /// frames with (default: `INPUT.kallsyms`).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
-    let (mut file, _) = open_regular(input, false)?;
+    let (mut file, len) = open_regular(input, Role::Profile, false)?;
+    if let Some(k) = kallsyms {
+        open_regular(k, Role::Kallsyms, false)?;
+    }
     let head = input::head(&mut file)?;
     let kind = folded::detect(&head).map_err(|why| {
         usage(format!(
@@ -42,19 +50,13 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     })?;
     let files = RunFiles::new(input);
     let record = run_record(&files)?;
-    let text = match kind {
-        InputKind::PerfData => collapse_perf_data(input, &files, kallsyms, perf)?,
-        InputKind::PerfScript => {
-            let all = std::io::Cursor::new(head).chain(file);
-            String::from_utf8_lossy(&folded::collapse_perf_script(all)?).into_owned()
+    let (text, samples) = match kind {
+        InputKind::PerfData => {
+            check_complete(input, &file, &head, len)?;
+            collapse_perf_data(input, &file, &files, kallsyms, perf)?
         }
-        InputKind::Folded => {
-            let mut rest = Vec::new();
-            file.read_to_end(&mut rest)?;
-            let mut all = head;
-            all.extend_from_slice(&rest);
-            String::from_utf8_lossy(&all).into_owned()
-        }
+        InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
+        InputKind::Folded => (read_folded(input, head, file)?, None),
     };
     if text.trim().is_empty() {
         return Err(usage(format!(
@@ -62,11 +64,64 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
             input.display()
         )));
     }
+    let total =
+        folded::checked_total(&text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    if total == 0 {
+        return Err(usage(format!(
+            "{} holds no samples: every stack's count is 0",
+            input.display()
+        )));
+    }
+    crate::failpoint::hit("profile:loaded");
     Ok(Profile {
         folded: text,
         record,
         kind,
+        samples,
     })
+}
+
+/// The rest of a folded file after its head; malformed lines are skipped, with a warning that
+/// names the first.
+fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<String> {
+    let mut all = head;
+    file.read_to_end(&mut all)?;
+    let text = String::from_utf8_lossy(&all).into_owned();
+    if let Some((line, n)) = folded::first_malformed(&text) {
+        say(format!(
+            "warning: {}: {n} line(s) are not folded stacks (`frame;frame COUNT`) and were skipped, the first is line {line}",
+            input.display()
+        ));
+    }
+    Ok(text)
+}
+
+/// perf.data's header against its length: a recording that did not finish is said to be one.
+fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()> {
+    match perfheader::incomplete(head, len, |off, n| perfheader::read_at(file, off, n)) {
+        None => Ok(()),
+        Some(why) => Err(usage(format!(
+            "{} is truncated: the recording did not finish; record again ({why})",
+            input.display()
+        ))),
+    }
+}
+
+/// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
+/// past 2^64 are a usage error naming the line.
+fn collapse(input: &Path, reader: impl Read) -> Result<(String, Option<u64>)> {
+    let (scan, tally) = scan::Scan::new(reader);
+    let out = folded::collapse_perf_script(scan);
+    if let Some(line) = tally.overflow_line.get() {
+        return Err(usage(format!(
+            "{}: the sample periods add up past 2^64 at line {line} of perf script's output; this is not a profile perf wrote",
+            input.display()
+        )));
+    }
+    Ok((
+        String::from_utf8_lossy(&out?).into_owned(),
+        Some(tally.samples.get()),
+    ))
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -88,33 +143,25 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
 
 fn collapse_perf_data(
     input: &Path,
+    file: &File,
     files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
-) -> Result<String> {
+) -> Result<(String, Option<u64>)> {
     let snapshot = kallsyms
         .map(Path::to_path_buf)
-        .or_else(|| Some(files.kallsyms()).filter(|p| p.exists()));
+        .or_else(|| Some(files.kallsyms()).filter(|p| std::fs::symlink_metadata(p).is_ok()));
     match &snapshot {
-        Some(s) => {
-            // A snapshot must be a regular file perf can read to the end: check it first.
-            let (_, len) = open_regular(s, kallsyms.is_none())?;
-            if len > input::SIDECAR_MAX {
-                return Err(usage(format!(
-                    "{} is {len} bytes: not a kallsyms snapshot",
-                    s.display()
-                )));
-            }
-        }
+        // A snapshot must be a regular file perf can read to the end: check it first.
+        Some(s) => drop(open_regular(s, Role::Kallsyms, kallsyms.is_none())?),
         None => say(format!(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
             input.display()
         )),
     }
     if !perf.via_perf {
-        let (file, _) = open_regular(input, false)?;
-        match perfdata::fold_file(&file, input, snapshot.as_deref())? {
-            perfdata::Native::Folded(text) => return Ok(text),
+        match perfdata::fold_file(file, input, snapshot.as_deref())? {
+            perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
                 input.display()
@@ -125,20 +172,23 @@ fn collapse_perf_data(
     let mut script = Script::start(
         &found.path,
         input,
+        file,
         snapshot.as_deref(),
-        sudo_users_own(input),
+        force_for_root(file),
     )?;
-    let collapsed = folded::collapse_perf_script(script.reader()?);
-    script.finish()?;
-    Ok(String::from_utf8_lossy(&collapsed?).into_owned())
+    let collapsed = collapse(input, script.reader()?);
+    let finished = script.finish();
+    match collapsed {
+        // Our own finding (periods overflowing) first; else perf's failure, if any.
+        Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
+        c => finished.and(c),
+    }
 }
 
-/// Root reading the file of the user who ran sudo: perf's ownership check would refuse it, and
-/// the file is that user's own recording, so it is safe to pass `-f`.
-fn sudo_users_own(path: &Path) -> bool {
+/// Root reading a file that is not root's: perf's ownership check would refuse it ("File
+/// perf.data.old not owned by current user or root"). The file is the one opened and checked
+/// here (perf reads it through the same descriptor), so `-f` is safe to pass.
+fn force_for_root(file: &File) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let owner = crate::runfiles::Owner::from_sudo_env();
-    let meta = std::fs::metadata(path).ok();
-    crate::host::security::is_root()
-        && matches!((owner, meta), (Some(o), Some(m)) if m.uid() == o.uid)
+    crate::host::security::is_root() && file.metadata().is_ok_and(|m| m.uid() != 0)
 }

@@ -10,7 +10,7 @@ use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
 use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
-use crate::runfiles::{create_new, Owner, RunFiles};
+use crate::runfiles::{Owner, PrivateDir, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
@@ -18,8 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// The reference's filter for the hook's program symbols.
-pub const DEFAULT_FILTER: &str = "security|path|file|open";
+pub mod gate;
 
 /// Compile a user's --filter regex, with a clear error.
 pub fn filter_regex(filter: &str) -> Result<regex::Regex> {
@@ -50,10 +49,12 @@ pub struct RecordOptions {
     /// SCHED_FIFO priority; `None` runs without chrt.
     pub priority: Option<u8>,
     pub iterations: usize,
-    pub filter: String,
+    /// Narrows the programs the recording is for ([`gate`]); `None` takes them all.
+    pub filter: Option<String>,
     pub allow_no_bpf: bool,
-    /// What to load and attach for the recording (after the JIT sysctls are set: a program
-    /// loaded while bpf_jit_kallsyms=0 never gets a symbol).
+    /// What to load and attach for the recording (after the JIT sysctls are set: harmless, and
+    /// on kernels up to 5.4 the sysctl also gated the kernel's own lookups of BPF addresses; the
+    /// /proc/kallsyms listing is gated when read, so the order does not matter for it).
     pub load: Load,
     pub perf_args: Vec<String>,
     pub perf: PerfChoice,
@@ -65,7 +66,7 @@ pub struct RecordOptions {
 
 impl RecordOptions {
     /// The reference's recording of `scope`: `cycles:k` at 997 Hz, SCHED_FIFO 99, 200000
-    /// iterations of the built-in bench, the default filter, nothing loaded.
+    /// iterations of the built-in bench, no filter, nothing loaded.
     pub fn defaults(scope: Scope) -> RecordOptions {
         RecordOptions {
             output: PathBuf::from("perf.data"),
@@ -74,7 +75,7 @@ impl RecordOptions {
             cpu: None,
             priority: Some(99),
             iterations: 200_000,
-            filter: DEFAULT_FILTER.into(),
+            filter: None,
             allow_no_bpf: false,
             load: Load::Nothing,
             perf_args: Vec::new(),
@@ -142,7 +143,7 @@ pub fn describe(a: &Attached) {
 
 /// What `run` checks and finds before it changes anything.
 struct Prepared {
-    filter: regex::Regex,
+    filter: Option<regex::Regex>,
     cpu: u32,
     files: RunFiles,
     command: Vec<OsString>,
@@ -179,7 +180,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
 /// the output directory, the benchmark, perf.
 fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     require_privileges(host)?;
-    let filter = filter_regex(&opts.filter)?;
+    let filter = opts.filter.as_deref().map(filter_regex).transpose()?;
     let cpu = opts
         .cpu
         .map_or_else(|| cpu::default_cpu(host).context("no online CPU found"), Ok)?;
@@ -197,6 +198,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
     let command = if bench {
+        crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
         bench_command(opts)?
     } else {
         Vec::new()
@@ -227,12 +229,11 @@ fn record_guarded(
     let attached = load(&opts.load)?;
     crate::failpoint::hit("record:after-load");
     ints.check()?;
-    let programs = matching_programs(
+    let (programs, loaded) = matching_programs(
         host,
-        &prep.filter,
+        prep.filter.as_ref(),
         opts.allow_no_bpf,
         attached.as_ref(),
-        guard.changed(),
     )?;
     let plan = RecordPlan {
         perf: prep.perf.path.clone(),
@@ -255,6 +256,7 @@ fn record_guarded(
         prep.cpu,
         programs,
     );
+    rec.loaded_programs = loaded;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
     run_perf(host, &plan, &prep.files, ints, &mut rec)?;
@@ -284,69 +286,58 @@ fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
             opts.iterations.to_string().into(),
         ]);
     }
-    let prog = &opts.command[0];
-    let found = which::which(prog).map_err(|_| {
-        usage(format!(
-            "benchmark {} not found or not executable: give a path (./bench) or a command on PATH",
-            PathBuf::from(prog).display()
-        ))
-    })?;
+    let found = crate::perf::trust::program(&opts.command[0], "benchmark")?;
     let mut cmd = vec![found.into_os_string()];
     cmd.extend(opts.command[1..].iter().cloned());
     Ok(cmd)
 }
 
-/// The BPF program symbols in /proc/kallsyms that match the filter; refuse when none do.
+/// The programs the recording is for ([`gate`]), each with the symbols of its functions, and
+/// every loaded program; refuse when none would show up in the profile.
 fn matching_programs(
     host: &Host,
-    filter: &regex::Regex,
+    filter: Option<&regex::Regex>,
     allow_none: bool,
     attached: Option<&Attached>,
-    changed: &[sysctl::Saved],
-) -> Result<Vec<ProgramSeen>> {
+) -> Result<(Vec<ProgramSeen>, Vec<bpf::InventoryProgram>)> {
     let syms = kallsyms::read(host)?;
     if kallsyms::addresses_hidden(&syms) {
         return Err(check("/proc/kallsyms shows only zero addresses even to us: set kernel.kptr_restrict=1 or 0 (sudo sysctl -w kernel.kptr_restrict=1)"));
     }
-    let ids: Vec<(String, u32)> = attached
-        .map(|a| {
-            a.programs()
-                .iter()
-                .map(|p| (p.name.clone(), p.id))
-                .collect()
-        })
-        .unwrap_or_default();
-    let progs: Vec<ProgramSeen> = kallsyms::bpf_programs(&syms)
-        .into_iter()
-        .filter(|p| filter.is_match(&p.symbol) || ids.iter().any(|(n, _)| *n == p.name))
-        .map(|p| ProgramSeen {
-            id: ids.iter().find(|(n, _)| *n == p.name).map(|(_, id)| *id),
-            name: p.name,
-            tag: p.tag,
-            addr: format!("{:x}", p.addr),
-        })
-        .collect();
-    if progs.is_empty() && !allow_none {
-        let late = changed
-            .iter()
-            .any(|s| s.name == "net.core.bpf_jit_kallsyms");
-        let hint = if late {
-            " (bpf_jit_kallsyms was 0 until now, and programs loaded before it was set never get a symbol: reload your hook, or pass --load OBJ.bpf.o)"
-        } else {
-            ""
-        };
-        return Err(check(format!(
-            "no BPF program symbol in /proc/kallsyms matches /{}/{hint}: load your hook first (or pass --load OBJ.bpf.o), widen --filter, or pass --allow-no-bpf to record anyway",
-            filter.as_str()
-        )));
+    let bpf_syms = kallsyms::bpf_programs(&syms);
+    let stats_on = bpf::run_stats_state(host).enabled();
+    let all = bpf::inventory(&bpf_syms, stats_on)?;
+    let object = attached.map(Attached::program_ids);
+    let shown = match gate::decide(&all, object.as_deref(), filter) {
+        gate::Verdict::Programs(p) => p,
+        gate::Verdict::Refused(why) if !allow_none => return Err(check(why)),
+        gate::Verdict::Refused(why) => {
+            say(format!("{why}; recording anyway (--allow-no-bpf)"));
+            Vec::new()
+        }
+    };
+    let mut seen = Vec::new();
+    for p in &shown {
+        say(format!("program {}", gate::describe(p)));
+        if p.symbol.is_none() {
+            say(format!("warning: {} (id {}) has no bpf_prog_ symbol in /proc/kallsyms (is net.core.bpf_jit_harden 0? is it JIT-ed?): its samples will show as bare addresses", p.name, p.id));
+        }
+        for (i, f) in p.functions.iter().enumerate() {
+            let Some(s) = bpf_syms.iter().find(|s| &s.symbol == f) else {
+                continue;
+            };
+            seen.push(ProgramSeen {
+                id: (i == 0).then_some(p.id),
+                name: s.name.clone(),
+                tag: s.tag.clone(),
+                addr: format!("{:x}", s.addr),
+            });
+        }
     }
-    for p in &progs {
-        say(format!(
-            "program bpf_prog_{}_{} at {}",
-            p.tag, p.name, p.addr
-        ));
+    if !allow_none && !shown.is_empty() && seen.is_empty() {
+        return Err(check("none of the programs has a bpf_prog_ symbol in /proc/kallsyms, so perf cannot name any: set net.core.bpf_jit_harden=0 (sudo sysctl -w net.core.bpf_jit_harden=0) and check the JIT is on"));
     }
-    Ok(progs)
+    Ok((seen, all))
 }
 
 fn read_sysctls(host: &Host) -> Vec<(String, String)> {
@@ -398,6 +389,7 @@ fn base_record(
         sysctls: Vec::new(),
         sysctls_during: Vec::new(),
         bpf_programs: programs,
+        loaded_programs: Vec::new(),
         command: plan
             .command
             .iter()
@@ -411,8 +403,9 @@ fn base_record(
     }
 }
 
-/// Rotate old files, snapshot kallsyms, run perf, then write the run record and hand every file
-/// to the invoking user.
+/// Rotate old files, then, in a private directory beside the target (see
+/// `runfiles::handover`): snapshot kallsyms, run perf, write the run record; then hand every
+/// file to the invoking user and move it into place, replacing nothing.
 fn run_perf(
     host: &Host,
     plan: &RecordPlan,
@@ -427,30 +420,34 @@ fn run_perf(
             files.old().data.display()
         ));
     }
-    let owner = Owner::from_sudo_env();
-    let mut snap = create_new(&files.kallsyms(), 0o600)?;
+    let mut private = PrivateDir::beside(&files.data)?;
+    crate::failpoint::hit("record:after-rotate");
+    let names = family_names(files);
+    let work = RunFiles::new(private.work_path(&names[0].0));
+    let mut snap = private.create(&names[2].0, 0o600)?;
     snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
-    give(owner, &files.kallsyms())?;
     let bench = plan.scope == Scope::Bench;
-    let samples = if bench {
-        let f = create_new(&files.samples(), 0o644)?;
-        give(owner, &files.samples())?;
-        Some(f)
-    } else {
+    let samples = match bench {
+        true => Some(private.create(&names[1].0, 0o644)?),
+        false => None,
+    };
+    if !bench {
         say(match plan.scope.duration() {
             Some(d) => format!("profiling for {d} s"),
             None => "profiling until Ctrl-C".into(),
         });
-        None
-    };
+    }
     say(format!("running: {}", rec.command_line));
-    let out = perf_record::run(plan, samples, ints)?;
+    let work_plan = RecordPlan {
+        output: work.data.clone(),
+        ..plan.clone()
+    };
+    let out = perf_record::run(&work_plan, samples, ints)?;
     rec.perf_exit = out.status.code();
     // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
     let open_ended = !bench && plan.scope.duration().is_none();
     rec.interrupted = out.signals > 0 && !open_ended;
     if out.aborted {
-        let _ = std::fs::remove_file(&files.data);
         say(format!(
             "perf was stopped before it could finish {}; the incomplete file was removed",
             files.data.display()
@@ -459,23 +456,32 @@ fn run_perf(
     }
     let stopped_by_user = open_ended && out.signals > 0;
     if !out.status.success() && !rec.interrupted && !stopped_by_user {
-        return Err(perf_failure(plan, &out, files));
+        return Err(perf_failure(plan, &out));
     }
     crate::out::err_text(&out.stderr);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
-    finish_record(plan, files, rec);
-    let mut json = create_new(&files.json(), 0o644)?;
+    finish_record(plan, &work, rec);
+    let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
-    give(owner, &files.json())?;
-    give(owner, &files.data)?;
-    Ok(())
+    private.hand_over(&names, Owner::from_sudo_env())
 }
 
-fn give(owner: Option<Owner>, path: &std::path::Path) -> Result<()> {
-    match owner {
-        Some(o) if path.exists() => o.give(path),
-        _ => Ok(()),
-    }
+/// Each file of the family: its name in the private directory, its target, its mode. Those
+/// that hold kernel addresses (perf.data, the kallsyms snapshot, the run record's
+/// `bpf_programs[].addr`) are 0600; perf.data first, so a conflict there moves nothing.
+fn family_names(files: &RunFiles) -> Vec<(OsString, PathBuf, u32)> {
+    let modes = [0o600, 0o644, 0o600, 0o600];
+    let targets = [
+        files.data.clone(),
+        files.samples(),
+        files.kallsyms(),
+        files.json(),
+    ];
+    targets
+        .into_iter()
+        .zip(modes)
+        .map(|(t, m)| (t.file_name().unwrap_or_default().to_os_string(), t, m))
+        .collect()
 }
 
 /// Fill in what is known only after perf: the event actually sampled and the samples summary.
@@ -507,18 +513,14 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
     }
 }
 
-/// A failed perf run: remove what it left half-done and explain, quoting perf's stderr.
-fn perf_failure(
-    plan: &RecordPlan,
-    out: &perf_record::RecordOutcome,
-    files: &RunFiles,
-) -> anyhow::Error {
+/// A failed perf run (what it left half-done goes with the private directory): explain,
+/// quoting perf's stderr.
+fn perf_failure(plan: &RecordPlan, out: &perf_record::RecordOutcome) -> anyhow::Error {
     let stderr = out.stderr.trim();
     let code = out
         .status
         .code()
         .map_or_else(|| format!("{}", out.status), |c| format!("exit status {c}"));
-    let _ = std::fs::remove_file(&files.data);
     if let Some(e) = crate::bench::pinned::refused(stderr, &[plan.cpu], plan.priority) {
         return e;
     }

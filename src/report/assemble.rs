@@ -18,14 +18,19 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         None => (input.folded.clone(), Vec::new()),
     };
     let t = walk::tally(&folded.stacks);
-    let (samples, samples_source) = samples(&folded, input.record);
+    let (samples, samples_source) = samples(&folded, input.record, input.counted);
     let bpf = bpf_share(&t, samples, samples_source);
     let breakdown = breakdown(&t);
     let kernel_functions = kernel_functions(&t, input.top);
     let programs = programs(&t, input.record);
     let enough = bpf.samples.is_none_or(|n| n >= MIN_BPF_SAMPLES);
     let hints = if enough {
-        hints(&breakdown, &kernel_functions, &programs)
+        hints(
+            &breakdown,
+            &kernel_functions,
+            &programs,
+            input.own_code_line.as_deref(),
+        )
     } else {
         Vec::new()
     };
@@ -68,9 +73,16 @@ fn count_unit(record: Option<&RunRecord>, source: SamplesSource) -> String {
     }
 }
 
-fn samples(folded: &Folded, record: Option<&RunRecord>) -> (Option<u64>, SamplesSource) {
+fn samples(
+    folded: &Folded,
+    record: Option<&RunRecord>,
+    counted: Option<u64>,
+) -> (Option<u64>, SamplesSource) {
     if let Some(n) = record.and_then(|r| r.perf_samples) {
         return (Some(n), SamplesSource::PerfRecord);
+    }
+    if let Some(n) = counted {
+        return (Some(n), SamplesSource::PerfScript);
     }
     let mut counts: Vec<u64> = folded.stacks.iter().map(|s| s.count).collect();
     counts.sort_unstable();
@@ -103,15 +115,15 @@ fn heaviest(map: &HashMap<String, u64>) -> Option<(&String, u64)> {
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
 }
 
-fn ancestor(t: &Tally, name: &str, attach_incl: u64) -> Option<Ancestor> {
-    if name.is_empty() {
-        return None;
-    }
+/// An ancestor of an attach point, with the attach point's share of it: the weight of the
+/// stacks through both over the ancestor's inclusive weight (never over 100%).
+fn ancestor(t: &Tally, anc: &Option<(String, u64)>) -> Option<Ancestor> {
+    let (name, joint) = anc.as_ref()?;
     let incl = t.incl.get(name).copied().unwrap_or(0);
     Some(Ancestor {
-        name: name.to_string(),
+        name: name.clone(),
         percent: pct(incl, t.total),
-        hook_share: pct(attach_incl, incl),
+        hook_share: pct((*joint).min(incl), incl),
     })
 }
 
@@ -121,21 +133,13 @@ fn attach_points(t: &Tally) -> Vec<AttachPoint> {
         .iter()
         .map(|(name, a)| {
             let incl = t.incl.get(name).copied().unwrap_or(a.bpf);
-            let lineage: HashMap<String, u64> = a
-                .lineage
-                .iter()
-                .map(|((p, g), n)| (format!("{p}\n{g}"), *n))
-                .collect();
-            let (p, g) = heaviest(&lineage)
-                .and_then(|(k, _)| k.split_once('\n'))
-                .unwrap_or(("", ""));
             AttachPoint {
                 name: name.clone(),
                 percent: pct(incl, t.total),
                 bpf_percent: pct(a.bpf, t.total),
                 bpf_share_of_it: pct(a.bpf, incl),
-                parent: ancestor(t, p, incl),
-                grandparent: ancestor(t, g, incl),
+                parent: ancestor(t, &a.ancestors[0]),
+                grandparent: ancestor(t, &a.ancestors[1]),
                 programs: a.programs.iter().cloned().collect(),
                 via: a.via.iter().cloned().collect(),
             }
@@ -251,8 +255,15 @@ fn breakdown(t: &Tally) -> Vec<CategoryShare> {
     out
 }
 
-fn hints(cats: &[CategoryShare], kfuncs: &[KernelFunction], progs: &[Program]) -> Vec<Hint> {
-    cats.iter()
+fn hints(
+    cats: &[CategoryShare],
+    kfuncs: &[KernelFunction],
+    progs: &[Program],
+    own_line: Option<&str>,
+) -> Vec<Hint> {
+    let evidence = own_line.map_or(kinds::OwnCodeEvidence::None, kinds::OwnCodeEvidence::Line);
+    let mut v: Vec<Hint> = cats
+        .iter()
         .filter_map(|c| {
             let who = match c.category {
                 Category::OwnCode => progs
@@ -265,9 +276,11 @@ fn hints(cats: &[CategoryShare], kfuncs: &[KernelFunction], progs: &[Program]) -
                     .find(|k| k.category == Some(cat))
                     .map(|k| k.name.as_str()),
             };
-            kinds::hint(c.category, c.share_of_bpf, who)
+            kinds::hint(c.category, c.share_of_bpf, who, evidence)
         })
-        .collect()
+        .collect();
+    kinds::rank(&mut v);
+    v
 }
 
 fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unresolved> {

@@ -2,6 +2,10 @@
 //!
 //! Every sample inside a BPF program falls in one category, told by the kernel frames below the
 //! program's code (first match wins, in this order):
+//! - map element allocation: an allocator frame (`alloc_htab_elem`, `free_htab_elem`,
+//!   `bpf_mem_*`, `unit_alloc`/`unit_free`, `check_and_free_fields`, `kmalloc`/`kfree`, `pcpu_*`,
+//!   …) below a map update or delete: a hash map without preallocation (`BPF_F_NO_PREALLOC`)
+//!   allocates an element on every new key and frees it on delete;
 //! - map hashing: `htab_map_hash`, `jhash*` (a hash-map look-up hashing its key);
 //! - map access: any other map function (`__htab_map_lookup_elem`, `lookup_nulls_elem_raw`,
 //!   `bpf_map_*`, `*array_map*`, `trie_*`, …);
@@ -10,15 +14,23 @@
 //! - own code: the sample is in the JIT-ed code of a program or sub-function;
 //! - glue: in a trampoline, dispatcher or unresolved frame above the programs.
 //!
-//! A hint is printed for a category when it takes at least [`HINT_SHARE`] percent of the time
-//! inside BPF — about a quarter: enough that acting on it changes the hook's cost visibly.
-//! Below that no category dominates and nothing is said. Glue and other kernel time get no hint:
-//! there is no single advice that fits them.
+//! Hints are ranked by what the user can act on, as the reference write-up reads its profile
+//! ("fewer probe reads or a cache in front of the map, not micro-tuning the instruction
+//! count"): first the categories with a concrete change behind them — probe reads, element
+//! allocation, map hashing, map access, in that order — each from [`ACTION_SHARE`] percent of
+//! the time inside BPF (the write-up acts on htab_map_hash at 5.5% of it); then own code, from
+//! [`HINT_SHARE`] percent, and only as far as the evidence goes: with the hottest source line
+//! when line information is at hand, else a pointer to `ebpf-prof annotate`, last. Glue and
+//! other kernel time get no hint: there is no single advice that fits them.
 
 use serde::Serialize;
 
-/// A category takes at least this share (%) of the time inside BPF to earn a hint.
+/// Own code takes at least this share (%) of the time inside BPF to earn a hint.
 pub const HINT_SHARE: f64 = 25.0;
+
+/// A category with a concrete change behind it (probe reads, allocation, hashing, map
+/// access) takes at least this share (%) of the time inside BPF to earn a hint.
+pub const ACTION_SHARE: f64 = 5.0;
 
 /// What a sample inside BPF is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -28,6 +40,8 @@ pub enum Category {
     OwnCode,
     /// In a probe read helper or the copy under it.
     ProbeRead,
+    /// Allocating or freeing a map element under a map update or delete.
+    Alloc,
     /// Hashing a hash map's key.
     MapHash,
     /// Any other map work: look-up, compare, update.
@@ -44,6 +58,7 @@ impl Category {
         match self {
             Category::OwnCode => "own code",
             Category::ProbeRead => "probe reads",
+            Category::Alloc => "map element allocation",
             Category::MapHash => "map hashing",
             Category::MapAccess => "map access",
             Category::Glue => "trampoline/glue",
@@ -54,7 +69,9 @@ impl Category {
 
 /// The category of a kernel function by its own (bare) name, if it belongs to one.
 pub fn of_function(name: &str) -> Option<Category> {
-    if is_map_hash(name) {
+    if is_alloc(name) {
+        Some(Category::Alloc)
+    } else if is_map_hash(name) {
         Some(Category::MapHash)
     } else if is_map_access(name) {
         Some(Category::MapAccess)
@@ -77,7 +94,9 @@ pub fn of_sample<'a>(below: impl Iterator<Item = &'a str> + Clone, in_program: b
         };
     }
     let any = |f: fn(&str) -> bool| names.clone().any(f);
-    if any(is_map_hash) {
+    if any(is_map_change) && any(is_alloc) {
+        Category::Alloc
+    } else if any(is_map_hash) {
         Category::MapHash
     } else if any(is_map_access) {
         Category::MapAccess
@@ -86,6 +105,35 @@ pub fn of_sample<'a>(below: impl Iterator<Item = &'a str> + Clone, in_program: b
     } else {
         Category::OtherKernel
     }
+}
+
+/// A map update or delete: what allocates or frees an element.
+fn is_map_change(n: &str) -> bool {
+    n.contains("_map_update_elem") || n.contains("_map_delete_elem")
+}
+
+/// The allocator under map element updates and deletes (bpf_mem_alloc's caches and what they
+/// call, the slab and per-CPU allocators).
+fn is_alloc(n: &str) -> bool {
+    const PREFIXES: [&str; 16] = [
+        "alloc_htab_elem",
+        "free_htab_elem",
+        "htab_elem_free",
+        "bpf_mem_",
+        "unit_alloc",
+        "unit_free",
+        "check_and_free_fields",
+        "bpf_obj_free_fields",
+        "percpu_counter_add",
+        "kmalloc",
+        "__kmalloc",
+        "kfree",
+        "kmem_cache_",
+        "pcpu_",
+        "bpf_map_kmalloc",
+        "bpf_map_kzalloc",
+    ];
+    PREFIXES.iter().any(|p| n.starts_with(p))
 }
 
 fn is_map_hash(n: &str) -> bool {
@@ -123,27 +171,55 @@ pub struct Hint {
     pub text: String,
 }
 
+/// Where the hint for own code gets its evidence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OwnCodeEvidence<'a> {
+    /// The hottest source line, as `ebpf-prof annotate` finds it.
+    Line(&'a str),
+    /// No line information at hand (folded stacks, perf script text).
+    None,
+}
+
 /// The hint for `cat` at `share` percent of the time inside BPF, naming `heaviest` (the
-/// function, or for own code the program, that weighs most in it); `None` below
-/// [`HINT_SHARE`] or for categories without advice.
-pub fn hint(cat: Category, share: f64, heaviest: Option<&str>) -> Option<Hint> {
-    if share < HINT_SHARE {
+/// function, or for own code the program, that weighs most in it); `None` below the
+/// category's threshold ([`ACTION_SHARE`], [`HINT_SHARE`] for own code) or for categories
+/// without advice.
+pub fn hint(
+    cat: Category,
+    share: f64,
+    heaviest: Option<&str>,
+    evidence: OwnCodeEvidence<'_>,
+) -> Option<Hint> {
+    let threshold = if cat == Category::OwnCode {
+        HINT_SHARE
+    } else {
+        ACTION_SHARE
+    };
+    if share < threshold {
         return None;
     }
     let who = heaviest.map_or_else(String::new, |h| format!(", {h} most"));
     let text = match cat {
         Category::ProbeRead => format!(
-            "probe reads take {share:.0}% of the time in BPF{who}: read less often — one larger read instead of several, only the fields needed — or cache what was read in a map"
+            "probe reads take {share:.0}% of the time in BPF{who}: make fewer probe reads — one larger read instead of several, only the fields needed — or cache what was read in a map"
+        ),
+        Category::Alloc => format!(
+            "allocating and freeing map elements takes {share:.0}% of the time in BPF{who} (more hides in the update's own time where the allocator is inlined): preallocate the map (drop BPF_F_NO_PREALLOC), use a per-CPU or array map where the key allows, or update and delete less often (keep the entry)"
         ),
         Category::MapHash => format!(
-            "hashing map keys takes {share:.0}% of the time in BPF{who}: hash fewer bytes (a smaller key), look up less often, or use a map that does not hash (an array indexed by a small integer)"
+            "hashing map keys takes {share:.0}% of the time in BPF{who}: look up less often — a cache in front of the map (a per-CPU array slot holding the last key and its value) — hash fewer bytes (a smaller key), or use a map that does not hash (an array indexed by a small integer)"
         ),
         Category::MapAccess => format!(
-            "map look-ups and updates (hashing aside) take {share:.0}% of the time in BPF{who}: fewer look-ups per event, or another map type (an array or per-CPU array where the key allows)"
+            "map look-ups and updates (hashing aside) take {share:.0}% of the time in BPF{who}: fewer look-ups per event — a cache in front of the map — or another map type (an array or per-CPU array where the key allows)"
         ),
-        Category::OwnCode => format!(
-            "the programs' own instructions take {share:.0}% of the time in BPF{who}: the cost is in the JIT-ed code itself (loops, copies, many small steps), not in helpers; read it with `bpftool prog dump jited name <program>`"
-        ),
+        Category::OwnCode => match evidence {
+            OwnCodeEvidence::Line(line) => format!(
+                "the programs' own instructions take {share:.0}% of the time in BPF{who}, {line}: that line's work (a loop, a copy, a long chain of steps) is the cost, not a helper"
+            ),
+            OwnCodeEvidence::None => format!(
+                "the programs' own instructions take {share:.0}% of the time in BPF{who}; which lines, `ebpf-prof annotate` on the perf.data says"
+            ),
+        },
         Category::Glue | Category::OtherKernel => return None,
     };
     Some(Hint {
@@ -151,6 +227,20 @@ pub fn hint(cat: Category, share: f64, heaviest: Option<&str>) -> Option<Hint> {
         share_of_bpf: share,
         text,
     })
+}
+
+/// The order hints are given in, the write-up's: fewer probe reads first, then the map —
+/// its element allocation (one flag away: preallocate), its hashing, its access — and own
+/// code last.
+pub fn rank(hints: &mut [Hint]) {
+    let order = |c: Category| match c {
+        Category::ProbeRead => 0,
+        Category::Alloc => 1,
+        Category::MapHash => 2,
+        Category::MapAccess => 3,
+        _ => 4,
+    };
+    hints.sort_by_key(|h| order(h.category));
 }
 
 #[cfg(test)]
@@ -202,20 +292,85 @@ mod tests {
     }
 
     #[test]
+    fn allocation_under_a_map_update_is_its_own_category() {
+        assert_eq!(
+            sample(&["htab_map_delete_elem", "free_htab_elem", "unit_free"]),
+            Category::Alloc
+        );
+        assert_eq!(
+            sample(&[
+                "htab_map_update_elem",
+                "alloc_htab_elem",
+                "bpf_mem_cache_alloc"
+            ]),
+            Category::Alloc
+        );
+        assert_eq!(
+            sample(&["bpf_ringbuf_reserve", "kmalloc"]),
+            Category::OtherKernel,
+            "an allocation outside map updates is not the map's"
+        );
+        assert_eq!(sample(&["htab_map_update_elem"]), Category::MapAccess);
+        assert_eq!(of_function("free_htab_elem"), Some(Category::Alloc));
+    }
+
+    #[test]
+    fn ranked_by_what_can_be_acted_on() {
+        let none = OwnCodeEvidence::None;
+        let mut h = vec![
+            hint(Category::OwnCode, 60.0, Some("p"), none).unwrap(),
+            hint(Category::MapAccess, 70.0, None, none).unwrap(),
+            hint(Category::MapHash, 5.5, None, none).unwrap(),
+            hint(Category::Alloc, 10.0, None, none).unwrap(),
+            hint(Category::ProbeRead, 30.0, None, none).unwrap(),
+        ];
+        rank(&mut h);
+        let order: Vec<Category> = h.iter().map(|h| h.category).collect();
+        assert_eq!(
+            order,
+            [
+                Category::ProbeRead,
+                Category::Alloc,
+                Category::MapHash,
+                Category::MapAccess,
+                Category::OwnCode
+            ]
+        );
+        assert!(h[4].text.contains("ebpf-prof annotate"), "{}", h[4].text);
+        let line = hint(
+            Category::OwnCode,
+            60.0,
+            None,
+            OwnCodeEvidence::Line("line 44 of hook.bpf.c"),
+        )
+        .unwrap();
+        assert!(line.text.contains("line 44 of hook.bpf.c"), "{}", line.text);
+        assert!(hint(Category::OwnCode, 24.0, None, none).is_none());
+        assert!(hint(Category::MapAccess, 4.9, None, none).is_none());
+    }
+
+    #[test]
     fn hints_only_above_the_threshold_and_only_with_advice() {
-        assert!(hint(Category::ProbeRead, 24.9, None).is_none());
-        let h = hint(Category::ProbeRead, 36.1, Some("bpf_probe_read_kernel")).unwrap();
+        let none = OwnCodeEvidence::None;
+        assert!(hint(Category::ProbeRead, 4.9, None, none).is_none());
+        let h = hint(
+            Category::ProbeRead,
+            36.1,
+            Some("bpf_probe_read_kernel"),
+            none,
+        )
+        .unwrap();
         assert!(
             h.text
                 .starts_with("probe reads take 36% of the time in BPF, bpf_probe_read_kernel most"),
             "{}",
             h.text
         );
-        assert!(hint(Category::MapHash, 30.0, None)
+        assert!(hint(Category::MapHash, 30.0, None, none)
             .unwrap()
             .text
-            .contains("smaller key"));
-        assert!(hint(Category::OtherKernel, 90.0, None).is_none());
-        assert!(hint(Category::Glue, 90.0, None).is_none());
+            .contains("a cache in front of the map"));
+        assert!(hint(Category::OtherKernel, 90.0, None, none).is_none());
+        assert!(hint(Category::Glue, 90.0, None, none).is_none());
     }
 }

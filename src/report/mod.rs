@@ -46,6 +46,8 @@ pub fn report_on(
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         top,
+        own_code_line: None,
+        counted: p.samples,
     }))
 }
 
@@ -66,7 +68,7 @@ fn snapshot(input: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Vec<
     }
 }
 
-pub use kinds::{Category, Hint, HINT_SHARE};
+pub use kinds::{Category, Hint, ACTION_SHARE, HINT_SHARE};
 pub use walk::Role;
 
 /// Fewer samples inside BPF than this and the shares are too rough to act on: a share p from
@@ -85,6 +87,11 @@ pub struct Input<'a> {
     pub kallsyms: Option<&'a [Symbol]>,
     /// How many kernel functions and unresolved frames to list.
     pub top: usize,
+    /// The hottest source line in the programs' own code (from the profile's BPF line
+    /// information, `ebpf-prof annotate`'s), to back the own-code hint; `None` without it.
+    pub own_code_line: Option<String>,
+    /// The samples counted in `perf script`'s output, when the profile went through it.
+    pub counted: Option<u64>,
 }
 
 /// Where the sample count comes from.
@@ -95,6 +102,8 @@ pub enum SamplesSource {
     PerfRecord,
     /// The folded counts themselves: small counts, read as samples (no run record).
     FoldedCounts,
+    /// Counted in `perf script`'s output (one event line per sample): no run record.
+    PerfScript,
     /// Period-weighted counts and no run record.
     Unknown,
 }

@@ -22,9 +22,12 @@ fn header(s: &mut String, r: &Report) {
         (Some(n), Some(ev)) => {
             format!("{n} samples of {ev}, weighted by period ({})", r.count_unit)
         }
+        (Some(n), None) if r.samples_source == SamplesSource::PerfScript => format!(
+            "{n} samples (counted in perf script's output: no perf.data.json beside it to say the event)"
+        ),
         (Some(n), None) => format!("{n} samples"),
         (None, Some(ev)) => format!("{ev}, sample count unknown"),
-        (None, None) => "sample count unknown".to_string(),
+        (None, None) => "sample count unknown (no perf.data.json beside it, and the counts are periods, not samples)".to_string(),
     };
     let _ = writeln!(s, "{}: {what}", r.input);
     let b = &r.bpf;
@@ -97,7 +100,7 @@ fn programs(s: &mut String, r: &Report) {
     }
     let _ = writeln!(
         s,
-        "\nprograms (% of all samples; self = in the JIT-ed code, not in helpers)"
+        "\nprograms (% of all samples; self = in its own JIT-ed code: not in sub-functions, not in helpers)"
     );
     let _ = writeln!(s, "  {:>7} {:>7}  name", "incl", "self");
     for p in &r.programs {
@@ -195,7 +198,7 @@ fn breakdown(s: &mut String, r: &Report) {
     } else if r.hints.is_empty() {
         let _ = writeln!(
             s,
-            "  no pattern takes {HINT_SHARE:.0}% or more of it: no hint"
+            "  no pattern with a change behind it takes {ACTION_SHARE:.0}% or more of it, and own code not {HINT_SHARE:.0}%: no hint"
         );
     }
     for h in &r.hints {

@@ -128,6 +128,10 @@ pub struct AttachTally {
     pub programs: BTreeSet<String>,
     /// Glue frames between it and the programs.
     pub via: BTreeSet<String>,
+    /// The heaviest (parent, grandparent) of its lineage, each with the weight of the stacks
+    /// that pass through both it and that ancestor (so its share of the ancestor is never
+    /// over 100%, however often the ancestor runs it elsewhere).
+    pub ancestors: [Option<(String, u64)>; 2],
 }
 
 /// A function of a program.
@@ -211,7 +215,37 @@ pub fn tally(stacks: &[Stack]) -> Tally {
             in_bpf(&mut t, &s.frames, s.count, seg, &homes);
         }
     }
+    ancestors(&mut t, stacks);
     t
+}
+
+/// For each attach point, its heaviest parent and grandparent and the weight of the stacks
+/// through both it and each of them.
+fn ancestors(t: &mut Tally, stacks: &[Stack]) {
+    for (name, a) in t.attach.iter_mut() {
+        let Some(((p, g), _)) = a
+            .lineage
+            .iter()
+            .max_by(|x, y| x.1.cmp(y.1).then_with(|| y.0.cmp(x.0)))
+        else {
+            continue;
+        };
+        let joint = |anc: &str| -> Option<(String, u64)> {
+            if anc.is_empty() {
+                return None;
+            }
+            let n = stacks
+                .iter()
+                .filter(|s| {
+                    let has = |x: &str| s.frames.iter().any(|f| bare(f) == x);
+                    has(name) && has(anc)
+                })
+                .map(|s| s.count)
+                .fold(0u64, u64::saturating_add);
+            Some((anc.to_string(), n))
+        };
+        a.ancestors = [joint(p), joint(g)];
+    }
 }
 
 fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<String, String>) {
@@ -256,7 +290,8 @@ fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &s
         p.tags.extend(frames::tag(&f[e]));
     }
     let leaf_in_code = seg.code_end == f.len();
-    if leaf_in_code {
+    // The program's self time: samples in its own code, not in its sub-functions'.
+    if leaf_in_code && f.len() == e + 1 && !rehomed {
         p.own += n;
     }
     let mut seen = BTreeSet::new();

@@ -2,8 +2,10 @@
 //! symlinks (no clobbering through a link planted in a shared directory), old copies rotated the
 //! way perf rotates perf.data, and handed to the invoking user under sudo.
 
+mod handover;
 mod output;
 
+pub use handover::{give_path, PrivateDir};
 pub use output::{write_file, Output};
 
 use crate::error::usage;
@@ -186,10 +188,10 @@ impl Owner {
         (uid != 0).then_some(Owner { uid, gid })
     }
 
-    /// Give `path` to this user without following a symlink at it.
+    /// Give `path` to this user without following a symlink at it: `fchown` on an fd opened
+    /// with `O_NOFOLLOW` (see [`give_path`]).
     pub fn give(&self, path: &Path) -> Result<()> {
-        std::os::unix::fs::lchown(path, Some(self.uid), Some(self.gid))
-            .with_context(|| format!("cannot hand {} to uid {}", path.display(), self.uid))
+        give_path(*self, path)
     }
 
     /// Give the open file `f` (at `path`, for messages) to this user: `fchown` on the fd, so

@@ -44,7 +44,7 @@ impl PerfData {
 
     /// Map and check an opened regular file (read it when it cannot be mapped).
     pub fn from_file(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
-        use std::io::Read;
+        use std::os::unix::fs::FileExt;
         let io = |source| PerfDataError::Io {
             path: "perf.data".into(),
             source,
@@ -54,8 +54,9 @@ impl PerfData {
         let bytes = match Mapping::new(file, len) {
             Some(m) => Bytes::Mapped(m),
             None => {
-                let mut v = Vec::new();
-                file.take(len as u64).read_to_end(&mut v).map_err(io)?;
+                // Read at offsets: the descriptor's position stays for whoever reads next.
+                let mut v = vec![0; len];
+                file.read_exact_at(&mut v, 0).map_err(io)?;
                 Bytes::Owned(v)
             }
         };

@@ -16,8 +16,8 @@ use std::path::Path;
 /// What reading natively gave.
 #[derive(Debug)]
 pub enum Native {
-    /// The folded stacks.
-    Folded(String),
+    /// The folded stacks, and the samples `perf script` would print (every event's).
+    Folded { text: String, samples: u64 },
     /// A valid recording this reader does not handle: why (read it with `perf script`).
     Fallback(String),
 }
@@ -38,7 +38,10 @@ pub fn fold_file(file: &File, input: &Path, kallsyms: Option<&Path>) -> Result<N
             for w in &p.warnings {
                 say(format!("warning: {w}"));
             }
-            Ok(Native::Folded(p.folded))
+            Ok(Native::Folded {
+                samples: p.samples + p.skipped_samples,
+                text: p.folded,
+            })
         }
         Err(e) => refuse(input, e),
     }

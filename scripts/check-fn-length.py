@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Checks that no function in src/ is longer than 60 lines (issue 14's rule), tests included.
+
+A function runs from its `fn` line to the line of its closing brace at the same indentation.
+Prints each function over the limit with its file, line and length; exits 1 when there is one.
+"""
+import pathlib
+import re
+import sys
+
+LIMIT = 60
+FN = re.compile(r"^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?(extern\s+\"C\"\s+)?fn\s+(\w+)")
+
+
+def long_functions(path):
+    lines = path.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = FN.match(line)
+        if not m or line.rstrip().endswith(";"):
+            continue
+        indent = m.group(1)
+        for j in range(i, len(lines)):
+            if lines[j].startswith(indent + "}") and not lines[j].startswith(indent + "} else"):
+                length = j - i + 1
+                if length > LIMIT:
+                    out.append((path, i + 1, m.group(8), length))
+                break
+    return out
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parent.parent / "src"
+    bad = [f for p in sorted(root.rglob("*.rs")) for f in long_functions(p)]
+    for path, line, name, length in bad:
+        print(f"{path.relative_to(root.parent)}:{line}: fn {name} is {length} lines (limit {LIMIT})")
+    if bad:
+        sys.exit(1)
+    print(f"no function in src/ over {LIMIT} lines")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+//! Root's recordings written where no one else can interfere, then handed over (issue 12.1/12.4).
+//!
+//! perf opens its `-o` file itself, with `O_CREAT|O_TRUNC`, following links. Were that path in
+//! a directory another user can write, they could plant `perf.data → /etc/nologin` between the
+//! rotation of the old files and perf's start, and root would create or truncate the target.
+//! So perf, and every sidecar, writes into a private directory this module creates beside the
+//! target (`.ebpf-prof-PID-XXXXXX`, mode 0700, root's: on the same file system, so the files can
+//! be moved, not copied). perf is given the directory as `/proc/PID/fd/N/perf.data`: the open
+//! directory itself, which no rename or link in the parent can swap.
+//!
+//! When the run is done, each file is opened without following links, checked to be a regular
+//! file, given its mode and handed to the invoking user with `fchown` on that fd (never by path),
+//! and moved into place with `renameat2(RENAME_NOREPLACE)` relative to the two directory fds
+//! (where a file system refuses the flag: `linkat`, which never replaces either, then `unlinkat`).
+//! Should something have appeared at a target meanwhile, nothing is replaced: the remaining
+//! files stay in the private directory, which is handed to the user, and the error says where.
+
+use super::Owner;
+use crate::error::check;
+use anyhow::{bail, Context, Result};
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// A 0700 directory of ours beside the target; removed with its contents when dropped, unless
+/// [`PrivateDir::hand_over`] had to leave files in it for the user.
+#[derive(Debug)]
+pub struct PrivateDir {
+    parent: OwnedFd,
+    fd: OwnedFd,
+    name: CString,
+    shown: PathBuf,
+    kept: bool,
+}
+
+fn cstr(b: &[u8]) -> Result<CString> {
+    CString::new(b).context("a file name with a NUL byte")
+}
+
+fn last_err() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// `open(path, flags)` as an owned fd.
+fn open_fd(
+    dirfd: Option<&OwnedFd>,
+    path: &CString,
+    flags: i32,
+    mode: u32,
+) -> std::io::Result<OwnedFd> {
+    let at = dirfd.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `path` is NUL-terminated and outlives the call; a non-negative return is an fd
+    // nothing else owns.
+    let fd = unsafe { libc::openat(at, path.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(last_err());
+    }
+    // SAFETY: `fd` was just returned by openat and is owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl PrivateDir {
+    /// Create the private directory in `target`'s directory.
+    pub fn beside(target: &Path) -> Result<PrivateDir> {
+        let dir = super::parent_dir(target);
+        let parent = open_fd(
+            None,
+            &cstr(dir.as_os_str().as_bytes())?,
+            libc::O_DIRECTORY | libc::O_RDONLY,
+            0,
+        )
+        .with_context(|| format!("cannot open the directory {}", dir.display()))?;
+        let template = dir.join(format!(".ebpf-prof-{}-XXXXXX", std::process::id()));
+        let mut buf = template.into_os_string().into_vec();
+        buf.push(0);
+        // SAFETY: `buf` is a writable NUL-terminated template ending in XXXXXX; mkdtemp
+        // replaces those bytes in place and creates the directory with mode 0700.
+        if unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) }.is_null() {
+            return Err(last_err()).with_context(|| {
+                format!("cannot create a private directory in {}", dir.display())
+            });
+        }
+        buf.pop();
+        let shown = PathBuf::from(OsString::from_vec(buf));
+        let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
+        let fd = open_fd(
+            Some(&parent),
+            &name,
+            libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW,
+            0,
+        )
+        .with_context(|| format!("cannot open {}", shown.display()))?;
+        let m = File::from(fd.try_clone()?).metadata()?;
+        // SAFETY: geteuid has no preconditions.
+        if !m.is_dir() || m.uid() != unsafe { libc::geteuid() } || m.mode() & 0o077 != 0 {
+            bail!(
+                "{} was replaced before it could be used: refusing to write into it",
+                shown.display()
+            );
+        }
+        Ok(PrivateDir {
+            parent,
+            fd,
+            name,
+            shown,
+            kept: false,
+        })
+    }
+
+    /// The path that reaches a file in the directory through its open fd (for perf's `-o`).
+    pub fn work_path(&self, name: &OsStr) -> PathBuf {
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.fd.as_raw_fd()
+        ))
+        .join(name)
+    }
+
+    /// Create `name` in the directory: new, not through a link, `mode` from the first instant.
+    pub fn create(&self, name: &OsStr, mode: u32) -> Result<File> {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        let fd = open_fd(Some(&self.fd), &cstr(name.as_bytes())?, flags, mode)
+            .with_context(|| format!("cannot create {}", self.shown.join(name).display()))?;
+        Ok(File::from(fd))
+    }
+
+    /// Where the directory is, for messages.
+    pub fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    /// Move each `(name in here, target)` that exists here into place, in order, each with its
+    /// mode and owner (see the module). At the first target that is taken, stop: what is left
+    /// stays here, the directory is handed to `owner` and kept, and the error says where.
+    pub fn hand_over(
+        &mut self,
+        files: &[(OsString, PathBuf, u32)],
+        owner: Option<Owner>,
+    ) -> Result<()> {
+        for (name, _, mode) in files {
+            self.settle(name, *mode, owner)?;
+        }
+        for (name, target, _) in files {
+            let to = cstr(target.file_name().unwrap_or_default().as_bytes())?;
+            match self.move_out(&cstr(name.as_bytes())?, &to) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    return Err(self.keep(target, owner))
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("cannot move {} into place", target.display()))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Give one file its mode and owner through its own fd; a missing file is skipped.
+    fn settle(&self, name: &OsStr, mode: u32, owner: Option<Owner>) -> Result<()> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+        let fd = match open_fd(Some(&self.fd), &cstr(name.as_bytes())?, flags, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot open {}", self.shown.join(name).display()))
+            }
+        };
+        let f = File::from(fd);
+        if !f.metadata()?.is_file() {
+            bail!("{} is not a regular file", self.shown.join(name).display());
+        }
+        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+        if let Some(o) = owner {
+            o.give_file(&f, &self.shown.join(name))?;
+        }
+        Ok(())
+    }
+
+    /// `renameat2(RENAME_NOREPLACE)` from here to the parent; `linkat` + `unlinkat` where the
+    /// file system does not take the flag.
+    fn move_out(&self, from: &CString, to: &CString) -> std::io::Result<()> {
+        let (src, dst) = (self.fd.as_raw_fd(), self.parent.as_raw_fd());
+        // SAFETY: both names are NUL-terminated and outlive the call; the fds are open dirs.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                src,
+                from.as_ptr(),
+                dst,
+                to.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = last_err();
+        if !matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+            return Err(e);
+        }
+        // SAFETY: as above; linkat with flags 0 does not follow a link at `from`.
+        if unsafe { libc::linkat(src, from.as_ptr(), dst, to.as_ptr(), 0) } != 0 {
+            return Err(last_err());
+        }
+        // SAFETY: as above.
+        if unsafe { libc::unlinkat(src, from.as_ptr(), 0) } != 0 {
+            return Err(last_err());
+        }
+        Ok(())
+    }
+
+    /// Leave what is left here for the user, and say so.
+    fn keep(&mut self, taken: &Path, owner: Option<Owner>) -> anyhow::Error {
+        self.kept = true;
+        let f = self.fd.try_clone().map(File::from);
+        if let (Some(o), Ok(f)) = (owner, f) {
+            let _ = o.give_file(&f, &self.shown);
+        }
+        check(format!(
+            "{} appeared during the run and was left alone (nothing is replaced): the recording is in {}; move it yourself",
+            taken.display(),
+            self.shown.display()
+        ))
+    }
+
+    /// Remove what is left in the directory, and the directory.
+    fn remove(&self) {
+        let Ok(list) = std::fs::read_dir(self.work_path(OsStr::new(""))) else {
+            return;
+        };
+        for e in list.flatten() {
+            if let Ok(n) = cstr(e.file_name().as_bytes()) {
+                // SAFETY: a NUL-terminated name relative to our open directory.
+                unsafe { libc::unlinkat(self.fd.as_raw_fd(), n.as_ptr(), 0) };
+            }
+        }
+        // SAFETY: as above, relative to the parent's fd.
+        unsafe {
+            libc::unlinkat(
+                self.parent.as_raw_fd(),
+                self.name.as_ptr(),
+                libc::AT_REMOVEDIR,
+            )
+        };
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.remove();
+        }
+    }
+}
+
+/// Give the file or directory at `path` to `owner` through an fd opened without following a
+/// link at `path` (a FIFO is not waited on): only what was there when opened changes hands.
+pub fn give_path(owner: Owner, path: &Path) -> Result<()> {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    let fd = open_fd(None, &cstr(path.as_os_str().as_bytes())?, flags, 0)
+        .with_context(|| format!("cannot open {} to hand it over (a link?)", path.display()))?;
+    owner.give_file(&File::from(fd), path)
+}
+
+#[cfg(test)]
+#[path = "handover_tests.rs"]
+mod tests;

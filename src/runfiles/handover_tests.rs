@@ -1,0 +1,166 @@
+//! Tests of the private directory and the hand-over: modes, owners, and nothing replaced or
+//! followed when a link is planted at a target.
+use super::*;
+use crate::runfiles::RunFiles;
+use std::os::unix::fs::PermissionsExt;
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn family(d: &Path) -> (RunFiles, Vec<(OsString, PathBuf, u32)>) {
+    let f = RunFiles::new(d.join("perf.data"));
+    let list = vec![
+        ("perf.data".into(), f.data.clone(), 0o600),
+        ("perf.data.samples".into(), f.samples(), 0o644),
+        ("perf.data.json".into(), f.json(), 0o600),
+    ];
+    (f, list)
+}
+
+fn fill(p: &PrivateDir, list: &[(OsString, PathBuf, u32)]) {
+    for (name, _, _) in list {
+        std::io::Write::write_all(&mut p.create(name, 0o600).unwrap(), b"data").unwrap();
+    }
+}
+
+fn private_dirs(d: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".ebpf-prof-")
+        })
+        .collect()
+}
+
+#[test]
+fn files_move_into_place_with_their_modes_and_the_directory_goes() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, list) = family(d.path());
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    assert_eq!(mode(p.shown()), 0o700);
+    assert!(p.shown().starts_with(d.path()));
+    fill(&p, &list);
+    // perf reaches the directory through our fd, whatever its name becomes.
+    assert_eq!(
+        std::fs::read(p.work_path(OsStr::new("perf.data"))).unwrap(),
+        b"data"
+    );
+    p.hand_over(&list, None).unwrap();
+    drop(p);
+    assert_eq!(mode(&f.data), 0o600);
+    assert_eq!(mode(&f.samples()), 0o644);
+    assert_eq!(mode(&f.json()), 0o600, "holds kernel addresses");
+    assert!(private_dirs(d.path()).is_empty());
+}
+
+#[test]
+fn a_link_planted_at_a_target_is_neither_followed_nor_replaced() {
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let (f, list) = family(d.path());
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    std::os::unix::fs::symlink(&victim, &f.data).unwrap();
+    let e = p.hand_over(&list, None).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("appeared during the run"), "{msg}");
+    assert!(msg.contains(&p.shown().display().to_string()), "{msg}");
+    let kept = p.shown().to_path_buf();
+    drop(p);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(std::fs::symlink_metadata(&f.data)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(
+        kept.join("perf.data").exists(),
+        "the recording is kept for the user"
+    );
+    assert!(!f.json().exists(), "nothing half-moved after the conflict");
+}
+
+#[test]
+fn dropping_without_a_hand_over_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, list) = family(d.path());
+    let p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    drop(p);
+    assert!(private_dirs(d.path()).is_empty());
+    assert!(!f.data.exists());
+}
+
+#[test]
+fn rotation_never_follows_links() {
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let f = RunFiles::new(d.path().join("perf.data"));
+    std::fs::write(&f.data, "old").unwrap();
+    std::os::unix::fs::symlink(&victim, f.old().data).unwrap();
+    std::os::unix::fs::symlink(&victim, f.old().json()).unwrap();
+    std::os::unix::fs::symlink(&victim, f.json()).unwrap();
+    assert!(f.rotate().unwrap());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "old");
+    // The planted json link moved as a link, not through it.
+    assert!(std::fs::symlink_metadata(f.old().json())
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn give_path_does_not_follow_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let me = Owner {
+        uid: 65534,
+        gid: 65534,
+    };
+    assert!(give_path(me, &link).is_err());
+}
+
+/// Issue 12.4: as root, files change hands through their fd, and only they do.
+#[test]
+fn as_root_the_files_and_only_they_are_handed_to_the_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP as_root_the_files_and_only_they_are_handed_to_the_user: needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let (f, list) = family(d.path());
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    let nobody = Owner {
+        uid: 65534,
+        gid: 65534,
+    };
+    p.hand_over(&list, Some(nobody)).unwrap();
+    for (_, target, _) in &list {
+        assert_eq!(
+            std::fs::metadata(target).unwrap().uid(),
+            65534,
+            "{}",
+            target.display()
+        );
+    }
+    assert_eq!(std::fs::metadata(&victim).unwrap().uid(), 0);
+    let sub = d.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    give_path(nobody, &sub).unwrap();
+    assert_eq!(std::fs::metadata(&sub).unwrap().uid(), 65534);
+}
