@@ -66,7 +66,7 @@ mod tests {
     fn regression_every_missing_perf_is_exit_1() {
         let e = PerfChoice {
             explicit: Some(PathBuf::from("/nonexistent/perf")),
-            trust: false,
+            ..PerfChoice::default()
         }
         .find(true)
         .unwrap_err();
