@@ -171,12 +171,23 @@ fn snapshot(src: &SampleSource<'_>) -> Result<Option<PathBuf>> {
 }
 
 /// Calls `each` for every sample of the first sampled event of the perf.data, with its
-/// call chain (`perf script -F event,period,ip,sym`).
-pub fn for_each_sample(src: &SampleSource<'_>, each: impl FnMut(&RawSample<'_>)) -> Result<()> {
-    let found = src.perf.find(true)?;
+/// call chain: read natively ([`crate::profile::perfdata`]), or with
+/// `perf script -F event,period,ip,sym` under `--via-perf` or where the native reader does not
+/// handle the file (it says why).
+pub fn for_each_sample(src: &SampleSource<'_>, mut each: impl FnMut(&RawSample<'_>)) -> Result<()> {
     let snap = snapshot(src)?;
-    let fields = ["-F", "event,period,ip,sym"];
     let (file, _) = crate::profile::open_regular(src.input, crate::profile::Role::Profile, false)?;
+    if !src.perf.via_perf {
+        match native_samples(&file, snap.clone(), &mut each) {
+            Ok(()) => return Ok(()),
+            Err(why) => crate::out::say(format!(
+                "reading {} with perf script: the native reader does not handle {why}",
+                src.input.display()
+            )),
+        }
+    }
+    let found = src.perf.find(true)?;
+    let fields = ["-F", "event,period,ip,sym"];
     let mut script = Script::start_with(
         &found.path,
         src.input,
@@ -195,6 +206,42 @@ pub fn for_each_sample(src: &SampleSource<'_>, each: impl FnMut(&RawSample<'_>))
     };
     script.finish()?;
     parsed
+}
+
+/// The samples of the first sampled event, read natively, each frame named as perf names it
+/// (kernel frames from the kallsyms snapshot, else /proc/kallsyms; BPF frames from KSYMBOL
+/// records; user frames are not needed here). `Err`: why the reader cannot read this file.
+fn native_samples(
+    file: &std::fs::File,
+    kallsyms: Option<PathBuf>,
+    each: &mut impl FnMut(&RawSample<'_>),
+) -> std::result::Result<(), String> {
+    use crate::profile::perfdata::{PerfData, Samples, SymbolOptions};
+    let data = PerfData::from_file(file).map_err(|e| e.to_string())?;
+    let opts = SymbolOptions {
+        kallsyms: Some(kallsyms.unwrap_or_else(|| "/proc/kallsyms".into())),
+        user_symbols: false,
+        ..SymbolOptions::default()
+    };
+    let mut samples = Samples::new(&data, &opts)
+        .map_err(|e| e.to_string())?
+        .first_event_only();
+    while let Some(s) = samples.next_sample() {
+        let frames: Vec<RawFrame<'_>> = s
+            .ips
+            .iter()
+            .zip(s.frames)
+            .map(|(&ip, id)| RawFrame {
+                ip,
+                sym: s.table.get(*id).and_then(|f| f.symbol.as_deref()),
+            })
+            .collect();
+        each(&RawSample {
+            frames: &frames,
+            weight: s.period.unwrap_or(1),
+        });
+    }
+    Ok(())
 }
 
 /// Parses `perf script -F event,period,ip,sym` text: an event line (`PERIOD EVENT:`), one

@@ -188,6 +188,28 @@ pub struct RecordArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
+/// How perf.data is read by flame, report and diff.
+#[derive(Debug, Args, Clone)]
+pub struct ReaderArgs {
+    /// Read perf.data with `perf script` instead of the built-in reader (taken anyway, with a
+    /// note, for what the reader does not handle: pipe-mode, `-z` or other-arch recordings).
+    #[arg(long)]
+    pub via_perf: bool,
+}
+
+/// What `flame` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FlameFormatArg {
+    /// An SVG flame graph.
+    Svg,
+    /// Folded stacks (as --folded).
+    Folded,
+    /// A gzipped pprof profile.proto (go tool pprof, Parca, Pyroscope, Grafana).
+    Pprof,
+    /// A speedscope JSON profile (speedscope.app, Firefox profiler).
+    Speedscope,
+}
+
 #[derive(Debug, Args)]
 pub struct FlameArgs {
     #[command(flatten)]
@@ -214,6 +236,11 @@ pub struct FlameArgs {
     /// A frame per BPF source line (`hook.bpf.c:42`) under each BPF frame (perf.data only).
     #[arg(long)]
     pub lines: bool,
+    /// Output format [default: svg]; pprof and speedscope are for other profilers' viewers.
+    #[arg(long, value_enum, conflicts_with = "folded")]
+    pub format: Option<FlameFormatArg>,
+    #[command(flatten)]
+    pub reader: ReaderArgs,
     #[command(flatten)]
     pub perf: PerfArgs,
 }
@@ -234,6 +261,8 @@ pub struct AnnotateArgs {
     /// Show the JIT-ed instructions of each line with their shares (x86-64).
     #[arg(long)]
     pub asm: bool,
+    #[command(flatten)]
+    pub reader: ReaderArgs,
     /// The kallsyms snapshot to name helpers with (default: INPUT.kallsyms).
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
@@ -254,6 +283,8 @@ pub struct ReportArgs {
     /// The kallsyms snapshot to name kernel frames and bare addresses (default: INPUT.kallsyms).
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub reader: ReaderArgs,
     #[command(flatten)]
     pub perf: PerfArgs,
 }
@@ -282,6 +313,8 @@ pub struct DiffArgs {
     /// Title of the graph.
     #[arg(long)]
     pub title: Option<String>,
+    #[command(flatten)]
+    pub reader: ReaderArgs,
     #[command(flatten)]
     pub perf: PerfArgs,
 }

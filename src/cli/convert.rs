@@ -12,6 +12,7 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
         crate::perf::PerfChoice {
             explicit: a.perf.clone(),
             trust: a.trust_perf,
+            via_perf: false,
         }
     }
 }
@@ -81,10 +82,31 @@ impl From<DoctorArgs> for crate::doctor::DoctorOptions {
     }
 }
 
+/// perf as `--perf`/`--trust-perf` choose it, read with it only under `--via-perf`.
+fn reader(perf: &PerfArgs, r: &ReaderArgs) -> crate::perf::PerfChoice {
+    crate::perf::PerfChoice {
+        via_perf: r.via_perf,
+        ..perf.into()
+    }
+}
+
+impl From<FlameFormatArg> for crate::flame::export::Format {
+    fn from(f: FlameFormatArg) -> Self {
+        use crate::flame::export::Format;
+        match f {
+            FlameFormatArg::Svg => Format::Svg,
+            FlameFormatArg::Folded => Format::Folded,
+            FlameFormatArg::Pprof => Format::Pprof,
+            FlameFormatArg::Speedscope => Format::Speedscope,
+        }
+    }
+}
+
 impl From<FlameArgs> for commands::flame::FlameOptionsCli {
     fn from(a: FlameArgs) -> Self {
         commands::flame::FlameOptionsCli {
-            perf: (&a.perf).into(),
+            perf: reader(&a.perf, &a.reader),
+            format: a.format.map(Into::into),
             input: a.input.path(),
             output: a.output,
             force: a.force,
@@ -122,7 +144,7 @@ impl From<DemoArgs> for commands::demo::DemoOptions {
 impl From<ReportArgs> for commands::report::ReportOptions {
     fn from(a: ReportArgs) -> Self {
         commands::report::ReportOptions {
-            perf: (&a.perf).into(),
+            perf: reader(&a.perf, &a.reader),
             input: a.input.path(),
             json: a.json,
             top: a.top,
@@ -134,7 +156,7 @@ impl From<ReportArgs> for commands::report::ReportOptions {
 impl From<AnnotateArgs> for commands::annotate::AnnotateOptions {
     fn from(a: AnnotateArgs) -> Self {
         commands::annotate::AnnotateOptions {
-            perf: (&a.perf).into(),
+            perf: reader(&a.perf, &a.reader),
             input: a.input.path(),
             prog: a.prog,
             json: a.json,
@@ -148,7 +170,7 @@ impl From<AnnotateArgs> for commands::annotate::AnnotateOptions {
 impl From<DiffArgs> for commands::diff::DiffOptions {
     fn from(a: DiffArgs) -> Self {
         commands::diff::DiffOptions {
-            perf: (&a.perf).into(),
+            perf: reader(&a.perf, &a.reader),
             base: a.base,
             hooked: a.hooked,
             output: a.output,

@@ -3,6 +3,7 @@
 //! [`crate::flame`]; with stdout on a terminal the graph goes to `flame.svg` instead.
 
 use crate::error::usage;
+use crate::flame::export::{self, Format};
 use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
 use crate::perf::PerfChoice;
@@ -29,11 +30,23 @@ pub struct FlameOptionsCli {
     pub bpf_only: bool,
     /// A frame per BPF source line under each BPF frame.
     pub lines: bool,
+    /// `--format` (`None`: SVG, or folded with `--folded`).
+    pub format: Option<Format>,
 }
 
 /// Run `flame`.
 pub fn run(opts: &FlameOptionsCli) -> Result<()> {
-    let to_terminal = opts.output.is_none() && !opts.folded && std::io::stdout().is_terminal();
+    let format = opts.format.unwrap_or(match opts.folded {
+        true => Format::Folded,
+        false => Format::Svg,
+    });
+    let stdout_tty = opts.output.is_none() && std::io::stdout().is_terminal();
+    if stdout_tty && format.is_binary() {
+        return Err(usage(
+            "a pprof profile is binary: give -o FILE (for example -o prof.pb.gz) or a pipe",
+        ));
+    }
+    let to_terminal = stdout_tty && format == Format::Svg;
     let output = match (&opts.output, to_terminal) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => Some(PathBuf::from(DEFAULT_SVG)),
@@ -47,13 +60,7 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
     if opts.bpf_only {
         p.folded = keep_bpf_only(&p.folded, &opts.input)?;
     }
-    let bytes = if opts.folded {
-        p.folded.clone().into_bytes()
-    } else {
-        let mut svg = Vec::new();
-        render(&p.folded, &flame_options(opts, &p), &mut svg)?;
-        svg
-    };
+    let bytes = encode(format, opts, &p)?;
     match output {
         Some(path) => {
             write_file(&path, &bytes, opts.force, 0o644)?;
@@ -66,6 +73,22 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
             Ok(())
         }
         None => crate::out::stdout_bytes(&bytes),
+    }
+}
+
+/// The profile in the chosen format.
+fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>> {
+    let unit = p.record.as_ref().map_or("samples", |r| r.count_unit());
+    let parsed = || crate::profile::folded::Folded::parse(&p.folded);
+    match format {
+        Format::Folded => Ok(p.folded.clone().into_bytes()),
+        Format::Svg => {
+            let mut svg = Vec::new();
+            render(&p.folded, &flame_options(opts, p), &mut svg)?;
+            Ok(svg)
+        }
+        Format::Pprof => export::pprof(&parsed(), unit, &flame_options(opts, p).title),
+        Format::Speedscope => export::speedscope(&parsed(), unit, &flame_options(opts, p).title),
     }
 }
 

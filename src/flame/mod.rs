@@ -6,6 +6,7 @@
 //! picture is the same every time for the same input.
 
 mod diff;
+pub mod export;
 pub mod lines;
 
 pub use diff::render_diff;

@@ -21,6 +21,8 @@ pub struct PerfChoice {
     pub explicit: Option<PathBuf>,
     /// `--trust-perf`.
     pub trust: bool,
+    /// `--via-perf`: read perf.data with `perf script`, not the native reader.
+    pub via_perf: bool,
 }
 
 impl PerfChoice {
@@ -64,7 +66,7 @@ mod tests {
     fn regression_every_missing_perf_is_exit_1() {
         let e = PerfChoice {
             explicit: Some(PathBuf::from("/nonexistent/perf")),
-            trust: false,
+            ..PerfChoice::default()
         }
         .find(true)
         .unwrap_err();

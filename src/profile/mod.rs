@@ -6,6 +6,7 @@
 pub mod folded;
 pub mod frames;
 mod input;
+pub mod perfdata;
 pub mod perfheader;
 pub mod scan;
 
@@ -177,6 +178,16 @@ fn collapse_perf_data<'a>(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
             input.display()
         )),
+    }
+    // `flame --lines` rewrites perf script's text: that path goes through perf.
+    if !perf.via_perf && rewrite.is_none() {
+        match perfdata::fold_file(file, input, snapshot.as_deref())? {
+            perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
+            perfdata::Native::Fallback(why) => say(format!(
+                "reading {} with perf script: the native reader does not handle {why}",
+                input.display()
+            )),
+        }
     }
     let found = perf.find(true)?;
     let mut script = Script::start(

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 11 targets, measured side by side in one run on one perf.data (with its .kallsyms
+# snapshot beside it): the native reader's `flame`, `report` and `diff` against `perf script`
+# alone and against the old `--via-perf` path; wall time (median of RUNS) and peak RSS
+# (/usr/bin/time -v) against the file's size. Prints the figures and PASS/FAIL per target:
+#   flame <= 1.0 s wall, flame <= 0.4x perf script, peak RSS <= 2x the file,
+#   report and diff <= 1.2x flame; native runs use a PATH without perf.
+#
+#   scripts/bench-native.sh [PERF.DATA]     (default: /tmp/native/big.data)
+#
+# Record a ~400k-sample kernel-stack profile to measure (as root, ~30 s):
+#   target/release/ebpf-prof record --load OPENAT_HOOK.bpf.o -F 20000 -n 2300000 -o /tmp/native/big.data
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=${1:-/tmp/native/big.data}
+runs=${RUNS:-5}
+perf=${PERF:-$(command -v perf || true)}
+[ -f "$data" ] || { echo "no $data: record one (see the header of $0)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt install time)" >&2; exit 2; }
+cargo build --release --quiet
+bin=$PWD/target/release/ebpf-prof
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+nopath=$tmp/empty-path
+mkdir "$nopath"
+
+# median wall seconds and max peak RSS (KB) of a command over $runs runs: "WALL RSS"
+measure() {
+  local i out walls=() rss=0
+  for ((i = 0; i < runs; i++)); do
+    out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>"$tmp/err"; } 2>&1; tail -1 "$tmp/err")
+    walls+=("$(awk '{print $1}' <<<"$out")")
+    rss=$(awk -v a="$rss" '{print ($2 > a ? $2 : a)}' <<<"$out")
+  done
+  printf '%s\n' "${walls[@]}" | sort -n | awk -v r="$rss" '{w[NR]=$1} END {print w[int((NR+1)/2)], r}'
+}
+
+size=$(stat -c %s "$data")
+samples=$("$bin" report "$data" 2>/dev/null | head -1 | grep -oE '[0-9]+ samples' || echo "? samples")
+echo "file: $data ($((size / 1000000)) MB, $samples), $runs runs each, median wall"
+snap="$data.kallsyms"
+read -r ps_wall _ < <(measure "$perf" script -i "$data" --kallsyms="$snap")
+read -r fl_wall fl_rss < <(measure env PATH="$nopath" "$bin" flame "$data" -o "$tmp/f.svg" --force)
+read -r rp_wall rp_rss < <(measure env PATH="$nopath" "$bin" report "$data")
+read -r df_wall df_rss < <(measure env PATH="$nopath" "$bin" diff "$data" "$data" -o "$tmp/d.svg" --force)
+read -r vp_wall _ < <(RUNS=1 measure "$bin" flame --via-perf "$data" -o "$tmp/v.svg" --force)
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+verdict() { awk -v v="$1" -v t="$2" 'BEGIN {print (v <= t ? "PASS" : "FAIL")}'; }
+rss_x=$(awk -v r="$fl_rss" -v s="$size" 'BEGIN {printf "%.2f", r * 1024 / s}')
+printf '%-34s %8s\n' "perf script alone" "${ps_wall} s"
+printf '%-34s %8s\n' "flame --via-perf (old path)" "${vp_wall} s"
+printf '%-34s %8s   %s (<= 1.0 s)\n' "flame (native, no perf on PATH)" "${fl_wall} s" "$(verdict "$fl_wall" 1.0)"
+printf '%-34s %8s   %s (<= 0.4)\n' "flame / perf script" "$(ratio "$fl_wall" "$ps_wall")x" "$(verdict "$(ratio "$fl_wall" "$ps_wall")" 0.4)"
+printf '%-34s %8s   %s (<= 2x the file)\n' "flame peak RSS / file size" "${rss_x}x" "$(verdict "$rss_x" 2)"
+printf '%-34s %8s   %s (<= 1.2)\n' "report ${rp_wall} s / flame" "$(ratio "$rp_wall" "$fl_wall")x" "$(verdict "$(ratio "$rp_wall" "$fl_wall")" 1.2)"
+printf '%-34s %8s   %s (<= 1.2)\n' "diff ${df_wall} s / flame" "$(ratio "$df_wall" "$fl_wall")x" "$(verdict "$(ratio "$df_wall" "$fl_wall")" 1.2)"
+printf '%-34s %8s\n' "speed-up over --via-perf" "$(ratio "$vp_wall" "$fl_wall")x"
+echo "peak RSS KB: flame $fl_rss, report $rp_rss, diff $df_rss (file $((size / 1024)) KB)"

@@ -1,0 +1,382 @@
+//! Folded stacks in the formats other profilers read, so BPF profiles go into the tools a
+//! team already runs:
+//!
+//! - **pprof**: a gzipped `profile.proto` (`go tool pprof`, Parca, Pyroscope, Grafana),
+//!   encoded with prost from the message definitions below (field numbers of
+//!   `github.com/google/pprof/proto/profile.proto`). One function and location per distinct
+//!   frame; each location sits in a mapping named for its kind (`[bpf]`, `[kernel.kallsyms]`,
+//!   `[user]`, `[unknown]`), so BPF frames can be told apart and keep their program names;
+//!   each sample carries a `comm` label (the command, the folded stack's root) and, when it
+//!   passes through a BPF program, a `bpf` label naming the innermost one.
+//! - **speedscope**: the sampled-profile JSON of speedscope.app (the Firefox profiler imports
+//!   it too); the command stays the root frame; BPF and kernel frames name their `file` as
+//!   `[bpf]` / `[kernel.kallsyms]`.
+//!
+//! Both keep the sample weights of the folded stacks (ns for cpu-clock, cycles, or counts).
+
+use crate::profile::folded::{bare, Folded};
+use crate::profile::frames::{display, kind, Kind};
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::io::Write;
+
+/// What `flame` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Svg,
+    Folded,
+    Pprof,
+    Speedscope,
+}
+
+impl Format {
+    /// Whether the output is binary (refused on a terminal).
+    pub fn is_binary(self) -> bool {
+        self == Format::Pprof
+    }
+}
+
+/// The mapping a frame's location belongs to, by the frame's kind.
+fn mapping_of(frame: &str) -> (u64, &'static str) {
+    match kind(frame) {
+        Kind::Program | Kind::Glue => (1, "[bpf]"),
+        Kind::Kernel => (2, "[kernel.kallsyms]"),
+        Kind::Unresolved => (4, "[unknown]"),
+        Kind::Other => (3, "[user]"),
+    }
+}
+
+/// The sample unit pprof and speedscope name for a count unit (`ns`, `cycles`, `samples`).
+fn unit_names(count_unit: &str) -> (&'static str, &'static str) {
+    match count_unit {
+        "ns" => ("cpu", "nanoseconds"),
+        "cycles" => ("cycles", "count"),
+        _ => ("samples", "count"),
+    }
+}
+
+/// The messages of `profile.proto` this exporter fills.
+pub mod proto {
+    /// `perftools.profiles.Profile`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+    }
+    /// `ValueType`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+    /// `Sample`: location ids leaf first.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+    /// `Label`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+    }
+    /// `Mapping`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "5")]
+        pub filename: i64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+    }
+    /// `Location`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+    /// `Line`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+    }
+    /// `Function`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+    }
+}
+
+/// pprof's string table: index 0 is "".
+#[derive(Default)]
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> i64 {
+        if self.table.is_empty() {
+            self.table.push(String::new());
+            self.index.insert(String::new(), 0);
+        }
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// Build the pprof profile of folded stacks weighted in `count_unit`.
+pub fn pprof_profile(folded: &Folded, count_unit: &str, comment: &str) -> proto::Profile {
+    let mut s = Strings::default();
+    let (ty, unit) = unit_names(count_unit);
+    let vt = proto::ValueType {
+        r#type: s.id(ty),
+        unit: s.id(unit),
+    };
+    let mut p = proto::Profile {
+        sample_type: vec![vt.clone()],
+        period_type: Some(vt),
+        ..Default::default()
+    };
+    for id in 1..=4u64 {
+        let name = ["[bpf]", "[kernel.kallsyms]", "[user]", "[unknown]"][id as usize - 1];
+        p.mapping.push(proto::Mapping {
+            id,
+            filename: s.id(name),
+            has_functions: true,
+        });
+    }
+    let (comm_key, bpf_key) = (s.id("comm"), s.id("bpf"));
+    let mut locations: HashMap<&str, u64> = HashMap::new();
+    for st in &folded.stacks {
+        let Some((comm, frames)) = st.frames.split_first() else {
+            continue;
+        };
+        let mut sample = proto::Sample {
+            value: vec![i64::try_from(st.count).unwrap_or(i64::MAX)],
+            label: vec![proto::Label {
+                key: comm_key,
+                str: s.id(comm),
+            }],
+            ..Default::default()
+        };
+        for f in frames.iter().rev() {
+            let id = match locations.get(f.as_str()) {
+                Some(&id) => id,
+                None => new_location(&mut p, &mut s, f, &mut locations),
+            };
+            sample.location_id.push(id);
+        }
+        if let Some(prog) = frames.iter().rev().find(|f| kind(f) == Kind::Program) {
+            sample.label.push(proto::Label {
+                key: bpf_key,
+                str: s.id(&display(prog)),
+            });
+        }
+        p.sample.push(sample);
+    }
+    if !comment.is_empty() {
+        p.comment.push(s.id(comment));
+    }
+    p.string_table = s.table;
+    p
+}
+
+/// A function and location for `frame`, registered in `locations`.
+fn new_location<'f>(
+    p: &mut proto::Profile,
+    s: &mut Strings,
+    frame: &'f str,
+    locations: &mut HashMap<&'f str, u64>,
+) -> u64 {
+    let id = p.location.len() as u64 + 1;
+    p.function.push(proto::Function {
+        id,
+        name: s.id(bare(frame)),
+        system_name: s.id(frame),
+    });
+    p.location.push(proto::Location {
+        id,
+        mapping_id: mapping_of(frame).0,
+        line: vec![proto::Line { function_id: id }],
+    });
+    locations.insert(frame, id);
+    id
+}
+
+/// The gzipped pprof bytes of folded stacks.
+pub fn pprof(folded: &Folded, count_unit: &str, comment: &str) -> Result<Vec<u8>> {
+    use prost::Message;
+    let raw = pprof_profile(folded, count_unit, comment).encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&raw)
+        .context("cannot compress the pprof profile")?;
+    gz.finish().context("cannot compress the pprof profile")
+}
+
+/// The speedscope JSON of folded stacks.
+pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u8>> {
+    let mut frames: Vec<serde_json::Value> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let (mut samples, mut weights) = (Vec::new(), Vec::new());
+    for st in &folded.stacks {
+        let ids: Vec<usize> = st
+            .frames
+            .iter()
+            .map(|f| {
+                *index.entry(f.as_str()).or_insert_with(|| {
+                    frames.push(speedscope_frame(f));
+                    frames.len() - 1
+                })
+            })
+            .collect();
+        samples.push(ids);
+        weights.push(st.count);
+    }
+    let total: u64 = weights.iter().sum();
+    let unit = match unit_names(count_unit).1 {
+        "nanoseconds" => "nanoseconds",
+        _ => "none",
+    };
+    let doc = serde_json::json!({
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "exporter": concat!("ebpf-prof ", env!("CARGO_PKG_VERSION")),
+        "name": name,
+        "activeProfileIndex": 0,
+        "shared": { "frames": frames },
+        "profiles": [{
+            "type": "sampled",
+            "name": name,
+            "unit": unit,
+            "startValue": 0,
+            "endValue": total,
+            "samples": samples,
+            "weights": weights,
+        }],
+    });
+    let mut out = serde_json::to_vec(&doc)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+fn speedscope_frame(f: &str) -> serde_json::Value {
+    match kind(f) {
+        Kind::Program | Kind::Glue | Kind::Kernel => {
+            serde_json::json!({ "name": bare(f), "file": mapping_of(f).1 })
+        }
+        _ => serde_json::json!({ "name": bare(f) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+    use std::io::Read;
+
+    const FOLDED: &str = "bench;entry_SYSCALL_64_[k];trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook;htab_map_hash_[k] 30\n\
+                          bench;entry_SYSCALL_64_[k];do_sys_openat2_[k] 50\n\
+                          bench;main;[unknown] 20\n";
+
+    #[test]
+    fn pprof_round_trips_with_bpf_frames_marked() {
+        let f = Folded::parse(FOLDED);
+        let gz = pprof(&f, "ns", "test").unwrap();
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        let p = proto::Profile::decode(&raw[..]).unwrap();
+        let st = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!(st(0), "");
+        assert_eq!(st(p.sample_type[0].unit), "nanoseconds");
+        assert_eq!(p.sample.len(), 3);
+        let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+        assert_eq!(total, 100);
+        // The first sample: leaf first, the BPF program in the [bpf] mapping, labelled.
+        let s0 = &p.sample[0];
+        let loc = |id: u64| &p.location[id as usize - 1];
+        let func = |id: u64| &p.function[loc(id).line[0].function_id as usize - 1];
+        assert_eq!(st(func(s0.location_id[0]).name), "htab_map_hash");
+        let prog = s0.location_id[1];
+        assert_eq!(st(func(prog).name), "bpf_prog_0123456789abcdef_hook");
+        let m = &p.mapping[loc(prog).mapping_id as usize - 1];
+        assert_eq!(st(m.filename), "[bpf]");
+        let labels: Vec<(&str, &str)> = s0.label.iter().map(|l| (st(l.key), st(l.str))).collect();
+        assert_eq!(labels, [("comm", "bench"), ("bpf", "hook")]);
+        assert!(
+            p.sample[1].label.iter().all(|l| st(l.key) != "bpf"),
+            "no BPF on that stack"
+        );
+        assert_eq!(p.location.len(), 7, "one location per distinct frame");
+    }
+
+    #[test]
+    fn speedscope_is_the_sampled_schema() {
+        let f = Folded::parse(FOLDED);
+        let v: serde_json::Value =
+            serde_json::from_slice(&speedscope(&f, "ns", "t").unwrap()).unwrap();
+        let prof = &v["profiles"][0];
+        assert_eq!(prof["type"], "sampled");
+        assert_eq!(prof["unit"], "nanoseconds");
+        assert_eq!(prof["endValue"], 100);
+        let frames = v["shared"]["frames"].as_array().unwrap();
+        let s0: Vec<&str> = prof["samples"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                frames[i.as_u64().unwrap() as usize]["name"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(s0[0], "bench");
+        assert_eq!(s0[3], "bpf_prog_0123456789abcdef_hook");
+        let bpf = frames
+            .iter()
+            .find(|fr| fr["name"] == "bpf_prog_0123456789abcdef_hook")
+            .unwrap();
+        assert_eq!(bpf["file"], "[bpf]");
+        assert_eq!(prof["weights"].as_array().unwrap().len(), 3);
+    }
+}

@@ -1,0 +1,212 @@
+//! [`PerfData`]: a whole perf.data file in memory, its header checked, its attrs and feature
+//! sections located. Nothing here trusts a size the file claims before checking it against
+//! the bytes actually read.
+
+use super::attr::{Attribution, EventAttr};
+use super::buildid::{self, BuildIdEntry};
+use super::cursor::{Cursor, Endian};
+use super::error::{malformed, unsupported, PerfDataError};
+use super::header::{self, feature, FileHeader};
+use super::mapped::{Bytes, Mapping};
+use super::record::{RawRecord, Record, Records, SampleId};
+use std::ops::Range;
+use std::path::Path;
+
+/// A perf.data file (file mode), mapped (or read) once.
+#[derive(Debug)]
+pub struct PerfData {
+    bytes: Bytes,
+    header: FileHeader,
+    attrs: Vec<EventAttr>,
+    features: Vec<(u32, Range<usize>)>,
+    attribution: Attribution,
+}
+
+impl PerfData {
+    /// Open, map and check `path`. A directory (`perf record --threads`) is
+    /// [`PerfDataError::Unsupported`].
+    pub fn open(path: &Path) -> Result<PerfData, PerfDataError> {
+        let io = |source| PerfDataError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if std::fs::metadata(path).map_err(io)?.is_dir() {
+            return Err(unsupported(
+                "a directory-format recording (perf record --threads)",
+            ));
+        }
+        let file = std::fs::File::open(path).map_err(io)?;
+        PerfData::from_file(&file).map_err(|e| match e {
+            PerfDataError::Io { source, .. } => io(source),
+            other => other,
+        })
+    }
+
+    /// Map and check an opened regular file (read it when it cannot be mapped).
+    pub fn from_file(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
+        use std::os::unix::fs::FileExt;
+        let io = |source| PerfDataError::Io {
+            path: "perf.data".into(),
+            source,
+        };
+        let len = file.metadata().map_err(io)?.len();
+        let len = usize::try_from(len).map_err(|_| malformed("larger than the address space"))?;
+        let bytes = match Mapping::new(file, len) {
+            Some(m) => Bytes::Mapped(m),
+            None => {
+                // Read at offsets: the descriptor's position stays for whoever reads next.
+                let mut v = vec![0; len];
+                file.read_exact_at(&mut v, 0).map_err(io)?;
+                Bytes::Owned(v)
+            }
+        };
+        PerfData::parse(bytes)
+    }
+
+    /// Check the bytes of a perf.data file and index it.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfData, PerfDataError> {
+        PerfData::parse(Bytes::Owned(bytes))
+    }
+
+    fn parse(bytes: Bytes) -> Result<PerfData, PerfDataError> {
+        let header = header::parse_file_header(&bytes[..])?;
+        let features = header::parse_feature_table(&bytes[..], &header)?;
+        let mut attrs = header::parse_attrs(&bytes[..], &header)?;
+        if attrs.is_empty() {
+            return Err(malformed("no event attributes"));
+        }
+        let mut data = PerfData {
+            attribution: Attribution::new(&[]).map_err(unsupported)?,
+            bytes,
+            header,
+            attrs: Vec::new(),
+            features,
+        };
+        data.check_features()?;
+        if let Some(body) = data.feature(feature::EVENT_DESC) {
+            let names = header::event_names(body, data.header.endian);
+            for (a, n) in attrs.iter_mut().zip(names) {
+                a.name = n;
+            }
+        }
+        data.attribution = Attribution::new(&attrs).map_err(unsupported)?;
+        data.attrs = attrs;
+        Ok(data)
+    }
+
+    /// Refuse what this reader does not handle: compression, directories, other machines.
+    fn check_features(&self) -> Result<(), PerfDataError> {
+        if self.header.has_feature(feature::COMPRESSED) {
+            return Err(unsupported("a compressed recording (perf record -z)"));
+        }
+        if self.header.has_feature(feature::DIR_FORMAT) {
+            return Err(unsupported(
+                "a directory-format recording (perf record --threads)",
+            ));
+        }
+        if let Some(arch) = self.arch() {
+            if arch != "x86_64" {
+                return Err(unsupported(format!("recorded on {arch}, not x86_64")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The file's byte order.
+    pub fn endian(&self) -> Endian {
+        self.header.endian
+    }
+
+    /// The event attributes, in file order.
+    pub fn attrs(&self) -> &[EventAttr] {
+        &self.attrs
+    }
+
+    /// The raw body of feature section `id` (for example 25 BPF_PROG_INFO, 26 BPF_BTF).
+    pub fn feature(&self, id: u32) -> Option<&[u8]> {
+        let r = self.features.iter().find(|(f, _)| *f == id)?.1.clone();
+        self.bytes.get(r)
+    }
+
+    /// The ids of the feature sections present.
+    pub fn feature_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.features.iter().map(|(id, _)| *id)
+    }
+
+    /// The ARCH feature (`x86_64`), when present.
+    pub fn arch(&self) -> Option<String> {
+        let mut c = Cursor::new(self.feature(feature::ARCH)?, self.header.endian);
+        header::read_string(&mut c)
+    }
+
+    /// The build-id table (feature 2).
+    pub fn build_ids(&self) -> Vec<BuildIdEntry> {
+        self.feature(feature::BUILD_ID)
+            .map(|b| buildid::parse(b, self.header.endian))
+            .unwrap_or_default()
+    }
+
+    /// The data section's records in file order.
+    pub fn records(&self) -> Records<'_> {
+        let r = self.data_range();
+        Records::new(
+            self.bytes.get(r.clone()).unwrap_or_default(),
+            r.start as u64,
+            self.header.endian,
+        )
+    }
+
+    /// The index in [`PerfData::attrs`] of the event a record belongs to, as perf decides it
+    /// (by sample id; synthesized records go to the first); `None` for an unknown id.
+    pub fn attr_of(&self, r: &RawRecord<'_>) -> Option<usize> {
+        self.attribution.attr_of(r.kind, r.body, self.header.endian)
+    }
+
+    /// Decode a record of this file.
+    pub fn decode<'a>(&self, r: &RawRecord<'a>) -> Record<'a> {
+        match self.attr_of(r).and_then(|i| self.attrs.get(i)) {
+            Some(a) => super::record::decode(r, a, self.header.endian),
+            None => Record::Other,
+        }
+    }
+
+    /// The `sample_id` trailer of a non-sample record (pid, tid, time, cpu).
+    pub fn sample_id(&self, r: &RawRecord<'_>) -> Option<SampleId> {
+        let a = self.attrs.get(self.attr_of(r)?)?;
+        super::record::sample_id(r.body, a, self.header.endian)
+    }
+
+    /// Size of the file in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the file is empty (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    fn data_range(&self) -> Range<usize> {
+        let d = self.header.data;
+        // Checked against the file length when the header was parsed.
+        d.offset as usize..(d.offset + d.size) as usize
+    }
+
+    pub(crate) fn attribution(&self) -> &Attribution {
+        &self.attribution
+    }
+
+    /// The record whose header is at file offset `offset` (one the iterator returned).
+    pub(crate) fn record_at(&self, offset: u64) -> Option<RawRecord<'_>> {
+        let at = usize::try_from(offset).ok()?;
+        let e = self.header.endian;
+        let b = self.bytes.get(at..)?;
+        let size = usize::from(super::cursor::u16_at(b, 6, e)?);
+        Some(RawRecord {
+            offset,
+            kind: super::cursor::u32_at(b, 0, e)?,
+            misc: super::cursor::u16_at(b, 4, e)?,
+            body: b.get(8..size)?,
+        })
+    }
+}

@@ -1,0 +1,231 @@
+//! Folded stacks from a perf.data file, the same text `folded::collapse_perf_script` makes of
+//! `perf script` output: one line `comm;root;…;leaf COUNT` per distinct stack, counts summed
+//! from sample periods, lines sorted as inferno sorts them. Frame names are formatted once
+//! per distinct frame; stacks are aggregated as vectors of interned ids.
+
+use super::error::PerfDataError;
+use super::file::PerfData;
+use super::fxhash::FxHashMap;
+use super::inferno;
+use super::resolve::{FrameId, FrameTable, ResolvedSample, Samples, SymbolOptions};
+use std::path::{Path, PathBuf};
+
+/// How to fold a recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldOptions {
+    /// The kallsyms snapshot; `None`: `INPUT.kallsyms` beside the recording if it exists,
+    /// else `/proc/kallsyms` (with a warning: it may not match the recording).
+    pub kallsyms: Option<PathBuf>,
+    /// perf's build-id cache; `None`: `$PERF_BUILDID_DIR`, else `$HOME/.debug`.
+    pub buildid_dir: Option<PathBuf>,
+    /// Read user-space binaries for symbols (false: user frames are `[dso basename]`).
+    pub user_symbols: bool,
+}
+
+impl Default for FoldOptions {
+    fn default() -> FoldOptions {
+        FoldOptions {
+            kallsyms: None,
+            buildid_dir: None,
+            user_symbols: true,
+        }
+    }
+}
+
+/// A recording folded, with what callers want to know about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldedProfile {
+    /// The folded text, as `folded::collapse_perf_script` returns it.
+    pub folded: String,
+    /// The sampled event kept (`cpu-clock:k`), when the file names it.
+    pub event: Option<String>,
+    /// Samples behind the folded lines.
+    pub samples: u64,
+    /// Sum of the counts (sample periods: ns for cpu-clock, cycles for cycles).
+    pub total_period: u64,
+    /// Samples behind each line of `folded`, in line order.
+    pub stack_samples: Vec<u64>,
+    /// Samples left out: of another event, or with no frame to show.
+    pub skipped_samples: u64,
+    /// The kallsyms file kernel frames were named from.
+    pub kallsyms: Option<PathBuf>,
+    /// Things the caller may want to tell the user (one line each).
+    pub warnings: Vec<String>,
+}
+
+/// Fold the recording at `path` without running perf.
+pub fn fold(path: &Path, opts: &FoldOptions) -> Result<FoldedProfile, PerfDataError> {
+    let data = PerfData::open(path)?;
+    let mut warnings = Vec::new();
+    let kallsyms = opts.kallsyms.clone().or_else(|| {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(".kallsyms");
+        let beside = PathBuf::from(beside);
+        if beside.exists() {
+            return Some(beside);
+        }
+        warnings.push(format!(
+            "no kallsyms snapshot beside {}: kernel frames are named from this machine's /proc/kallsyms, which may not match the recording",
+            path.display()
+        ));
+        Some(PathBuf::from("/proc/kallsyms"))
+    });
+    let sym = SymbolOptions {
+        kallsyms,
+        buildid_dir: opts.buildid_dir.clone(),
+        user_symbols: opts.user_symbols,
+    };
+    let mut p = fold_data(&data, &sym)?;
+    p.warnings.splice(0..0, warnings);
+    Ok(p)
+}
+
+/// Fold an opened recording with explicit symbol sources.
+pub fn fold_data(data: &PerfData, opts: &SymbolOptions) -> Result<FoldedProfile, PerfDataError> {
+    let mut progress = super::progress::Progress::new("reading perf.data", data.len() as u64);
+    let mut samples = Samples::new(data, opts)?.first_event_only();
+    let mut agg = Aggregator::default();
+    let mut skipped = 0;
+    while let Some(s) = samples.next_sample() {
+        if !agg.add(&s) {
+            skipped += 1;
+        }
+        progress.update(samples.offset());
+    }
+    drop(progress);
+    let mut p = agg.finish();
+    p.skipped_samples = skipped + samples.skipped_other_events();
+    p.event = samples.event_key().and_then(|k| {
+        data.attrs()
+            .iter()
+            .find(|a| a.filter_key() == k)
+            .and_then(|a| a.name.clone())
+    });
+    p.kallsyms = opts.kallsyms.clone();
+    if let Some(why) = samples.kernel_symbols_missing() {
+        p.warnings.push(format!("kernel frames are unnamed: {why}"));
+    }
+    Ok(p)
+}
+
+/// Stacks as id vectors: `[comm text, frame texts root first…]` → (count, samples).
+#[derive(Default)]
+struct Aggregator {
+    texts: Vec<String>,
+    text_ids: FxHashMap<String, u32>,
+    /// Text of each frame by [`FrameId`] (ids are dense): outside java, then inside.
+    frame_texts: [Vec<Option<Option<u32>>>; 2],
+    comm_texts: FxHashMap<(u32, i32), Option<u32>>,
+    stacks: FxHashMap<Vec<u32>, (u64, u64)>,
+    key: Vec<u32>,
+}
+
+impl Aggregator {
+    fn text_id(&mut self, s: String) -> u32 {
+        if let Some(&id) = self.text_ids.get(&s) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.texts.push(s.clone());
+        self.text_ids.insert(s, id);
+        id
+    }
+
+    fn comm(&mut self, s: &ResolvedSample<'_>) -> Option<u32> {
+        if let Some(&t) = self.comm_texts.get(&(s.comm_id, s.tid)) {
+            return t;
+        }
+        let t = inferno::comm_frame(s.comm, s.tid).map(|c| self.text_id(c));
+        self.comm_texts.insert((s.comm_id, s.tid), t);
+        t
+    }
+
+    fn frame(&mut self, table: &FrameTable, id: FrameId, java: bool) -> Option<u32> {
+        let (slot, side) = (id.0 as usize, usize::from(java));
+        if let Some(Some(t)) = self.frame_texts[side].get(slot) {
+            return *t;
+        }
+        let f = table.get(id)?;
+        let text = inferno::frame_text(
+            f.symbol.as_deref().map(str::as_bytes),
+            f.dso.as_deref().map(str::as_bytes),
+            java,
+        );
+        let t = text.map(|x| self.text_id(x));
+        let texts = &mut self.frame_texts[side];
+        if texts.len() <= slot {
+            texts.resize(slot + 1, None);
+        }
+        texts[slot] = Some(t);
+        t
+    }
+
+    /// Count one sample; false when inferno would show nothing for it.
+    fn add(&mut self, s: &ResolvedSample<'_>) -> bool {
+        let Some(comm) = self.comm(s) else {
+            return false;
+        };
+        let java = self
+            .texts
+            .get(comm as usize)
+            .is_some_and(|c| c.starts_with("java"));
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push(comm);
+        for &f in s.frames.iter().rev() {
+            if let Some(t) = self.frame(s.table, f, java) {
+                key.push(t);
+            }
+        }
+        let shown = key.len() > 1;
+        if shown {
+            let count = s.period.unwrap_or(1);
+            match self.stacks.get_mut(key.as_slice()) {
+                Some(v) => *v = (v.0.saturating_add(count), v.1 + 1),
+                None => {
+                    self.stacks.insert(key.clone(), (count, 1));
+                }
+            }
+        }
+        self.key = key;
+        shown
+    }
+
+    fn finish(self) -> FoldedProfile {
+        let mut lines: Vec<(String, u64, u64)> = self
+            .stacks
+            .iter()
+            .map(|(k, &(count, n))| {
+                let parts: Vec<&str> = k
+                    .iter()
+                    .map(|&t| self.texts.get(t as usize).map_or("", String::as_str))
+                    .collect();
+                (parts.join(";"), count, n)
+            })
+            .collect();
+        lines.sort();
+        // Two id vectors can spell the same text (a frame inferno split on `->`): merge them
+        // as inferno's map of strings would.
+        lines.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 = a.1.saturating_add(b.1);
+                a.2 += b.2;
+            }
+            same
+        });
+        let mut p = FoldedProfile::default();
+        let mut out = String::with_capacity(lines.iter().map(|l| l.0.len() + 12).sum());
+        for (stack, count, n) in lines {
+            out.push_str(&stack);
+            out.push(' ');
+            out.push_str(&count.to_string());
+            out.push('\n');
+            p.samples += n;
+            p.total_period = p.total_period.saturating_add(count);
+            p.stack_samples.push(n);
+        }
+        p.folded = out;
+        p
+    }
+}

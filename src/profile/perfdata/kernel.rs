@@ -1,0 +1,366 @@
+//! The kernel's address space as perf models it: the `[kernel.kallsyms]` map from the
+//! synthesized kernel MMAP, module maps, and one map per KSYMBOL (JIT-ed BPF programs,
+//! trampolines, dispatchers), registered and unregistered as the records come.
+//!
+//! Source: `tools/perf/util/machine.c: machine__process_kernel_mmap_event()`,
+//! `machine__process_ksymbol_register()` / `_unregister()`, `machine__set_kernel_mmap()`;
+//! `tools/perf/util/symbol.c: dso__load_kernel_sym()` (the map takes its symbols' bounds once
+//! loaded: `map__fixup_start` / `map__fixup_end`); `tools/perf/util/dso.c: __kmod_path__parse()`.
+
+use super::kallsyms::{self, KernelSymbols, ModuleMap};
+use std::collections::BTreeMap;
+
+/// perf's name for the kernel image map and its DSO.
+pub(crate) const KERNEL_DSO: &str = "[kernel.kallsyms]";
+
+/// The kernel text map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TextMap {
+    start: u64,
+    end: u64,
+    /// The reference symbol and its recorded address (`_text`, pgoff), for relocation.
+    reloc: Option<(String, u64)>,
+}
+
+/// A KSYMBOL's map and the symbols perf added to its DSO (offsets from the map's start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KsymMap {
+    end: u64,
+    dso: String,
+    bpf: bool,
+    syms: Vec<(u64, u64, String)>,
+}
+
+/// Where a kernel-mode address landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KernelHit {
+    /// In the kernel image or a module: symbol (name, absolute start), DSO name.
+    Kernel(Option<(String, u64)>, String),
+    /// In a KSYMBOL's map: symbol (name, absolute start), the map's DSO name, whether BPF.
+    Ksym(Option<(String, u64)>, String, bool),
+    /// In no kernel map.
+    None,
+}
+
+/// Whether the kernel symbols were read.
+#[derive(Debug)]
+enum SymbolsState {
+    /// Not read yet.
+    Pending,
+    /// Read (possibly empty).
+    Loaded(Box<KernelSymbols>),
+    /// perf would have none: why.
+    Failed(String),
+}
+
+/// The kernel maps of the recording.
+#[derive(Debug)]
+pub(crate) struct KernelMaps {
+    text: Option<TextMap>,
+    modules: Vec<(u64, u64, String)>,
+    ksyms: BTreeMap<u64, KsymMap>,
+    symbols: SymbolsState,
+    kallsyms: Option<Vec<u8>>,
+    /// Bumped on every change, so callers can drop cached lookups.
+    pub generation: u64,
+}
+
+/// `__kmod_path__parse`'s module name: `/lib/…/nf-nat.ko.xz` → `[nf_nat]`.
+pub(crate) fn module_name(filename: &str) -> String {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    if base.starts_with('[') {
+        return base.to_string();
+    }
+    let mut stem = base;
+    for ext in [".gz", ".xz", ".zst"] {
+        stem = stem.strip_suffix(ext).unwrap_or(stem);
+    }
+    match stem.strip_suffix(".ko") {
+        Some(m) => format!("[{}]", m.replace('-', "_")),
+        None => base.replace('-', "_"),
+    }
+}
+
+impl KernelMaps {
+    /// Empty maps; `kallsyms` is the snapshot's text (read when the first kernel address is
+    /// resolved), `None` when there is none.
+    pub fn new(kallsyms: Option<Vec<u8>>) -> KernelMaps {
+        KernelMaps {
+            text: None,
+            modules: Vec::new(),
+            ksyms: BTreeMap::new(),
+            symbols: SymbolsState::Pending,
+            kallsyms,
+            generation: 0,
+        }
+    }
+
+    /// Why kernel symbols are missing, once it is known.
+    pub fn failure(&self) -> Option<&str> {
+        match &self.symbols {
+            SymbolsState::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// A kernel MMAP/MMAP2 (`machine__process_kernel_mmap_event`).
+    pub fn mmap(&mut self, filename: &str, start: u64, len: u64, pgoff: u64) {
+        self.generation += 1;
+        let end = start.wrapping_add(len);
+        let is_kernel = filename.starts_with(&KERNEL_DSO[..KERNEL_DSO.len() - 1]);
+        if filename.starts_with('/') || (!is_kernel && filename.starts_with('[')) {
+            self.modules.retain(|m| m.0 != start);
+            self.modules.push((start, end, module_name(filename)));
+        } else if is_kernel {
+            let name = filename.get(KERNEL_DSO.len()..).unwrap_or_default();
+            self.text = Some(TextMap {
+                start,
+                end: if start == 0 && end == 0 {
+                    u64::MAX
+                } else {
+                    end
+                },
+                reloc: (pgoff != 0).then(|| (name.to_string(), pgoff)),
+            });
+        }
+    }
+
+    /// A KSYMBOL register or unregister.
+    pub fn ksymbol(&mut self, addr: u64, len: u32, bpf: bool, unregister: bool, name: &str) {
+        self.generation += 1;
+        let covering = self.ksym_at(addr);
+        if unregister {
+            if let Some(start) = covering {
+                self.ksyms.remove(&start);
+            } else if let Some(i) = self.module_at(addr) {
+                self.modules.remove(i);
+            }
+            return;
+        }
+        let len = u64::from(len);
+        match covering {
+            // perf adds the symbol to the covering map's DSO at the map's own start.
+            Some(start) => {
+                if let Some(m) = self.ksyms.get_mut(&start) {
+                    m.syms.push((0, len, name.to_string()));
+                }
+            }
+            None if self.module_at(addr).is_some() || self.in_text(addr) => {}
+            None => {
+                self.ksyms.insert(
+                    addr,
+                    KsymMap {
+                        end: addr.wrapping_add(len),
+                        dso: name.to_string(),
+                        bpf,
+                        syms: vec![(0, len, name.to_string())],
+                    },
+                );
+            }
+        }
+    }
+
+    fn ksym_at(&self, addr: u64) -> Option<u64> {
+        self.ksyms
+            .range(..=addr)
+            .rev()
+            .take(8)
+            .find(|(_, m)| addr < m.end)
+            .map(|(s, _)| *s)
+    }
+
+    fn module_at(&self, addr: u64) -> Option<usize> {
+        self.modules.iter().position(|m| m.0 <= addr && addr < m.1)
+    }
+
+    fn in_text(&self, addr: u64) -> bool {
+        self.text
+            .as_ref()
+            .is_some_and(|t| t.start <= addr && addr < t.end)
+    }
+
+    /// Resolve a kernel-mode address (`thread__find_map` on the kernel maps, then
+    /// `map__find_symbol`).
+    pub fn resolve(&mut self, addr: u64) -> KernelHit {
+        if let Some(start) = self.ksym_at(addr) {
+            return self.in_ksym(start, addr);
+        }
+        if let Some(i) = self.module_at(addr) {
+            let (start, _, name) = self.modules[i].clone();
+            self.load();
+            let sym = match &self.symbols {
+                SymbolsState::Loaded(k) => k.modules.get(&name).and_then(|t| {
+                    t.find(addr - start)
+                        .map(|s| (t.name(s).to_string(), start.wrapping_add(s.start)))
+                }),
+                _ => None,
+            };
+            return KernelHit::Kernel(sym, name);
+        }
+        if !self.in_text(addr) {
+            return KernelHit::None;
+        }
+        self.load();
+        let sym = match &self.symbols {
+            SymbolsState::Loaded(k) => {
+                let t = &k.kernel;
+                t.find(addr).map(|s| (t.name(s).to_string(), s.start))
+            }
+            _ => None,
+        };
+        KernelHit::Kernel(sym, KERNEL_DSO.to_string())
+    }
+
+    fn in_ksym(&self, start: u64, addr: u64) -> KernelHit {
+        let Some(m) = self.ksyms.get(&start) else {
+            return KernelHit::None;
+        };
+        let off = addr - start;
+        let sym = m
+            .syms
+            .iter()
+            .find(|(s, len, _)| *s <= off && (off < s + len || (off == *s && *len == 0)))
+            .map(|(s, _, n)| (n.clone(), start + s));
+        KernelHit::Ksym(sym, m.dso.clone(), m.bpf)
+    }
+
+    /// Load the kernel symbols once (`map__load` of the kernel map); on success the map takes
+    /// the bounds of its first and last symbol, as perf's `map__fixup_start/end` do.
+    fn load(&mut self) {
+        if !matches!(self.symbols, SymbolsState::Pending) {
+            return;
+        }
+        self.generation += 1;
+        let Some(text) = self.kallsyms.take() else {
+            self.symbols = SymbolsState::Failed("no kallsyms snapshot".into());
+            return;
+        };
+        let reloc = self.text.as_ref().and_then(|t| t.reloc.clone());
+        let modules: Vec<ModuleMap> = self
+            .modules
+            .iter()
+            .map(|(s, _, n)| ModuleMap {
+                name: n.clone(),
+                start: *s,
+            })
+            .collect();
+        let loaded = kallsyms::load(
+            &text,
+            reloc.as_ref().map(|(n, a)| (n.as_str(), *a)),
+            &modules,
+        );
+        match loaded {
+            Ok(k) => {
+                if let (Some(t), Some(first), Some(last)) = (
+                    self.text.as_mut(),
+                    k.kernel.syms().first(),
+                    k.kernel.syms().last(),
+                ) {
+                    t.start = first.start;
+                    t.end = last.end;
+                }
+                self.symbols = SymbolsState::Loaded(Box::new(k));
+            }
+            Err(why) => self.symbols = SymbolsState::Failed(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SNAP: &[u8] =
+        b"ffffffff81000000 T _text\nffffffff81000100 T do_syscall_64\nffffffff81000200 T last\n";
+
+    fn maps() -> KernelMaps {
+        let mut k = KernelMaps::new(Some(SNAP.to_vec()));
+        k.mmap(
+            "[kernel.kallsyms]_text",
+            0xffff_ffff_8100_0000,
+            0x1000,
+            0xffff_ffff_8100_0000,
+        );
+        k
+    }
+
+    fn name(h: &KernelHit) -> String {
+        match h {
+            KernelHit::Kernel(Some((n, _)), d) | KernelHit::Ksym(Some((n, _)), d, _) => {
+                format!("{n} ({d})")
+            }
+            KernelHit::Kernel(None, d) | KernelHit::Ksym(None, d, _) => format!("[unknown] ({d})"),
+            KernelHit::None => "[unknown] ([unknown])".into(),
+        }
+    }
+
+    #[test]
+    fn kernel_bpf_and_unmapped_addresses() {
+        let mut k = maps();
+        k.ksymbol(0xffff_ffff_c000_0800, 0x100, true, false, "bpf_prog_aa_x");
+        let table = [
+            (0xffff_ffff_8100_0105, "do_syscall_64 ([kernel.kallsyms])"),
+            (0xffff_ffff_c000_0850, "bpf_prog_aa_x (bpf_prog_aa_x)"),
+            (0xffff_ffff_c000_0900, "[unknown] ([unknown])"),
+            // Past the recorded map's end, but inside it once loaded: the map then spans
+            // _text .. the last symbol's end, a page past its start (as perf's fixups do).
+            (0xffff_ffff_8100_1500, "last ([kernel.kallsyms])"),
+            (0xffff_ffff_8100_2000, "[unknown] ([unknown])"),
+        ];
+        for (addr, want) in table {
+            assert_eq!(name(&k.resolve(addr)), want, "{addr:#x}");
+        }
+    }
+
+    #[test]
+    fn regression_unregistered_program_becomes_unknown() {
+        let mut k = maps();
+        k.ksymbol(0xffff_ffff_c000_0800, 0x100, true, false, "bpf_prog_aa_x");
+        let g = k.generation;
+        k.ksymbol(0xffff_ffff_c000_0800, 0x100, true, true, "bpf_prog_aa_x");
+        assert!(k.generation > g, "lookups cached before must be dropped");
+        assert_eq!(
+            name(&k.resolve(0xffff_ffff_c000_0850)),
+            "[unknown] ([unknown])"
+        );
+    }
+
+    #[test]
+    fn no_snapshot_or_no_reference_symbol_means_no_kernel_names() {
+        let mut k = KernelMaps::new(None);
+        k.mmap(
+            "[kernel.kallsyms]_text",
+            0xffff_ffff_8100_0000,
+            0x1000,
+            0xffff_ffff_8100_0000,
+        );
+        assert_eq!(
+            name(&k.resolve(0xffff_ffff_8100_0105)),
+            "[unknown] ([kernel.kallsyms])"
+        );
+        assert!(k.failure().is_some());
+        let mut r = KernelMaps::new(Some(SNAP.to_vec()));
+        r.mmap(
+            "[kernel.kallsyms]_stext_missing",
+            0xffff_ffff_8100_0000,
+            0x1000,
+            1,
+        );
+        assert_eq!(
+            name(&r.resolve(0xffff_ffff_8100_0105)),
+            "[unknown] ([kernel.kallsyms])"
+        );
+    }
+
+    #[test]
+    fn module_names_follow_kmod_path_parse() {
+        let table = [
+            ("/lib/modules/6.1/kernel/net/nf-nat.ko.xz", "[nf_nat]"),
+            ("/lib/modules/6.1/kernel/fs/ext4.ko", "[ext4]"),
+            ("[nf_conntrack]", "[nf_conntrack]"),
+        ];
+        for (path, want) in table {
+            assert_eq!(module_name(path), want);
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The native reader as the profile loader uses it: fold an opened perf.data into the same
+//! text `perf script | inferno` gives, or say why `perf script` must read it instead
+//! (pipe-mode, compressed or directory recordings, another architecture), or refuse a broken
+//! file in one line naming it.
+
+use super::error::PerfDataError;
+use super::file::PerfData;
+use super::fold::fold_data;
+use super::resolve::SymbolOptions;
+use crate::error::usage;
+use crate::out::say;
+use anyhow::Result;
+use std::fs::File;
+use std::path::Path;
+
+/// What reading natively gave.
+#[derive(Debug)]
+pub enum Native {
+    /// The folded stacks, and the samples `perf script` would print (every event's).
+    Folded { text: String, samples: u64 },
+    /// A valid recording this reader does not handle: why (read it with `perf script`).
+    Fallback(String),
+}
+
+/// Fold `file` (the perf.data at `input`), naming kernel frames from `kallsyms` (the snapshot,
+/// else `/proc/kallsyms`). Warnings go to stderr.
+pub fn fold_file(file: &File, input: &Path, kallsyms: Option<&Path>) -> Result<Native> {
+    let data = match PerfData::from_file(file) {
+        Ok(d) => d,
+        Err(e) => return refuse(input, e),
+    };
+    let opts = SymbolOptions {
+        kallsyms: Some(kallsyms.map_or_else(|| "/proc/kallsyms".into(), Path::to_path_buf)),
+        ..SymbolOptions::default()
+    };
+    match fold_data(&data, &opts) {
+        Ok(p) => {
+            for w in &p.warnings {
+                say(format!("warning: {w}"));
+            }
+            Ok(Native::Folded {
+                samples: p.samples + p.skipped_samples,
+                text: p.folded,
+            })
+        }
+        Err(e) => refuse(input, e),
+    }
+}
+
+/// A reader error as the loader reports it.
+fn refuse(input: &Path, e: PerfDataError) -> Result<Native> {
+    match e {
+        PerfDataError::Unsupported(why) => Ok(Native::Fallback(why)),
+        PerfDataError::Io { path, source } => Err(usage(format!(
+            "cannot read {}: {source}",
+            if path.as_os_str() == "perf.data" {
+                input
+            } else {
+                &path
+            }
+            .display()
+        ))),
+        other => Err(usage(format!("{}: {other}", input.display()))),
+    }
+}
