@@ -10,6 +10,7 @@ scripts/install-deps.sh
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 python3 scripts/check-msrv.py
+python3 scripts/check-fn-length.py
 if [ "$(id -u)" -ne 0 ]; then
   triple=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
   export "CARGO_TARGET_${triple}_RUNNER=sudo -E"

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod bpf;
+pub mod bpfinfo;
 pub mod cli;
 pub mod commands;
 pub mod doctor;

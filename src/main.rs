@@ -3,6 +3,7 @@
 use clap::Parser;
 
 fn main() {
+    ebpf_prof::out::install();
     let cli = ebpf_prof::cli::Cli::parse();
     if let Err(e) = ebpf_prof::cli::run(cli) {
         ebpf_prof::out::err_text(&format!("ebpf-prof: error: {e:#}\n"));

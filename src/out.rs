@@ -5,6 +5,11 @@
 //! included. Here: stdout text is written with its errors returned, a broken pipe counting as
 //! success (the reader has what it wanted: ripgrep does the same); progress and warnings on
 //! stderr are best effort (a closed stderr loses the message, never the run).
+//!
+//! [`install`] also sets what the process does when an output fails outside these functions:
+//! a file size limit (`ulimit -f`) gives EFBIG rather than killing the process with SIGXFSZ
+//! (so the temp file of an output is removed and the old file stays), and a panic — a bug —
+//! prints one line and exits 101, the code documented for it.
 
 use std::io::Write;
 
@@ -12,18 +17,54 @@ use std::io::Write;
 /// field changes meaning or goes away; new fields do not raise it.
 pub const JSON_SCHEMA: u32 = 1;
 
-/// Write `text` to stdout and flush; a closed pipe is not an error.
-pub fn stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    let r = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    ok_unless_real(r.map_err(anyhow::Error::from))
+/// The exit code of a panic (Rust's own): a bug, said in one line by the hook [`install`] sets.
+pub const PANIC_EXIT: i32 = 101;
+
+/// Set up the process: SIGXFSZ ignored (a write past `ulimit -f` fails with EFBIG, handled as
+/// any failed write) and a panic hook that prints one line instead of Rust's default (a
+/// backtrace only when RUST_BACKTRACE asks for one). Called once, first thing in `main`.
+pub fn install() {
+    // SAFETY: setting a signal's disposition to SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map_or_else(String::new, |l| format!(" at {l}"));
+        err_text(&format!(
+            "ebpf-prof: internal error (a bug, please report it): {what}{at}; sysctls and programs are put back as the process unwinds (exit {PANIC_EXIT})\n"
+        ));
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            err_text(&format!("{}\n", std::backtrace::Backtrace::force_capture()));
+        }
+    }));
 }
 
-/// Write `bytes` to stdout and flush; a closed pipe is not an error.
+/// Write `text` to stdout and flush; a closed pipe is not an error.
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    stdout_bytes(text.as_bytes())
+}
+
+/// Write `bytes` to stdout and flush; a closed pipe is not an error, a closed stdout (`>&-`)
+/// or a full disk behind it is.
 pub fn stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let r = out.write_all(bytes).and_then(|()| out.flush());
-    ok_unless_real(r.map_err(anyhow::Error::from))
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot write to standard output: {}; redirect it to a file or a pipe with room",
+            crate::profile::plain(&e)
+        )),
+        Ok(()) => Ok(()),
+    }
 }
 
 /// A progress line or warning on stderr, prefixed `ebpf-prof: `; lost if stderr is closed.

@@ -403,9 +403,14 @@ fn record_bad_objects_and_perf() {
     no_panic(&r);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("verifier"), "{r:?}");
-    usage_error(
-        &record_real(d.path(), &["--perf", "/nonexistent/perf"]),
-        "/nonexistent/perf",
+    // Issue 15, item 5: no working perf is exit 1, as documented (it was 2).
+    let r = record_real(d.path(), &["--perf", "/nonexistent/perf"]);
+    no_panic(&r);
+    assert_eq!(r.code(), Some(1), "{r:?}");
+    assert!(
+        r.stderr()
+            .contains("no working perf: --perf /nonexistent/perf"),
+        "{r:?}"
     );
     assert!(!d.path().join("perf.data").exists());
 }

@@ -24,6 +24,16 @@ fn kill(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as i32, sig) };
 }
 
+/// Continues a stopped run when dropped, so a failed assertion never leaves it stopped while it
+/// holds the root lock (every later run would wait on it).
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        kill(self.0, libc::SIGCONT);
+    }
+}
+
 /// Wait until `pid` is stopped (a `stop:` failpoint raised SIGSTOP).
 fn wait_stopped(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -102,6 +112,7 @@ fn link_planted_between_rotation_and_perf_start_is_not_followed() {
     let child = record_with(d.path(), "stop:record:after-rotate", &[]);
     let pid = child.id();
     wait_stopped(pid);
+    let _resume = Resume(pid);
     assert_eq!(
         std::fs::read_to_string(d.path().join("perf.data.old")).unwrap(),
         "previous",
@@ -297,6 +308,7 @@ fn a_second_root_run_waits_for_the_first_or_refuses_with_no_wait() {
     let first = record_with(d1.path(), "stop:record:after-rotate", &[]);
     let pid = first.id();
     wait_stopped(pid);
+    let _resume = Resume(pid);
     let r = run(ebpf_prof(
         &["record", "--allow-no-bpf", "--no-wait"],
         d2.path(),
@@ -362,6 +374,7 @@ fn stats_sysctl_fallback_left_by_sigkill_is_restored_by_the_next_start() {
     let mut child = c.spawn().unwrap();
     let pid = child.id();
     wait_stopped(pid);
+    let _resume = Resume(pid);
     assert_eq!(
         sysctl("kernel.bpf_stats_enabled"),
         "1",
@@ -447,6 +460,7 @@ fn attach_cmd_loader_dies_with_a_sigkilled_overhead() {
     let mut child = overhead_with_loader(d.path(), "stop:overhead:stats-on");
     let pid = child.id();
     wait_stopped(pid);
+    let _resume = Resume(pid);
     let loaders = children(pid);
     assert_eq!(loaders.len(), 1, "the loader runs: {loaders:?}");
     assert!(

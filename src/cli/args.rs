@@ -196,7 +196,7 @@ pub struct FlameArgs {
     /// terminal the SVG goes to flame.svg.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Overwrite the -o file if it exists.
+    /// Overwrite the output file (-o, or flame.svg on a terminal) if it exists.
     #[arg(long)]
     pub force: bool,
     /// Write folded stacks instead of an SVG.
@@ -211,6 +211,32 @@ pub struct FlameArgs {
     /// Only the stacks that pass through a BPF program, each starting at its attach point.
     #[arg(long)]
     pub bpf_only: bool,
+    /// A frame per BPF source line (`hook.bpf.c:42`) under each BPF frame (perf.data only).
+    #[arg(long)]
+    pub lines: bool,
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Only this BPF function (name without `bpf_prog_<tag>_`, full symbol, or program id).
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// Machine-readable output, the same content as the text.
+    #[arg(long)]
+    pub json: bool,
+    /// How many lines to show per function, hottest first.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Show the JIT-ed instructions of each line with their shares (x86-64).
+    #[arg(long)]
+    pub asm: bool,
+    /// The kallsyms snapshot to name helpers with (default: INPUT.kallsyms).
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
     #[command(flatten)]
     pub perf: PerfArgs,
 }

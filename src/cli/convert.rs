@@ -31,6 +31,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
         Command::Diff(a) => commands::diff::run(&a.into()),
+        Command::Annotate(a) => commands::annotate::run(&a.into()),
         Command::Completions(a) => {
             let mut buf = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "ebpf-prof", &mut buf);
@@ -91,6 +92,7 @@ impl From<FlameArgs> for commands::flame::FlameOptionsCli {
             kallsyms: a.kallsyms,
             title: a.title,
             bpf_only: a.bpf_only,
+            lines: a.lines,
         }
     }
 }
@@ -124,6 +126,20 @@ impl From<ReportArgs> for commands::report::ReportOptions {
             input: a.input.path(),
             json: a.json,
             top: a.top,
+            kallsyms: a.kallsyms,
+        }
+    }
+}
+
+impl From<AnnotateArgs> for commands::annotate::AnnotateOptions {
+    fn from(a: AnnotateArgs) -> Self {
+        commands::annotate::AnnotateOptions {
+            perf: (&a.perf).into(),
+            input: a.input.path(),
+            prog: a.prog,
+            json: a.json,
+            top: a.top,
+            asm: a.asm,
             kallsyms: a.kallsyms,
         }
     }

@@ -31,12 +31,14 @@ pub enum Command {
     Flame(FlameArgs),
     /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
     Hook(HookArgs),
-    /// The whole method on the bundled sample hook: load, record, flame graph, detach.
+    /// The whole method on the bundled sample hook: its cost, a recording, the flame graph.
     Demo(DemoArgs),
     /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
     Overhead(Box<OverheadArgs>),
     /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
     Report(ReportArgs),
+    /// Which lines of BPF C source the time goes to, per program, from a perf.data (no root).
+    Annotate(AnnotateArgs),
     /// Differential flame graph of a base and a hooked profile, or with --text a table (no root).
     Diff(DiffArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.

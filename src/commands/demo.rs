@@ -96,7 +96,7 @@ fn summarise(
         svg.display(),
         rec.files.data.display()
     ));
-    let report = crate::report::report_on(profile, &rec.files.data, None, 5)?;
+    let report = crate::report::report_on(profile, &rec.files.data, None, 5, None)?;
     for line in report.to_text().lines() {
         s.push_str(&if line.is_empty() {
             "\n".into()

@@ -27,6 +27,8 @@ pub struct FlameOptionsCli {
     pub perf: PerfChoice,
     /// Only the stacks through a BPF program, each cut to start at its attach point.
     pub bpf_only: bool,
+    /// A frame per BPF source line under each BPF frame.
+    pub lines: bool,
 }
 
 /// Run `flame`.
@@ -37,7 +39,11 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
         (None, true) => Some(PathBuf::from(DEFAULT_SVG)),
         (None, false) => None,
     };
-    let mut p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
+    let mut p = if opts.lines {
+        crate::flame::lines::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?
+    } else {
+        profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?
+    };
     if opts.bpf_only {
         p.folded = keep_bpf_only(&p.folded, &opts.input)?;
     }

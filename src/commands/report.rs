@@ -24,12 +24,35 @@ pub struct ReportOptions {
 
 /// Run `report`.
 pub fn run(opts: &ReportOptions) -> Result<()> {
-    let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
-    let r = report::report_on(&p, &opts.input, opts.kallsyms.as_deref(), opts.top)?;
+    // The hot lines need the raw IPs: their own perf script, run beside the folded one.
+    let (p, hot) = std::thread::scope(|s| {
+        let hot =
+            s.spawn(|| report::lines::hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf));
+        let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf);
+        (p, hot.join().ok().flatten())
+    });
+    let p = p?;
+    let hot = hot.filter(|_| p.kind == profile::folded::InputKind::PerfData);
+    let own_line = hot.as_deref().and_then(report::lines::own_code_hint_line);
+    let r = report::report_on(
+        &p,
+        &opts.input,
+        opts.kallsyms.as_deref(),
+        opts.top,
+        own_line,
+    )?;
     let text = if opts.json {
-        serde_json::to_string_pretty(&r)? + "\n"
+        let mut v = serde_json::to_value(&r)?;
+        if let (Some(obj), Some(hot)) = (v.as_object_mut(), &hot) {
+            obj.insert("hot_lines".into(), serde_json::to_value(hot)?);
+        }
+        serde_json::to_string_pretty(&v)? + "\n"
     } else {
         r.to_text()
+            + &hot
+                .as_deref()
+                .map(report::lines::render)
+                .unwrap_or_default()
     };
     out::stdout(&text)
 }

@@ -6,6 +6,7 @@
 //! picture is the same every time for the same input.
 
 mod diff;
+pub mod lines;
 
 pub use diff::render_diff;
 
@@ -30,7 +31,12 @@ fn hash(s: &str) -> u32 {
 pub fn colour(frame: &str) -> Color {
     let v = hash(bare(frame));
     let (a, b) = ((v & 0xff) as u8, ((v >> 8) & 0xff) as u8);
-    match kind(frame) {
+    let kind = if lines::is_line_frame(frame) {
+        Kind::Program
+    } else {
+        kind(frame)
+    };
+    match kind {
         Kind::Program | Kind::Glue => Color {
             r: 110 + a % 50,
             g: 80 + b % 50,

@@ -27,7 +27,7 @@ impl PerfChoice {
     /// Find and run-check perf; a version mismatch is printed as a warning.
     pub fn find(&self, quiet: bool) -> Result<FoundPerf> {
         let loc = Locator::from_env(self.explicit.clone(), self.trust)?;
-        let found = locate(&loc)?;
+        let found = locate(&loc).map_err(no_working_perf)?;
         if found.source == locate::Source::LinuxToolsNearest && !quiet {
             // Not the obvious place: say which perf and why (issue 13.7).
             crate::out::say(format!("using {}", found.choice));
@@ -36,5 +36,43 @@ impl PerfChoice {
             crate::out::say(format!("warning: {hint}"));
         }
         Ok(found)
+    }
+}
+
+/// Every way of not getting a perf to run — none found, `--perf`/`$PERF` missing, not a file,
+/// failing its `--version`, or refused as untrusted — is the documented exit 1, "no working
+/// perf" (a check that failed), with the reason kept.
+fn no_working_perf(e: anyhow::Error) -> anyhow::Error {
+    let msg = match e.downcast_ref::<crate::error::Failure>() {
+        Some(f) if f.kind == crate::error::Kind::Check => return e,
+        Some(f) => f.message.clone(),
+        None => format!("{e:#}"),
+    };
+    let msg = match msg.strip_prefix("no working perf") {
+        Some(_) => msg,
+        None => format!("no working perf: {msg}"),
+    };
+    crate::error::check(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15, item 5: `record --perf /nonexistent` and a refused perf exited 2.
+    #[test]
+    fn regression_every_missing_perf_is_exit_1() {
+        let e = PerfChoice {
+            explicit: Some(PathBuf::from("/nonexistent/perf")),
+            trust: false,
+        }
+        .find(true)
+        .unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 1, "{e:#}");
+        assert!(
+            e.to_string()
+                .starts_with("no working perf: --perf /nonexistent/perf"),
+            "{e}"
+        );
     }
 }

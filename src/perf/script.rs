@@ -5,6 +5,8 @@
 use crate::error::{child, usage};
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
@@ -31,6 +33,9 @@ pub fn argv(
     a
 }
 
+/// The descriptor number `perf script` reads the profile from (see [`Script::start`]).
+const DATA_FD: i32 = 3;
+
 /// A running `perf script`: read its output from [`Script::reader`], then call [`Script::finish`].
 pub struct Script {
     child: Child,
@@ -39,19 +44,61 @@ pub struct Script {
 }
 
 impl Script {
-    /// Start `perf script`.
-    pub fn start(perf: &Path, data: &Path, kallsyms: Option<&Path>, force: bool) -> Result<Script> {
-        let a = argv(perf, data, kallsyms, force);
-        let line = a
+    /// Start `perf script` on `data`, the profile opened and checked by the caller (`shown`
+    /// is its path, for messages): perf reads that very file as `/proc/self/fd/3`, so whatever
+    /// the path names by now (a file swapped after the check), perf parses what was checked.
+    pub fn start(
+        perf: &Path,
+        shown: &Path,
+        data: &std::fs::File,
+        kallsyms: Option<&Path>,
+        force: bool,
+    ) -> Result<Script> {
+        Script::start_with(perf, shown, data, kallsyms, force, &[])
+    }
+
+    /// [`Script::start`] with `extra` arguments (e.g. `-F event,period,ip,sym`).
+    pub fn start_with(
+        perf: &Path,
+        shown: &Path,
+        data: &std::fs::File,
+        kallsyms: Option<&Path>,
+        force: bool,
+        extra: &[&str],
+    ) -> Result<Script> {
+        let fd_path = format!("/proc/self/fd/{DATA_FD}");
+        let mut a = argv(perf, Path::new(&fd_path), kallsyms, force);
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let mut shown_argv = argv(perf, shown, kallsyms, force);
+        shown_argv.extend(extra.iter().map(std::ffi::OsString::from));
+        let line = shown_argv
             .iter()
             .map(|s| s.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut child = Command::new(&a[0])
-            .args(&a[1..])
+        let mut cmd = Command::new(&a[0]);
+        cmd.args(&a[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        let src = data.as_raw_fd();
+        // SAFETY: between fork and exec only dup2 and fcntl, which are async-signal-safe; the
+        // profile ends at fd 3 without FD_CLOEXEC (dup2 clears it; when it is fd 3 already,
+        // fcntl does), and a failure fails the spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = if src == DATA_FD {
+                    libc::fcntl(src, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(src, DATA_FD)
+                };
+                if r < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", perf.display()))?;
         let stderr = child.stderr.take().map(|mut e| {
@@ -78,6 +125,14 @@ impl Script {
         Ok(Progress::new(out, "perf script"))
     }
 
+    /// perf's stdout, without a progress indicator (for a `perf script` run beside another).
+    pub fn reader_quiet(&mut self) -> Result<ChildStdout> {
+        self.child
+            .stdout
+            .take()
+            .context("perf script stdout already taken")
+    }
+
     /// Wait for perf; a failure carries its command line and stderr.
     pub fn finish(mut self) -> Result<()> {
         let status = self.child.wait()?;
@@ -89,11 +144,13 @@ impl Script {
         if status.success() {
             return Ok(());
         }
+        let fd_path = format!("/proc/self/fd/{DATA_FD}");
         let msg = err
             .lines()
             .filter(|l| !l.trim().is_empty())
             .collect::<Vec<_>>()
-            .join(" | ");
+            .join(" | ")
+            .replace(&fd_path, "the input");
         if msg.contains("not owned by current user") {
             return Err(usage(format!(
                 "{msg} (the file belongs to another user: run as that user, or as root)"

@@ -21,7 +21,7 @@ pub enum InputKind {
 /// neither, naming the first line that fits no kind. Bytes that are not UTF-8 are read as `?`:
 /// a frame name may hold any byte.
 pub fn detect(head: &[u8]) -> Result<InputKind, String> {
-    if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+    if super::perfheader::is_perf_data(head) {
         return Ok(InputKind::PerfData);
     }
     if head.starts_with(b"PERFFILE") {
@@ -44,7 +44,7 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
         if l.starts_with([' ', '\t']) {
             return Ok(InputKind::PerfScript);
         }
-        if parse_line(l).is_some() {
+        if folded_shape(l) {
             folded_like += 1;
         } else if folded_like == 0 && !looks_like_event_line(l) {
             return Err(format!(
@@ -59,6 +59,15 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
     } else {
         Err("no indented frame lines (perf script) and no `frames COUNT` lines (folded)".into())
     }
+}
+
+/// `frames COUNT` with a count of digits (of any length: one too big for 64 bits is still a
+/// folded line, refused later by [`checked_total`] naming its line).
+fn folded_shape(l: &str) -> bool {
+    l.trim_end().rsplit_once(' ').is_some_and(|(stack, count)| {
+        let digits = count.split_once('.').map_or(count, |(d, _)| d);
+        !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// A `perf script` event line: `comm pid[/tid] [cpu] time: period event:`.
@@ -120,6 +129,46 @@ pub fn parse_line(line: &str) -> Option<Stack> {
         frames: stack.split(';').map(str::to_string).collect(),
         count,
     })
+}
+
+/// The sum of a folded text's counts, checked: `Err` names the line at which the counts add
+/// up past 2^64, or a count too large for 64 bits (the flame graph, `report` and `diff` all
+/// sum them). Counts are read as inferno reads them: a fractional part is dropped.
+pub fn checked_total(text: &str) -> Result<u64, String> {
+    let mut total = 0u64;
+    for (i, line) in text.lines().enumerate() {
+        let Some((stack, field)) = line.trim_end().rsplit_once(' ') else {
+            continue;
+        };
+        let digits = field.split_once('.').map_or(field, |(d, _)| d);
+        if stack.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let n: u64 = digits.parse().map_err(|_| {
+            format!(
+                "line {}: the count {digits} does not fit in 64 bits; this is not a profile perf or ebpf-prof wrote",
+                i + 1
+            )
+        })?;
+        total = total.checked_add(n).ok_or_else(|| {
+            format!(
+                "line {}: the counts add up past 2^64 (18446744073709551615); this is not a profile perf or ebpf-prof wrote",
+                i + 1
+            )
+        })?;
+    }
+    Ok(total)
+}
+
+/// The 1-based number of the first non-empty line that is not a folded stack, if any.
+pub fn first_malformed(text: &str) -> Option<(usize, usize)> {
+    let mut bad = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && parse_line(l).is_none())
+        .map(|(i, _)| i + 1);
+    let first = bad.next()?;
+    Some((first, 1 + bad.count()))
 }
 
 /// Folded stacks parsed, with the number of lines that could not be read.
@@ -246,6 +295,21 @@ mod tests {
         assert_eq!(f.skipped, 2);
         assert_eq!(f.total(), 5);
         assert_eq!(f.to_text(), "a;b 3\na;c 2\n");
+    }
+
+    /// Issue 12, item 6: counts near u64::MAX wrapped silently ("1844674407370955161600.0 %").
+    #[test]
+    fn regression_counts_near_u64_max_are_one_clear_error() {
+        assert_eq!(checked_total("a;b 3\nnot a line\na;c 2.9\n"), Ok(5));
+        let e = checked_total("a;b 18446744073709551615\na;c 10\n").unwrap_err();
+        assert!(e.starts_with("line 2: the counts add up past 2^64"), "{e}");
+        let e = checked_total("x 1\na;b 99999999999999999999\n").unwrap_err();
+        assert!(
+            e.starts_with("line 2: the count 99999999999999999999 does not fit"),
+            "{e}"
+        );
+        assert_eq!(first_malformed("a 1\n\nbad\nb 2\nworse\n"), Some((3, 2)));
+        assert_eq!(first_malformed("a 1\n"), None);
     }
 
     #[test]

@@ -11,55 +11,99 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// The largest sidecar read: a kallsyms snapshot is ~5 MB, a run record a few KB.
-pub const SIDECAR_MAX: u64 = 256 << 20;
+/// What a file the user gives is for: decides what the messages ask for and the size cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The profile itself: perf.data, `perf script` text or folded stacks.
+    Profile,
+    /// `INPUT.json`, the run record.
+    RunRecord,
+    /// `INPUT.kallsyms` or `--kallsyms`, a snapshot of /proc/kallsyms.
+    Kallsyms,
+}
 
-/// Open `path` for reading when it is a regular, non-empty file; `nofollow` refuses a symlink.
-/// Errors are usage errors naming the file and what to give instead.
-pub fn open_regular(path: &Path, nofollow: bool) -> Result<(File, u64)> {
+impl Role {
+    /// What to give instead, for messages.
+    fn want(self) -> &'static str {
+        match self {
+            Role::Profile => "give a perf.data file written by `ebpf-prof record` (or `perf script` output, or folded stacks)",
+            Role::RunRecord => "remove it, or put there the perf.data.json written by `ebpf-prof record`",
+            Role::Kallsyms => "give the kallsyms snapshot written by `ebpf-prof record` (perf.data.kallsyms)",
+        }
+    }
+
+    /// The largest file read for this role: a kallsyms snapshot is ~5 MB, a run record a few
+    /// KB; a profile has no cap.
+    pub fn cap(self) -> u64 {
+        match self {
+            Role::Profile => u64::MAX,
+            Role::RunRecord => 16 << 20,
+            Role::Kallsyms => 256 << 20,
+        }
+    }
+
+    /// The role of a sidecar, from its name.
+    fn of_sidecar(path: &Path) -> Role {
+        match path.extension() {
+            Some(e) if e == "json" => Role::RunRecord,
+            _ => Role::Kallsyms,
+        }
+    }
+}
+
+/// Open `path` for reading when it is a regular, non-empty file no bigger than the role's cap;
+/// `nofollow` refuses a symlink. Errors are usage errors naming the file and what to give.
+pub fn open_regular(path: &Path, role: Role, nofollow: bool) -> Result<(File, u64)> {
     let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if nofollow {
         flags |= libc::O_NOFOLLOW;
     }
+    let shown = path.display();
+    let want = role.want();
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                return usage(format!(
-                    "{} is a symbolic link: not followed for a sidecar file",
-                    path.display()
-                ));
-            }
-            usage(format!(
-                "cannot read {}: {e} (give the perf.data written by `ebpf-prof record`)",
-                path.display()
-            ))
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) if nofollow => usage(format!(
+                "{shown} is a symbolic link: a file beside the input is not followed through a link; copy the file there instead"
+            )),
+            _ => usage(format!("cannot read {shown}: {}; {want}", plain(&e))),
         })?;
     let meta = file
         .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
+        .with_context(|| format!("cannot stat {shown}"))?;
     if meta.is_dir() {
-        return Err(usage(format!(
-            "{} is a directory: give a perf.data file",
-            path.display()
-        )));
+        return Err(usage(format!("{shown} is a directory: {want}")));
     }
     if !meta.is_file() {
         return Err(usage(format!(
-            "{} is not a regular file (a FIFO, a device, a socket): give a perf.data file",
-            path.display()
+            "{shown} is not a regular file (a FIFO, a device or a socket): {want}"
         )));
     }
-    if meta.len() == 0 {
-        return Err(usage(format!(
-            "{} is empty: the recording did not finish; record again",
-            path.display()
-        )));
+    match (meta.len(), role) {
+        (0, Role::Profile) => Err(usage(format!(
+            "{shown} is empty: the recording did not finish; record again"
+        ))),
+        (0, _) => Err(usage(format!("{shown} is empty: {want}"))),
+        (n, _) if n > role.cap() => Err(usage(format!(
+            "{shown} is {n} bytes, more than such a file can be ({} bytes): {want}",
+            role.cap()
+        ))),
+        (n, _) => {
+            clear_nonblock(&file);
+            Ok((file, n))
+        }
     }
-    clear_nonblock(&file);
-    Ok((file, meta.len()))
+}
+
+/// An OS error without Rust's "(os error N)" tail.
+pub fn plain(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 /// Blocking reads again for a regular file (O_NONBLOCK was only for the open).
@@ -74,24 +118,21 @@ fn clear_nonblock(f: &File) {
     }
 }
 
-/// A sidecar's text, when it exists: a regular file, not a link, at most [`SIDECAR_MAX`]
-/// bytes. `Ok(None)` when there is nothing at `path`.
+/// A sidecar's text, when it exists: a regular file, not a link, at most its role's cap
+/// (a run record for `*.json`, else a kallsyms snapshot). `Ok(None)` when nothing is at `path`.
 pub fn read_sidecar(path: &Path) -> Result<Option<String>> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(None);
     }
-    let (f, len) = open_regular(path, true)?;
-    if len > SIDECAR_MAX {
-        return Err(usage(format!(
-            "{} is {len} bytes, more than a sidecar file can be ({SIDECAR_MAX}): is it the right file?",
-            path.display()
-        )));
-    }
-    let mut text = String::new();
-    f.take(SIDECAR_MAX)
-        .read_to_string(&mut text)
+    let role = Role::of_sidecar(path);
+    let (f, _) = open_regular(path, role, true)?;
+    let mut bytes = Vec::new();
+    f.take(role.cap())
+        .read_to_end(&mut bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(Some(text))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| usage(format!("{} is not text: {}", path.display(), role.want())))
 }
 
 /// The first bytes of the file, at least up to the end of its first line (a folded file's
@@ -136,7 +177,7 @@ mod tests {
             (Path::new("/nonexistent-x"), false, "cannot read"),
         ];
         for (p, nofollow, msg) in cases {
-            let e = open_regular(p, *nofollow).err().unwrap();
+            let e = open_regular(p, Role::Profile, *nofollow).err().unwrap();
             assert!(e.to_string().contains(msg), "{p:?}: {e}");
             assert_eq!(crate::error::exit_code(&e), 2, "{p:?}");
         }
@@ -154,13 +195,39 @@ mod tests {
         assert!(read_sidecar(&zero).is_err());
     }
 
+    /// Issue 12, item 8: sidecars are named for what they are, and capped by role.
+    #[test]
+    fn sidecar_messages_and_caps_follow_the_role() {
+        let d = tempfile::tempdir().unwrap();
+        let json = d.path().join("p.data.json");
+        std::fs::File::create(&json)
+            .unwrap()
+            .set_len(Role::RunRecord.cap() + 1)
+            .unwrap();
+        let e = read_sidecar(&json).unwrap_err().to_string();
+        assert!(
+            e.contains("more than such a file can be (16777216 bytes)"),
+            "{e}"
+        );
+        assert!(e.contains("perf.data.json"), "{e}");
+        let ksyms = d.path().join("p.data.kallsyms");
+        std::fs::write(&ksyms, "").unwrap();
+        let e = read_sidecar(&ksyms).unwrap_err().to_string();
+        assert!(e.ends_with("is empty: give the kallsyms snapshot written by `ebpf-prof record` (perf.data.kallsyms)"), "{e}");
+        std::fs::write(&json, [0xff, 0xfe]).unwrap();
+        assert!(read_sidecar(&json)
+            .unwrap_err()
+            .to_string()
+            .contains("is not text"));
+    }
+
     #[test]
     fn the_head_reaches_the_end_of_a_long_first_line() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("f");
         let long = format!("{} 3\nb 1\n", "x;".repeat(50_000));
         std::fs::write(&p, &long).unwrap();
-        let (mut f, _) = open_regular(&p, false).unwrap();
+        let (mut f, _) = open_regular(&p, Role::Profile, false).unwrap();
         let h = head(&mut f).unwrap();
         assert!(h.len() > 100_000 && h.contains(&b'\n'));
     }

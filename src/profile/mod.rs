@@ -6,8 +6,10 @@
 pub mod folded;
 pub mod frames;
 mod input;
+pub mod perfheader;
+pub mod scan;
 
-pub use input::{open_regular, read_sidecar};
+pub use input::{open_regular, plain, read_sidecar, Role};
 
 use crate::error::usage;
 use crate::out::say;
@@ -17,8 +19,12 @@ use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use anyhow::Result;
 use folded::InputKind;
+use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+
+/// A rewrite of `perf script`'s text on its way to the collapser (`flame --lines`).
+pub type ScriptRewrite<'r, 'a> = &'r dyn Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a>;
 
 /// A profile turned into folded stacks, with what is known of its run.
 #[derive(Debug, Clone)]
@@ -26,12 +32,27 @@ pub struct Profile {
     pub folded: String,
     pub record: Option<RunRecord>,
     pub kind: InputKind,
+    /// The number of samples, counted in `perf script`'s output (perf.data and script text).
+    pub samples: Option<u64>,
 }
 
 /// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
 /// frames with (default: `INPUT.kallsyms`).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
-    let (mut file, _) = open_regular(input, false)?;
+    load_rewritten(input, kallsyms, perf, None)
+}
+
+/// [`load`], with `perf script`'s text of a perf.data passed through `rewrite`.
+pub fn load_rewritten<'a>(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
+) -> Result<Profile> {
+    let (mut file, len) = open_regular(input, Role::Profile, false)?;
+    if let Some(k) = kallsyms {
+        open_regular(k, Role::Kallsyms, false)?;
+    }
     let head = input::head(&mut file)?;
     let kind = folded::detect(&head).map_err(|why| {
         usage(format!(
@@ -41,19 +62,19 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     })?;
     let files = RunFiles::new(input);
     let record = run_record(&files)?;
-    let text = match kind {
-        InputKind::PerfData => collapse_perf_data(input, &files, kallsyms, perf)?,
-        InputKind::PerfScript => {
-            let all = std::io::Cursor::new(head).chain(file);
-            String::from_utf8_lossy(&folded::collapse_perf_script(all)?).into_owned()
+    let (text, samples) = match kind {
+        InputKind::PerfData => {
+            check_complete(input, &file, &head, len)?;
+            collapse_perf_data(input, &file, &files, kallsyms, perf, rewrite)?
         }
-        InputKind::Folded => {
-            let mut rest = Vec::new();
-            file.read_to_end(&mut rest)?;
-            let mut all = head;
-            all.extend_from_slice(&rest);
-            String::from_utf8_lossy(&all).into_owned()
+        _ if rewrite.is_some() => {
+            return Err(usage(format!(
+                "{} is not a perf.data file: source lines need the BPF program info of a perf.data",
+                input.display()
+            )))
         }
+        InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
+        InputKind::Folded => (read_folded(input, head, file)?, None),
     };
     if text.trim().is_empty() {
         return Err(usage(format!(
@@ -61,11 +82,64 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
             input.display()
         )));
     }
+    let total =
+        folded::checked_total(&text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    if total == 0 {
+        return Err(usage(format!(
+            "{} holds no samples: every stack's count is 0",
+            input.display()
+        )));
+    }
+    crate::failpoint::hit("profile:loaded");
     Ok(Profile {
         folded: text,
         record,
         kind,
+        samples,
     })
+}
+
+/// The rest of a folded file after its head; malformed lines are skipped, with a warning that
+/// names the first.
+fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<String> {
+    let mut all = head;
+    file.read_to_end(&mut all)?;
+    let text = String::from_utf8_lossy(&all).into_owned();
+    if let Some((line, n)) = folded::first_malformed(&text) {
+        say(format!(
+            "warning: {}: {n} line(s) are not folded stacks (`frame;frame COUNT`) and were skipped, the first is line {line}",
+            input.display()
+        ));
+    }
+    Ok(text)
+}
+
+/// perf.data's header against its length: a recording that did not finish is said to be one.
+fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()> {
+    match perfheader::incomplete(head, len, |off, n| perfheader::read_at(file, off, n)) {
+        None => Ok(()),
+        Some(why) => Err(usage(format!(
+            "{} is truncated: the recording did not finish; record again ({why})",
+            input.display()
+        ))),
+    }
+}
+
+/// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
+/// past 2^64 are a usage error naming the line.
+fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<u64>)> {
+    let (scan, tally) = scan::Scan::new(reader);
+    let out = folded::collapse_perf_script(scan);
+    if let Some(line) = tally.overflow_line.get() {
+        return Err(usage(format!(
+            "{}: the sample periods add up past 2^64 at line {line} of perf script's output; this is not a profile perf wrote",
+            input.display()
+        )));
+    }
+    Ok((
+        String::from_utf8_lossy(&out?).into_owned(),
+        Some(tally.samples.get()),
+    ))
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -85,26 +159,20 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
     }
 }
 
-fn collapse_perf_data(
+fn collapse_perf_data<'a>(
     input: &Path,
+    file: &File,
     files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
-) -> Result<String> {
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
+) -> Result<(String, Option<u64>)> {
     let snapshot = kallsyms
         .map(Path::to_path_buf)
-        .or_else(|| Some(files.kallsyms()).filter(|p| p.exists()));
+        .or_else(|| Some(files.kallsyms()).filter(|p| std::fs::symlink_metadata(p).is_ok()));
     match &snapshot {
-        Some(s) => {
-            // A snapshot must be a regular file perf can read to the end: check it first.
-            let (_, len) = open_regular(s, kallsyms.is_none())?;
-            if len > input::SIDECAR_MAX {
-                return Err(usage(format!(
-                    "{} is {len} bytes: not a kallsyms snapshot",
-                    s.display()
-                )));
-            }
-        }
+        // A snapshot must be a regular file perf can read to the end: check it first.
+        Some(s) => drop(open_regular(s, Role::Kallsyms, kallsyms.is_none())?),
         None => say(format!(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
             input.display()
@@ -114,20 +182,27 @@ fn collapse_perf_data(
     let mut script = Script::start(
         &found.path,
         input,
+        file,
         snapshot.as_deref(),
-        sudo_users_own(input),
+        force_for_root(file),
     )?;
-    let collapsed = folded::collapse_perf_script(script.reader()?);
-    script.finish()?;
-    Ok(String::from_utf8_lossy(&collapsed?).into_owned())
+    let reader: Box<dyn Read + 'a> = Box::new(script.reader()?);
+    let collapsed = match rewrite {
+        Some(r) => collapse(input, r(reader)),
+        None => collapse(input, reader),
+    };
+    let finished = script.finish();
+    match collapsed {
+        // Our own finding (periods overflowing) first; else perf's failure, if any.
+        Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
+        c => finished.and(c),
+    }
 }
 
-/// Root reading the file of the user who ran sudo: perf's ownership check would refuse it, and
-/// the file is that user's own recording, so it is safe to pass `-f`.
-fn sudo_users_own(path: &Path) -> bool {
+/// Root reading a file that is not root's: perf's ownership check would refuse it ("File
+/// perf.data.old not owned by current user or root"). The file is the one opened and checked
+/// here (perf reads it through the same descriptor), so `-f` is safe to pass.
+pub(crate) fn force_for_root(file: &File) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let owner = crate::runfiles::Owner::from_sudo_env();
-    let meta = std::fs::metadata(path).ok();
-    crate::host::security::is_root()
-        && matches!((owner, meta), (Some(o), Some(m)) if m.uid() == o.uid)
+    crate::host::security::is_root() && file.metadata().is_ok_and(|m| m.uid() != 0)
 }

@@ -52,8 +52,9 @@ pub struct RecordOptions {
     /// Narrows the programs the recording is for ([`gate`]); `None` takes them all.
     pub filter: Option<String>,
     pub allow_no_bpf: bool,
-    /// What to load and attach for the recording (after the JIT sysctls are set, so the JIT
-    /// is on when it loads).
+    /// What to load and attach for the recording (after the JIT sysctls are set: harmless, and
+    /// on kernels up to 5.4 the sysctl also gated the kernel's own lookups of BPF addresses; the
+    /// /proc/kallsyms listing is gated when read, so the order does not matter for it).
     pub load: Load,
     pub perf_args: Vec<String>,
     pub perf: PerfChoice,

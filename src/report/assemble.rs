@@ -18,7 +18,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         None => (input.folded.clone(), Vec::new()),
     };
     let t = walk::tally(&folded.stacks);
-    let (samples, samples_source) = samples(&folded, input.record);
+    let (samples, samples_source) = samples(&folded, input.record, input.counted);
     let bpf = bpf_share(&t, samples, samples_source);
     let breakdown = breakdown(&t);
     let kernel_functions = kernel_functions(&t, input.top);
@@ -73,9 +73,16 @@ fn count_unit(record: Option<&RunRecord>, source: SamplesSource) -> String {
     }
 }
 
-fn samples(folded: &Folded, record: Option<&RunRecord>) -> (Option<u64>, SamplesSource) {
+fn samples(
+    folded: &Folded,
+    record: Option<&RunRecord>,
+    counted: Option<u64>,
+) -> (Option<u64>, SamplesSource) {
     if let Some(n) = record.and_then(|r| r.perf_samples) {
         return (Some(n), SamplesSource::PerfRecord);
+    }
+    if let Some(n) = counted {
+        return (Some(n), SamplesSource::PerfScript);
     }
     let mut counts: Vec<u64> = folded.stacks.iter().map(|s| s.count).collect();
     counts.sort_unstable();

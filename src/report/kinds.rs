@@ -214,7 +214,7 @@ pub fn hint(
         ),
         Category::OwnCode => match evidence {
             OwnCodeEvidence::Line(line) => format!(
-                "the programs' own instructions take {share:.0}% of the time in BPF{who}, {line}: that line's work (a loop, a copy, a long chain of steps) is the cost, not a helper"
+                "the programs' own instructions take {share:.0}% of the time in BPF{who}; the hottest line: {line}"
             ),
             OwnCodeEvidence::None => format!(
                 "the programs' own instructions take {share:.0}% of the time in BPF{who}; which lines, `ebpf-prof annotate` on the perf.data says"

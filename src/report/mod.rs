@@ -15,6 +15,7 @@ mod assemble;
 pub mod delta;
 pub mod filter;
 mod kinds;
+pub mod lines;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
@@ -31,12 +32,13 @@ use serde::Serialize;
 use std::path::Path;
 
 /// The report on a loaded profile; `input` locates the run's kallsyms snapshot unless
-/// `kallsyms` names one.
+/// `kallsyms` names one; `own_code_line` backs the own-code hint ([`lines::own_code_hint_line`]).
 pub fn report_on(
     p: &Profile,
     input: &Path,
     kallsyms: Option<&Path>,
     top: usize,
+    own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
     let folded = Folded::parse(&p.folded);
     let syms = snapshot(input, kallsyms)?;
@@ -46,7 +48,8 @@ pub fn report_on(
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         top,
-        own_code_line: None,
+        own_code_line,
+        counted: p.samples,
     }))
 }
 
@@ -89,6 +92,8 @@ pub struct Input<'a> {
     /// The hottest source line in the programs' own code (from the profile's BPF line
     /// information, `ebpf-prof annotate`'s), to back the own-code hint; `None` without it.
     pub own_code_line: Option<String>,
+    /// The samples counted in `perf script`'s output, when the profile went through it.
+    pub counted: Option<u64>,
 }
 
 /// Where the sample count comes from.
@@ -99,6 +104,8 @@ pub enum SamplesSource {
     PerfRecord,
     /// The folded counts themselves: small counts, read as samples (no run record).
     FoldedCounts,
+    /// Counted in `perf script`'s output (one event line per sample): no run record.
+    PerfScript,
     /// Period-weighted counts and no run record.
     Unknown,
 }

@@ -30,6 +30,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
         kallsyms: syms.as_deref(),
         top: 20,
         own_code_line: None,
+        counted: None,
     })
 }
 

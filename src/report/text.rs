@@ -22,9 +22,12 @@ fn header(s: &mut String, r: &Report) {
         (Some(n), Some(ev)) => {
             format!("{n} samples of {ev}, weighted by period ({})", r.count_unit)
         }
+        (Some(n), None) if r.samples_source == SamplesSource::PerfScript => format!(
+            "{n} samples (counted in perf script's output: no perf.data.json beside it to say the event)"
+        ),
         (Some(n), None) => format!("{n} samples"),
         (None, Some(ev)) => format!("{ev}, sample count unknown"),
-        (None, None) => "sample count unknown".to_string(),
+        (None, None) => "sample count unknown (no perf.data.json beside it, and the counts are periods, not samples)".to_string(),
     };
     let _ = writeln!(s, "{}: {what}", r.input);
     let b = &r.bpf;

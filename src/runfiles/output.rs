@@ -51,7 +51,7 @@ impl Output {
                     })
                 }
                 Err(e) if exists(&e) => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(cannot_create(&dir, target, e)),
             }
         }
         Err(anyhow::anyhow!(
@@ -72,8 +72,7 @@ impl Output {
     pub fn commit(mut self) -> Result<()> {
         let file = self.file.take().context("output already committed")?;
         let path = self.target.display().to_string();
-        file.sync_all()
-            .with_context(|| format!("cannot write {path}"))?;
+        file.sync_all().map_err(|e| write_error(&self.target, &e))?;
         file.set_permissions(std::fs::Permissions::from_mode(self.mode))
             .with_context(|| format!("cannot set the mode of {path}"))?;
         if let Some(o) = Owner::from_sudo_env() {
@@ -113,9 +112,41 @@ impl Drop for Output {
 /// Write `bytes` to a new file `target` (or replace a regular one with `replace`) all at once.
 pub fn write_file(target: &Path, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
     let mut o = Output::create(target, replace, mode)?;
-    o.write_all(bytes)
-        .with_context(|| format!("cannot write {}", target.display()))?;
+    o.write_all(bytes).map_err(|e| write_error(target, &e))?;
     o.commit()
+}
+
+/// A failed write of an output, saying that nothing changed and, for the usual causes, what to
+/// do. Not a usage error: the input was fine (exit 4).
+pub fn write_error(target: &Path, e: &std::io::Error) -> anyhow::Error {
+    let why = match e.raw_os_error() {
+        Some(libc::EFBIG) => {
+            "the file size limit (ulimit -f) was reached; raise it or write elsewhere"
+        }
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
+            "the disk is full; free some space or write elsewhere"
+        }
+        _ => "write elsewhere",
+    };
+    anyhow::anyhow!(
+        "cannot write {}: {} ({why}); nothing was left behind and any old file is as it was",
+        target.display(),
+        crate::profile::plain(e)
+    )
+}
+
+/// The temp file could not be made: a directory the user cannot write is theirs to change.
+fn cannot_create(dir: &Path, target: &Path, e: anyhow::Error) -> anyhow::Error {
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    match io.and_then(std::io::Error::raw_os_error) {
+        Some(libc::EACCES | libc::EPERM | libc::EROFS) => usage(format!(
+            "cannot write {}: {} is not writable for you ({}); pick another -o",
+            target.display(),
+            dir.display(),
+            io.map(crate::profile::plain).unwrap_or_default()
+        )),
+        _ => e,
+    }
 }
 
 fn check_target(target: &Path, replace: bool) -> Result<()> {
@@ -221,6 +252,25 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "new");
         let mode = std::fs::metadata(&t).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
+    }
+
+    /// Issue 12, item 7: a failed write says why and that nothing changed (exit 4).
+    #[test]
+    fn write_errors_name_the_limit_or_the_full_disk() {
+        let t = Path::new("out.svg");
+        let cases = [
+            (libc::EFBIG, "(the file size limit (ulimit -f) was reached"),
+            (libc::ENOSPC, "(the disk is full"),
+            (libc::EIO, "(write elsewhere)"),
+        ];
+        for (errno, want) in cases {
+            let e = write_error(t, &std::io::Error::from_raw_os_error(errno));
+            let s = e.to_string();
+            assert!(s.starts_with("cannot write out.svg: "), "{s}");
+            assert!(s.contains(want), "{s}");
+            assert!(s.ends_with("nothing was left behind and any old file is as it was"));
+            assert_eq!(crate::error::exit_code(&e), 4);
+        }
     }
 
     #[test]

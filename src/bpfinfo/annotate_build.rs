@@ -1,0 +1,242 @@
+//! From per-line weights ([`LineReport`]) to the [`Annotation`] `annotate` prints: shares,
+//! names, the `--prog` filter, `--top`, the notes that explain what could not be mapped
+//! (no line info, programs of the same name, BPF code without program info), and `--asm`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+
+use super::annotate::{
+    by_function, has_lines, Annotation, AsmInsn, Helper, Line, Program, Request,
+};
+use super::{disassemble, BpfInfo, LineCost, LineReport};
+use crate::error::usage;
+use crate::report::pct;
+
+/// `bpf_prog_<tag>_<name>` → `name`; other symbols as they are.
+pub fn short_name(symbol: &str) -> String {
+    crate::host::kallsyms::split_bpf_symbol(symbol).map_or_else(|| symbol.to_string(), |(_, n)| n)
+}
+
+/// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
+/// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
+/// sub-program N.
+pub fn display_name(info: &BpfInfo, id: u32, f: usize, symbol: &str) -> String {
+    let s = short_name(symbol);
+    if !s.is_empty() && s != "F" && !s.starts_with("bpf_prog_") {
+        return s;
+    }
+    let prog = info.prog(id).map(|p| p.name.clone()).unwrap_or_default();
+    match (f, prog.is_empty()) {
+        (_, true) => s,
+        (0, false) => prog,
+        (_, false) => format!("{prog}:sub{f}"),
+    }
+}
+
+/// The annotation of `report`, filtered and cut as `req` asks.
+pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<Annotation> {
+    let total = report.total;
+    let mut programs: Vec<Program> = by_function(&report.lines)
+        .into_iter()
+        .map(|((id, f), lines)| program(info, id, f, &lines, total, req.top))
+        .collect();
+    programs.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.id.cmp(&b.id)));
+    let mut notes = notes(info, report, &programs);
+    if let Some(want) = &req.prog {
+        let all: BTreeSet<String> = programs.iter().map(|p| p.name.clone()).collect();
+        programs.retain(|p| &p.name == want || &p.symbol == want || p.id.to_string() == *want);
+        if programs.is_empty() {
+            return Err(usage(format!(
+                "no sampled BPF function is named {want:?} in {} (sampled: {})",
+                req.source.input.display(),
+                all.into_iter().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    if report.in_bpf == 0 && report.unknown_bpf == 0 {
+        notes.push("no sample is inside a BPF program: was a hook attached and running during the recording? (`ebpf-prof report` says more)".into());
+    }
+    Ok(Annotation {
+        schema: crate::out::JSON_SCHEMA,
+        input: req.source.input.display().to_string(),
+        total_weight: total,
+        bpf_percent: pct(report.in_bpf, total),
+        unmapped_bpf_percent: pct(report.unknown_bpf, total),
+        programs,
+        notes,
+    })
+}
+
+fn program(
+    info: &BpfInfo,
+    id: u32,
+    f: usize,
+    lines: &[&LineCost],
+    total: u64,
+    top: usize,
+) -> Program {
+    let incl: u64 = lines.iter().map(|l| l.inclusive_weight).sum();
+    let selfw: u64 = lines.iter().map(|l| l.self_weight).sum();
+    let symbol = lines[0].func_name.clone();
+    let main = info
+        .prog(id)
+        .and_then(|p| p.funcs.first())
+        .map(|m| display_name(info, id, 0, &m.sym_name));
+    let mut rows: Vec<Line> = lines.iter().map(|l| line(l, total, incl)).collect();
+    rows.sort_by(|a, b| {
+        b.incl_percent
+            .total_cmp(&a.incl_percent)
+            .then(b.self_percent.total_cmp(&a.self_percent))
+            .then(a.line.cmp(&b.line))
+    });
+    rows.truncate(top.max(1));
+    Program {
+        name: display_name(info, id, f, &symbol),
+        id,
+        function_index: f,
+        symbol,
+        subprogram_of: (f > 0).then_some(main).flatten(),
+        percent: pct(incl, total),
+        self_percent: pct(selfw, total),
+        line_info: has_lines(info, id),
+        lines: rows,
+    }
+}
+
+fn line(l: &LineCost, total: u64, func_total: u64) -> Line {
+    Line {
+        file: basename(&l.file).to_string(),
+        line: l.line,
+        source: l.text.trim().to_string(),
+        offset: l.offset.map(|o| format!("+{o:#x}")),
+        self_percent: pct(l.self_weight, total),
+        incl_percent: pct(l.inclusive_weight, total),
+        function_percent: pct(l.inclusive_weight, func_total),
+        helpers: l
+            .callees
+            .iter()
+            .map(|(name, w)| Helper {
+                name: name.clone(),
+                percent: pct(*w, total),
+            })
+            .collect(),
+        asm: None,
+    }
+}
+
+/// The file name without its directories (clang records the path it was given).
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// What the reader should know: functions without line info, names shared by several
+/// programs (the same object loaded twice, or reloaded during the recording), BPF code perf
+/// stored no program info for.
+fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut told = BTreeSet::new();
+    for p in programs
+        .iter()
+        .filter(|p| !p.line_info && told.insert(p.id))
+    {
+        notes.push(format!(
+            "{} (id {}) has no line info (built without -g?): its code is shown as offsets (+0x19b); add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines",
+            p.name, p.id
+        ));
+    }
+    let mut ids: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    for p in programs {
+        ids.entry(&p.name).or_default().insert(p.id);
+    }
+    for (name, ids) in ids.iter().filter(|(_, ids)| ids.len() > 1) {
+        let list: Vec<String> = ids.iter().map(u32::to_string).collect();
+        notes.push(format!(
+            "{} programs are named {name} (ids {}): shown apart by id; the same object loaded more than once, or unloaded and loaded again during the recording",
+            ids.len(),
+            list.join(", ")
+        ));
+    }
+    if pct(report.unknown_bpf, report.total) >= 0.01 {
+        notes.push(format!(
+            "{:.2}% of the samples are in BPF code the perf.data header has no program info for (a program perf could not read when it was loaded): not mapped to lines",
+            pct(report.unknown_bpf, report.total)
+        ));
+    }
+    let _ = info;
+    notes
+}
+
+/// `--asm`: the JIT-ed instructions of each shown line, with their shares.
+pub fn add_asm(
+    a: &mut Annotation,
+    info: &BpfInfo,
+    by_ip: &BTreeMap<u64, (u64, u64)>,
+    arch: Option<&str>,
+    total: u64,
+) {
+    let arch = arch.unwrap_or(std::env::consts::ARCH);
+    for p in &mut a.programs {
+        let Some(prog) = info.prog(p.id) else {
+            continue;
+        };
+        let fi = p.function_index;
+        let (Some(code), func) = (prog.func_code(fi), &prog.funcs[fi]) else {
+            continue;
+        };
+        let insns = match disassemble(code, func.addr, arch) {
+            Ok(i) => i,
+            Err(e) => {
+                a.notes.push(format!("--asm: {e}"));
+                return;
+            }
+        };
+        for row in &mut p.lines {
+            let ranges = line_ranges(info, prog.id, fi, row);
+            let asm = insns
+                .iter()
+                .filter(|i| {
+                    let end = i.addr + i.len as u64;
+                    ranges.iter().any(|r| r.start < end && i.addr < r.end)
+                })
+                .map(|i| {
+                    let (s, _) = by_ip.get(&i.addr).copied().unwrap_or_default();
+                    let (_, c) = by_ip
+                        .get(&(i.addr + i.len as u64))
+                        .copied()
+                        .unwrap_or_default();
+                    AsmInsn {
+                        offset: i.addr - func.addr,
+                        text: i.text.clone(),
+                        self_percent: pct(s, total),
+                        call_percent: pct(c, total),
+                    }
+                })
+                .collect();
+            row.asm = Some(asm);
+        }
+    }
+}
+
+/// The JIT address ranges of a shown line (one instruction's worth for an offset row).
+fn line_ranges(info: &BpfInfo, id: u32, fi: usize, row: &Line) -> Vec<std::ops::Range<u64>> {
+    let Some(prog) = info.prog(id) else {
+        return Vec::new();
+    };
+    let func = &prog.funcs[fi];
+    if let Some(off) = row
+        .offset
+        .as_deref()
+        .and_then(|o| u64::from_str_radix(o.trim_start_matches("+0x"), 16).ok())
+    {
+        let start = func.addr + off.saturating_sub(1);
+        return std::iter::once(start..func.addr + off + 1).collect();
+    }
+    (0..func.lines.len())
+        .filter(|&j| {
+            let e = &func.lines[j];
+            e.line() == row.line && info.source_line(prog, fi, j).file.ends_with(&row.file)
+        })
+        .map(|j| super::entry_range(func, j))
+        .collect()
+}

@@ -1,0 +1,87 @@
+//! Bounds-checked little- or big-endian reads from a byte slice: every read returns `None`
+//! instead of panicking when it would run past the end, and offsets are added with overflow
+//! checks. The feature sections and BTF blobs are read only through this.
+
+/// A byte slice with the byte order of whoever wrote it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bytes<'a> {
+    buf: &'a [u8],
+    little_endian: bool,
+}
+
+impl<'a> Bytes<'a> {
+    /// `buf`, read in the given byte order.
+    pub(crate) fn new(buf: &'a [u8], little_endian: bool) -> Bytes<'a> {
+        Bytes { buf, little_endian }
+    }
+
+    /// Number of bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether values are little-endian.
+    pub(crate) fn little_endian(&self) -> bool {
+        self.little_endian
+    }
+
+    /// `len` bytes at `off`, if all of them are there.
+    pub(crate) fn slice(&self, off: usize, len: usize) -> Option<&'a [u8]> {
+        self.buf.get(off..off.checked_add(len)?)
+    }
+
+    /// The same byte order over `len` bytes at `off`.
+    pub(crate) fn sub(&self, off: usize, len: usize) -> Option<Bytes<'a>> {
+        Some(Bytes::new(self.slice(off, len)?, self.little_endian))
+    }
+
+    fn array<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
+        self.slice(off, N)?.try_into().ok()
+    }
+
+    /// The u16 at `off`.
+    pub(crate) fn u16(&self, off: usize) -> Option<u16> {
+        let raw = self.array::<2>(off)?;
+        Some(if self.little_endian {
+            u16::from_le_bytes(raw)
+        } else {
+            u16::from_be_bytes(raw)
+        })
+    }
+
+    /// The u32 at `off`.
+    pub(crate) fn u32(&self, off: usize) -> Option<u32> {
+        let raw = self.array::<4>(off)?;
+        Some(if self.little_endian {
+            u32::from_le_bytes(raw)
+        } else {
+            u32::from_be_bytes(raw)
+        })
+    }
+
+    /// The u64 at `off`.
+    pub(crate) fn u64(&self, off: usize) -> Option<u64> {
+        let raw = self.array::<8>(off)?;
+        Some(if self.little_endian {
+            u64::from_le_bytes(raw)
+        } else {
+            u64::from_be_bytes(raw)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stop_at_the_end() {
+        let b = Bytes::new(&[1, 0, 0, 0, 2], true);
+        assert_eq!(b.u32(0), Some(1));
+        assert_eq!(b.u32(1), Some(0x0200_0000));
+        assert_eq!(b.u32(2), None);
+        assert_eq!(b.u16(4), None);
+        assert_eq!(b.slice(usize::MAX, 2), None);
+        assert_eq!(Bytes::new(&[0, 0, 0, 1], false).u32(0), Some(1));
+    }
+}

@@ -1,0 +1,162 @@
+//! `report`'s "hot lines" section: the five BPF source lines (across programs) that hold the
+//! most time, from the perf.data's BPF program info (what `annotate` reads), and the line the
+//! own-code hint names. Kept apart from the folded-stack report: it needs the raw IPs.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::bpfinfo::annotate::{annotate, Request};
+use crate::bpfinfo::source::SampleSource;
+use crate::perf::PerfChoice;
+
+/// How many lines the section lists.
+pub const HOT_LINES: usize = 5;
+
+/// One hot line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HotLine {
+    /// The BPF function (name without `bpf_prog_<tag>_`).
+    pub program: String,
+    /// Its program id.
+    pub id: u32,
+    pub file: String,
+    /// 0 without line info (then `offset` says where).
+    pub line: u32,
+    pub source: String,
+    pub offset: Option<String>,
+    /// % of all samples whose innermost BPF frame is this line.
+    pub incl_percent: f64,
+    /// % of all samples with the CPU in the line's own code.
+    pub self_percent: f64,
+    /// The helper it spends most in, with its share.
+    pub top_helper: Option<(String, f64)>,
+}
+
+/// The hottest lines of the perf.data at `input`; `None` when it is not a perf.data with BPF
+/// program info (a folded or text input, `--no-bpf-event`), or no sample maps to a line.
+/// Runs its own `perf script` without a progress line, so it can run beside `report`'s.
+pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Option<Vec<HotLine>> {
+    let a = annotate(&Request {
+        source: SampleSource {
+            input,
+            kallsyms,
+            perf,
+            quiet: true,
+        },
+        prog: None,
+        top: HOT_LINES,
+        asm: false,
+    })
+    .ok()?;
+    let mut all: Vec<HotLine> = a
+        .programs
+        .iter()
+        .flat_map(|p| {
+            p.lines.iter().map(move |l| HotLine {
+                program: p.name.clone(),
+                id: p.id,
+                file: l.file.clone(),
+                line: l.line,
+                source: l.source.clone(),
+                offset: l.offset.clone(),
+                incl_percent: l.incl_percent,
+                self_percent: l.self_percent,
+                top_helper: l.helpers.first().map(|h| (h.name.clone(), h.percent)),
+            })
+        })
+        .collect();
+    all.sort_by(|a, b| b.incl_percent.total_cmp(&a.incl_percent));
+    all.truncate(HOT_LINES);
+    (!all.is_empty()).then_some(all)
+}
+
+fn place(l: &HotLine) -> String {
+    match (&l.offset, l.line) {
+        (Some(off), _) => format!("{}{off}", l.program),
+        (None, n) => format!("line {n} of {}", l.file),
+    }
+}
+
+/// The own-code hint's line: the line with the most time in its own code, e.g. "line 99 of
+/// hook.bpf.c (`if (bpf_map_lookup_elem(…))`) holds 6.1% of all samples in its own code".
+pub fn own_code_hint_line(lines: &[HotLine]) -> Option<String> {
+    let l = lines
+        .iter()
+        .filter(|l| l.self_percent > 0.0)
+        .max_by(|a, b| a.self_percent.total_cmp(&b.self_percent))?;
+    let src = if l.source.is_empty() {
+        String::new()
+    } else {
+        format!(" (`{}`)", l.source)
+    };
+    Some(format!(
+        "{}{src} in {} holds {:.1}% of all samples in its own code ({:.1}% with what it calls): `ebpf-prof annotate --asm --prog {}` shows its instructions",
+        place(l),
+        l.program,
+        l.self_percent,
+        l.incl_percent,
+        l.program
+    ))
+}
+
+/// The section as text.
+pub fn render(lines: &[HotLine]) -> String {
+    let mut s = String::from("\nhot lines (innermost BPF frame; `ebpf-prof annotate` for all)\n");
+    for l in lines {
+        let helper = l
+            .top_helper
+            .as_ref()
+            .filter(|(_, p)| *p >= 0.05)
+            .map_or_else(String::new, |(n, p)| format!("   [in {n} {p:.1}%]"));
+        let _ = writeln!(
+            s,
+            "  {:5.1}% incl {:5.1}% self  {} ({}): {}{helper}",
+            l.incl_percent,
+            l.self_percent,
+            place(l),
+            l.program,
+            l.source
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hl(line: u32, incl: f64, selfp: f64) -> HotLine {
+        HotLine {
+            program: "path_check_callback".into(),
+            id: 7,
+            file: "hook.bpf.c".into(),
+            line,
+            source: format!("line {line} text"),
+            offset: None,
+            incl_percent: incl,
+            self_percent: selfp,
+            top_helper: None,
+        }
+    }
+
+    #[test]
+    fn the_hint_names_the_line_with_most_own_code() {
+        let lines = [hl(44, 31.0, 2.0), hl(50, 10.0, 8.5), hl(60, 5.0, 0.0)];
+        let hint = own_code_hint_line(&lines).unwrap();
+        assert!(
+            hint.starts_with("line 50 of hook.bpf.c (`line 50 text`)"),
+            "{hint}"
+        );
+        assert!(hint.contains("8.5%"), "{hint}");
+        assert_eq!(own_code_hint_line(&[hl(1, 3.0, 0.0)]), None);
+    }
+
+    #[test]
+    fn offsets_stand_in_without_line_info() {
+        let mut l = hl(0, 4.0, 4.0);
+        l.offset = Some("+0x19b".into());
+        assert!(render(&[l]).contains("path_check_callback+0x19b"));
+    }
+}
