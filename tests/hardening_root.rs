@@ -260,8 +260,19 @@ fn untrusted_perf_and_bench_are_refused_as_root() {
     assert!(r.stderr().contains("refusing to run benchmark"), "{r:?}");
 }
 
-/// 12.2: as root, a relative PATH entry never chooses what runs: a `taskset` planted in the
-/// current directory with `.` first on PATH is not the one perf runs.
+/// A script at `dir/name` that leaves `dir/pwned` behind and then runs `then`.
+fn plant(dir: &Path, name: &str, then: &str) -> PathBuf {
+    let p = dir.join(name);
+    let marker = dir.join("pwned");
+    let text = format!("#!/bin/sh\ntouch {}\n{then}\n", marker.display());
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    marker
+}
+
+/// 12.2: as root, a relative PATH entry never chooses what runs: with `.` first on PATH, a
+/// benchmark named without a path is not taken from the current directory (main ran
+/// `./mybench` as root), nor is a `taskset` planted there.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn relative_path_entries_are_dropped_as_root() {
@@ -270,19 +281,17 @@ fn relative_path_entries_are_dropped_as_root() {
     }
     let _s = serial();
     let d = tempfile::tempdir().unwrap();
-    let planted = d.path().join("taskset");
-    let marker = d.path().join("pwned");
-    std::fs::write(
-        &planted,
-        format!(
-            "#!/bin/sh\ntouch {}\nexec /usr/bin/taskset \"$@\"\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = plant(d.path(), "mybench", "echo 1000");
+    plant(d.path(), "taskset", "exec /usr/bin/taskset \"$@\"");
+    let path = ".:/usr/sbin:/usr/bin:/sbin:/bin";
+    let mut c = ebpf_prof(&["record", "--allow-no-bpf", "mybench"], d.path());
+    c.env("PATH", path);
+    let r = run(c);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("benchmark mybench not found"), "{r:?}");
+    assert!(!marker.exists(), "the planted ./mybench ran as root: {r:?}");
     let mut c = ebpf_prof(&["record", "--allow-no-bpf", "-n", "2000"], d.path());
-    c.env("PATH", ".:/usr/sbin:/usr/bin:/sbin:/bin");
+    c.env("PATH", path);
     let r = run(c);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(!marker.exists(), "the planted ./taskset ran as root: {r:?}");

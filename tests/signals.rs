@@ -229,24 +229,23 @@ fn sigkill_is_recovered_by_the_next_start() {
     );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
     assert!(!Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists());
-    // perf writes into the run's private directory (issue 12.1); with the run killed, nothing
-    // moved it into place: it is finished there, root's only.
-    let private: Vec<_> = std::fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".ebpf-prof-")
-        })
-        .collect();
-    assert_eq!(private.len(), 1, "{private:?}");
+    // perf writes into the run's private directory (issue 12.1); with the run killed, the next
+    // start moved its finished file into place.
     assert!(
-        perf_can_read(&private[0]),
+        r.stderr()
+            .contains(&format!("moved the recording of ebpf-prof pid {pid}")),
+        "{r:?}"
+    );
+    assert!(
+        perf_can_read(d.path()),
         "perf finished its file after SIGTERM from PDEATHSIG"
     );
+    let left = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".ebpf-prof-"))
+        .count();
+    assert_eq!(left, 0, "the private directory is gone");
     assert!(
         perf_temp_files().is_subset(&vdso_before),
         "perf cleaned up after itself"

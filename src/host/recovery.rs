@@ -55,7 +55,7 @@ fn tagged_path(host: &Host, pid: u32, tag: Option<&str>) -> PathBuf {
     host.path(STATE_DIR).join(name)
 }
 
-fn start_time(host: &Host, pid: u32) -> Option<u64> {
+pub(super) fn start_time(host: &Host, pid: u32) -> Option<u64> {
     let stat = host.read(&format!("proc/{pid}/stat")).ok()?;
     // Field 22, counted after the parenthesised command name (which may hold spaces).
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -69,7 +69,7 @@ fn euid() -> u32 {
 
 /// Why the state directory cannot be trusted, if it cannot: not a real directory, owned by
 /// someone else, or writable by group or others.
-fn dir_problem(dir: &Path) -> Option<String> {
+pub(super) fn dir_problem(dir: &Path) -> Option<String> {
     let m = std::fs::symlink_metadata(dir).ok()?;
     let why = if !m.file_type().is_dir() {
         "is not a directory (a link or a file)".to_string()
@@ -106,6 +106,17 @@ pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<
         let _ = std::fs::remove_dir(host.path(STATE_DIR));
         return Ok(());
     }
+    let st = State {
+        pid,
+        start_time: start_time(host, pid),
+        sysctls: sysctls.to_vec(),
+    };
+    write_state_file(host, &path, &serde_json::to_vec_pretty(&st)?)
+}
+
+/// Write `bytes` to `path` in the state directory atomically: the directory created 0700 and
+/// checked, a temp file created 0600 without following links, then renamed.
+pub(super) fn write_state_file(host: &Host, path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = host.path(STATE_DIR);
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -122,11 +133,6 @@ pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<
             dir.display()
         );
     }
-    let st = State {
-        pid,
-        start_time: start_time(host, pid),
-        sysctls: sysctls.to_vec(),
-    };
     let tmp = dir.join(format!(
         ".{}.tmp",
         path.file_name()
@@ -140,9 +146,9 @@ pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(&serde_json::to_vec_pretty(&st)?)?;
+    f.write_all(bytes)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
@@ -166,6 +172,11 @@ fn owner_alive(host: &Host, st: &State) -> bool {
 
 /// Read one state file as root should: no link followed, a regular file of ours, small.
 fn read_state(path: &Path) -> Result<State> {
+    serde_json::from_slice(&read_checked(path)?).context("not a state file")
+}
+
+/// The bytes of a file in the state directory, read as root should (see [`read_state`]).
+pub(super) fn read_checked(path: &Path) -> Result<Vec<u8>> {
     let mut f: File = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -185,7 +196,7 @@ fn read_state(path: &Path) -> Result<State> {
     Read::by_ref(&mut f)
         .take(MAX_STATE_BYTES)
         .read_to_end(&mut buf)?;
-    serde_json::from_slice(&buf).context("not a state file")
+    Ok(buf)
 }
 
 /// State files left by processes that are gone. Files that fail the checks are skipped (and
@@ -245,6 +256,7 @@ pub fn recover(host: &Host) -> Vec<String> {
             let _ = std::fs::remove_dir(host.path(STATE_DIR));
         }
     }
+    lines.extend(super::pending::recover(host));
     lines
 }
 

@@ -421,8 +421,25 @@ fn run_perf(
         ));
     }
     let mut private = PrivateDir::beside(&files.data)?;
-    crate::failpoint::hit("record:after-rotate");
     let names = family_names(files);
+    // Should we be SIGKILLed, the next start moves perf's finished file into place.
+    crate::host::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
+    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec);
+    crate::host::pending::clear(host);
+    result
+}
+
+/// Snapshot kallsyms, run perf, write the run record, all in `private`; then hand them over.
+fn perf_in_private(
+    host: &Host,
+    plan: &RecordPlan,
+    files: &RunFiles,
+    private: &mut PrivateDir,
+    names: &[(OsString, PathBuf, u32)],
+    ints: &Interrupts,
+    rec: &mut RunRecord,
+) -> Result<()> {
+    crate::failpoint::hit("record:after-rotate");
     let work = RunFiles::new(private.work_path(&names[0].0));
     let mut snap = private.create(&names[2].0, 0o600)?;
     snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
@@ -463,7 +480,7 @@ fn run_perf(
     finish_record(plan, &work, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
-    private.hand_over(&names, Owner::from_sudo_env())
+    private.hand_over(names, Owner::from_sudo_env())
 }
 
 /// Each file of the family: its name in the private directory, its target, its mode. Those

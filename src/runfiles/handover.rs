@@ -84,30 +84,21 @@ impl PrivateDir {
             });
         }
         buf.pop();
-        let shown = PathBuf::from(OsString::from_vec(buf));
-        let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
-        let fd = open_fd(
-            Some(&parent),
-            &name,
-            libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW,
+        open_private(parent, PathBuf::from(OsString::from_vec(buf)))
+    }
+
+    /// Reopen the private directory a killed run left (see `host::recovery`), with the same
+    /// checks: a real directory of ours that nobody else can enter.
+    pub fn reopen(shown: &Path) -> Result<PrivateDir> {
+        let dir = super::parent_dir(shown);
+        let parent = open_fd(
+            None,
+            &cstr(dir.as_os_str().as_bytes())?,
+            libc::O_DIRECTORY | libc::O_RDONLY,
             0,
         )
-        .with_context(|| format!("cannot open {}", shown.display()))?;
-        let m = File::from(fd.try_clone()?).metadata()?;
-        // SAFETY: geteuid has no preconditions.
-        if !m.is_dir() || m.uid() != unsafe { libc::geteuid() } || m.mode() & 0o077 != 0 {
-            bail!(
-                "{} was replaced before it could be used: refusing to write into it",
-                shown.display()
-            );
-        }
-        Ok(PrivateDir {
-            parent,
-            fd,
-            name,
-            shown,
-            kept: false,
-        })
+        .with_context(|| format!("cannot open the directory {}", dir.display()))?;
+        open_private(parent, shown.to_path_buf())
     }
 
     /// The path that reaches a file in the directory through its open fd (for perf's `-o`).
@@ -250,6 +241,34 @@ impl PrivateDir {
             )
         };
     }
+}
+
+/// Open `shown` (in `parent`) without following a link, and check it is a directory of ours
+/// that nobody else can enter.
+fn open_private(parent: OwnedFd, shown: PathBuf) -> Result<PrivateDir> {
+    let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
+    let fd = open_fd(
+        Some(&parent),
+        &name,
+        libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW,
+        0,
+    )
+    .with_context(|| format!("cannot open {}", shown.display()))?;
+    let m = File::from(fd.try_clone()?).metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    if !m.is_dir() || m.uid() != unsafe { libc::geteuid() } || m.mode() & 0o077 != 0 {
+        bail!(
+            "{} was replaced before it could be used: refusing to write into it",
+            shown.display()
+        );
+    }
+    Ok(PrivateDir {
+        parent,
+        fd,
+        name,
+        shown,
+        kept: false,
+    })
 }
 
 impl Drop for PrivateDir {

@@ -166,7 +166,7 @@ pub fn create_new(path: &Path, mode: u32) -> Result<File> {
 }
 
 /// The user to hand files to: the one who ran sudo (SUDO_UID/SUDO_GID), when we run as root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Owner {
     pub uid: u32,
     pub gid: u32,

@@ -1,0 +1,200 @@
+//! A recording whose run was killed (SIGKILL) before it could move its files into place. perf,
+//! told by `PR_SET_PDEATHSIG`, still finishes perf.data in the run's private directory (see
+//! `runfiles::handover`). While a run records, a note `/run/ebpf-prof/<pid>.files` says where
+//! that directory is, where each file goes and to whom; the next start, under the run lock like
+//! the sysctl recovery, hands a dead run's files over as the run would have: by fd, with their
+//! modes, replacing nothing. The note is read with the same suspicion as the sysctl state.
+
+use super::recovery::{dir_problem, read_checked, start_time, write_state_file, STATE_DIR};
+use super::Host;
+use crate::runfiles::{Owner, PrivateDir};
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What a recording will have to move into place.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pending {
+    pub pid: u32,
+    /// /proc/PID/stat start time, so a recycled pid is not mistaken for the owner.
+    pub start_time: Option<u64>,
+    /// The private directory.
+    pub dir: PathBuf,
+    /// Each file: its name in `dir`, its target, its mode.
+    pub files: Vec<(OsString, PathBuf, u32)>,
+    /// Who gets the files (the user who ran sudo).
+    pub owner: Option<Owner>,
+}
+
+fn note_path(host: &Host, pid: u32) -> PathBuf {
+    host.path(STATE_DIR).join(format!("{pid}.files"))
+}
+
+/// Write this process's note before perf starts.
+pub fn save(
+    host: &Host,
+    dir: &Path,
+    files: &[(OsString, PathBuf, u32)],
+    owner: Option<Owner>,
+) -> Result<()> {
+    let pid = std::process::id();
+    let note = Pending {
+        pid,
+        start_time: start_time(host, pid),
+        dir: dir.to_path_buf(),
+        files: files.to_vec(),
+        owner,
+    };
+    write_state_file(
+        host,
+        &note_path(host, pid),
+        &serde_json::to_vec_pretty(&note)?,
+    )
+}
+
+/// Remove this process's note (the files were handed over, or removed).
+pub fn clear(host: &Host) {
+    let _ = std::fs::remove_file(note_path(host, std::process::id()));
+    let _ = std::fs::remove_dir(host.path(STATE_DIR));
+}
+
+fn alive(host: &Host, p: &Pending) -> bool {
+    host.path(&format!("proc/{}", p.pid)).exists()
+        && (p.start_time.is_none() || start_time(host, p.pid) == p.start_time)
+}
+
+/// Hand over the files of every dead run's note; one line per note.
+pub fn recover(host: &Host) -> Vec<String> {
+    let dir = host.path(STATE_DIR);
+    if dir_problem(&dir).is_some() {
+        return Vec::new(); // recovery::recover has said why
+    }
+    let Ok(list) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let notes = list
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "files"));
+    let mut lines = Vec::new();
+    for path in notes {
+        let read = read_checked(&path)
+            .and_then(|b| serde_json::from_slice::<Pending>(&b).context("not a note of ours"));
+        match read {
+            Ok(p) if alive(host, &p) => continue,
+            Ok(p) => lines.push(hand_over(&p)),
+            Err(e) => lines.push(format!(
+                "warning: ignored {}: {e:#}; remove it by hand",
+                path.display()
+            )),
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    let _ = std::fs::remove_dir(&dir);
+    lines
+}
+
+/// Move a dead run's files into place; the line that says what happened.
+fn hand_over(p: &Pending) -> String {
+    let moved = PrivateDir::reopen(&p.dir).and_then(|mut d| d.hand_over(&p.files, p.owner));
+    let data = p
+        .files
+        .first()
+        .map_or_else(String::new, |f| f.1.display().to_string());
+    match moved {
+        Ok(()) => format!(
+            "moved the recording of ebpf-prof pid {} (killed before it could) into place: {data} and its sidecars",
+            p.pid
+        ),
+        Err(e) => format!(
+            "warning: the recording of ebpf-prof pid {} (killed) was not moved into place: {e:#}",
+            p.pid
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+
+    /// A fake root with a state directory, an output directory, and a dead run's private
+    /// directory holding a finished perf.data and its samples.
+    fn killed_run() -> (tempfile::TempDir, Host, PathBuf, Pending) {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join(STATE_DIR);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&state)
+            .unwrap();
+        let out = d.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let private = out.join(".ebpf-prof-999999-abcdef");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&private)
+            .unwrap();
+        std::fs::write(private.join("perf.data"), "data").unwrap();
+        std::fs::write(private.join("perf.data.samples"), "1\n").unwrap();
+        let note = Pending {
+            pid: 999_999,
+            start_time: None,
+            dir: private,
+            files: vec![
+                ("perf.data".into(), out.join("perf.data"), 0o600),
+                (
+                    "perf.data.samples".into(),
+                    out.join("perf.data.samples"),
+                    0o644,
+                ),
+                ("perf.data.json".into(), out.join("perf.data.json"), 0o600),
+            ],
+            owner: None,
+        };
+        let host = Host::at(d.path());
+        let bytes = serde_json::to_vec(&note).unwrap();
+        write_state_file(&host, &state.join("999999.files"), &bytes).unwrap();
+        (d, host, out, note)
+    }
+
+    #[test]
+    fn a_killed_runs_recording_is_moved_into_place_by_the_next_start() {
+        let (d, host, out, note) = killed_run();
+        let lines = recover(&host);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("moved the recording of ebpf-prof pid 999999"),
+            "{lines:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("perf.data")).unwrap(),
+            "data"
+        );
+        let mode = std::fs::metadata(out.join("perf.data"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(!note.dir.exists(), "the private directory is gone");
+        assert!(!d.path().join(STATE_DIR).join("999999.files").exists());
+    }
+
+    #[test]
+    fn a_note_pointing_at_a_directory_others_can_enter_moves_nothing() {
+        let (_d, host, out, note) = killed_run();
+        std::fs::set_permissions(&note.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let lines = recover(&host);
+        assert!(lines[0].contains("was not moved into place"), "{lines:?}");
+        assert!(!out.join("perf.data").exists());
+    }
+
+    #[test]
+    fn a_live_runs_note_is_left_alone() {
+        let (d, host, out, _) = killed_run();
+        std::fs::create_dir_all(d.path().join("proc/999999")).unwrap();
+        assert!(recover(&host).is_empty());
+        assert!(!out.join("perf.data").exists());
+    }
+}
