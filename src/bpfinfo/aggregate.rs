@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::lookup::{entry_range, BpfInfo, IpKind, Location};
+use super::lookup::{effective_addr, entry_range, line_index, BpfInfo, IpKind};
 
 /// What kind of code a stack frame is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +120,11 @@ impl Aggregator {
         let Some(i) = frames.iter().position(|f| f.kind == FrameKind::Bpf) else {
             return;
         };
-        let Some(loc) = bpf_location(info, frames, i) else {
+        let Some(key) = key_at(info, frames, i) else {
             self.report.unknown_bpf += weight;
             return;
         };
         self.report.in_bpf += weight;
-        let key = key_of(info, &loc);
         if let Some(name) = frames[i].name {
             self.names
                 .entry((key.0, key.1))
@@ -180,34 +179,32 @@ where
 }
 
 /// Where BPF frame `i` is, looked up as a sample IP (frame 0) or a return address.
-fn bpf_location<'a>(info: &'a BpfInfo, frames: &[Frame<'_>], i: usize) -> Option<Location<'a>> {
+/// The line key of BPF frame `i` (program, function, file, line; or the offset in the
+/// function when it has no line info): the IP for the innermost frame, the call site
+/// (return address − 1) for one that called into a helper. No strings built: this runs per
+/// sample.
+fn key_at(info: &BpfInfo, frames: &[Frame<'_>], i: usize) -> Option<Key> {
     let frame = frames.get(i).filter(|f| f.kind == FrameKind::Bpf)?;
     let kind = if i == 0 {
         IpKind::Sample
     } else {
         IpKind::Return
     };
-    info.lookup_named(frame.ip, kind, frame.name)
-}
-
-fn key_of(info: &BpfInfo, loc: &Location<'_>) -> Key {
-    let p = info
-        .progs
-        .iter()
-        .position(|p| std::ptr::eq(p, loc.prog))
-        .unwrap_or(usize::MAX);
-    match &loc.line {
-        Some(line) => {
-            let entry = loc.func().lines[line.index];
-            (p, loc.func_index, entry.raw.file_name_off, entry.line())
+    let addr = effective_addr(frame.ip, kind);
+    let (p, f) = info.func_at_named(addr, frame.name)?;
+    let func = &info.progs[p].funcs[f];
+    Some(match line_index(func, addr) {
+        Some(j) => {
+            let entry = func.lines[j];
+            (p, f, entry.raw.file_name_off, entry.line())
         }
         None => (
             p,
-            loc.func_index,
+            f,
             u32::MAX,
-            loc.offset.min(u64::from(u32::MAX)) as u32,
+            frame.ip.wrapping_sub(func.addr).min(u64::from(u32::MAX)) as u32,
         ),
-    }
+    })
 }
 
 /// The report line of one key: strings from the first entry of the line, and every range.

@@ -162,7 +162,16 @@ pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
 pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
     for_each_sample(src, |s| {
-        let frames: Vec<Frame<'_>> = s.frames.iter().map(|f| frame(info, f)).collect();
+        // Only the frames up to the innermost BPF one matter; most samples have none.
+        let Some(i) = s
+            .frames
+            .iter()
+            .position(|f| frame(info, f).kind == FrameKind::Bpf)
+        else {
+            agg.add(info, &[], s.weight);
+            return;
+        };
+        let frames: Vec<Frame<'_>> = s.frames[..=i].iter().map(|f| frame(info, f)).collect();
         agg.add(info, &frames, s.weight);
     })?;
     Ok(agg)

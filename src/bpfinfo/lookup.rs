@@ -32,6 +32,9 @@ pub struct BpfInfo {
     index: Vec<(u64, u64, usize, usize)>,
     /// Length of the longest function, to bound the search among overlapping ones.
     max_len: u64,
+    /// Lowest start and highest end of all functions: most addresses (kernel text, user
+    /// code) fall outside and need no search.
+    span: (u64, u64),
 }
 
 /// A source line, resolved against the program's BTF.
@@ -95,11 +98,16 @@ impl BpfInfo {
         }
         index.sort_unstable();
         let max_len = index.iter().map(|&(s, e, _, _)| e - s).max().unwrap_or(0);
+        let span = (
+            index.first().map_or(u64::MAX, |f| f.0),
+            index.iter().map(|f| f.1).max().unwrap_or(0),
+        );
         BpfInfo {
             progs,
             btfs,
             index,
             max_len,
+            span,
         }
     }
 
@@ -135,22 +143,29 @@ impl BpfInfo {
     /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`) carries the tag of one of
     /// them, that one: the program that was loaded at the sample's time.
     pub fn func_at_named(&self, addr: u64, name: Option<&str>) -> Option<(usize, usize)> {
+        if addr < self.span.0 || addr >= self.span.1 {
+            return None;
+        }
         let upto = self.index.partition_point(|&(s, ..)| s <= addr);
         let floor = addr.saturating_sub(self.max_len);
+        let name_tag = name.and_then(tag_of_symbol);
         let tagged = |p: usize, f: usize| {
             let prog = &self.progs[p];
-            name.is_some_and(|n| {
-                n.contains(&prog.tag_hex())
-                    || prog.funcs[f]
-                        .tag
-                        .is_some_and(|t| n.contains(&super::model::hex(&t)))
-            })
+            name_tag.is_some_and(|t| prog.tag == t || prog.funcs[f].tag == Some(t))
         };
-        self.index[..upto]
+        let mut holding = self.index[..upto]
             .iter()
             .rev()
             .take_while(|&&(s, ..)| s >= floor)
-            .filter(|&&(_, e, ..)| addr < e)
+            .filter(|&&(_, e, ..)| addr < e);
+        let first = holding.next()?;
+        let Some(second) = holding.next() else {
+            // One function holds it (the usual case): no names to compare.
+            return Some((first.2, first.3));
+        };
+        [first, second]
+            .into_iter()
+            .chain(holding)
             .max_by_key(|&&(_, _, p, f)| (tagged(p, f), self.progs[p].id))
             .map(|&(_, _, p, f)| (p, f))
     }
@@ -197,6 +212,16 @@ impl BpfInfo {
             addr_range: entry_range(f, index),
         }
     }
+}
+
+/// The tag of a `bpf_prog_<tag>_<name>` symbol, as bytes.
+fn tag_of_symbol(name: &str) -> Option<[u8; 8]> {
+    let hex = name.strip_prefix("bpf_prog_")?.get(..16)?;
+    let mut tag = [0u8; 8];
+    for (i, b) in tag.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(tag)
 }
 
 /// `ip` for a sample, `ip - 1` for a return address.
