@@ -109,17 +109,28 @@ fn summarise(
     crate::out::stdout(&s)
 }
 
+/// A confidence as a percentage that never rounds up to 100% (a sign-test interval's achieved
+/// confidence is a little over the one asked for: 0.996 is "99.6%", not "100%").
+fn percent_below_100(c: f64) -> String {
+    let p = 100.0 * c;
+    if p >= 99.5 && p < 100.0 {
+        format!("{:.1}%", (p * 10.0).floor() / 10.0)
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
 /// The hook's cost from the `overhead` run, and the recording's latencies labelled as what
 /// they are: the bench under perf, whose own sampling costs time too.
 fn cost_lines(cost: &Comparison, rec: &Recorded, freq: u32) -> String {
     let mut s = String::new();
     if let Some(d) = cost.diff(50.0).filter(|d| d.lo.is_finite()) {
         s.push_str(&format!(
-            "the hook costs {:+.0} ns per openat at p50 [{:.0}, {:.0}] ({:.0}% interval, {} pairs of rounds without perf; `ebpf-prof overhead --load {}` for more)\n",
+            "the hook costs {:+.0} ns per openat at p50 [{:.0}, {:.0}] ({} interval, {} pairs of rounds without perf; `ebpf-prof overhead --load {}` for more)\n",
             d.delta,
             d.lo,
             d.hi,
-            100.0 * d.confidence,
+            percent_below_100(d.confidence),
             cost.rounds,
             rec.files.data.with_file_name("hook.bpf.o").display()
         ));
@@ -131,4 +142,15 @@ fn cost_lines(cost: &Comparison, rec: &Recorded, freq: u32) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod percent_tests {
+    #[test]
+    fn an_achieved_confidence_never_prints_as_100() {
+        assert_eq!(super::percent_below_100(0.996), "99.6%");
+        assert_eq!(super::percent_below_100(0.9999), "99.9%");
+        assert_eq!(super::percent_below_100(0.99), "99%");
+        assert_eq!(super::percent_below_100(0.95), "95%");
+    }
 }
