@@ -113,7 +113,7 @@ fn summarise(
 /// confidence is a little over the one asked for: 0.996 is "99.6%", not "100%").
 fn percent_below_100(c: f64) -> String {
     let p = 100.0 * c;
-    if p >= 99.5 && p < 100.0 {
+    if (99.5..100.0).contains(&p) {
         format!("{:.1}%", (p * 10.0).floor() / 10.0)
     } else {
         format!("{p:.0}%")
