@@ -161,36 +161,49 @@ pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
 /// Reads the samples of `input` through `info`.
 pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
-    for_each_sample(src, |s| {
-        // Only the frames up to the innermost BPF one matter; most samples have none.
-        let Some(i) = s
-            .frames
-            .iter()
-            .position(|f| frame(info, f).kind == FrameKind::Bpf)
-        else {
-            agg.add(info, &[], s.weight);
-            return;
-        };
-        let frames: Vec<Frame<'_>> = s.frames[..=i].iter().map(|f| frame(info, f)).collect();
-        agg.add(info, &frames, s.weight);
-    })?;
+    for_each_sample(src, |s| feed(info, &mut agg, s.frames, s.weight))?;
     Ok(agg)
+}
+
+/// Add one sample (its call chain, innermost first, and weight) to `agg`.
+pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight: u64) {
+    // Only the frames up to the innermost BPF one matter; most samples have none.
+    let Some(i) = chain
+        .iter()
+        .position(|f| frame(info, f).kind == FrameKind::Bpf)
+    else {
+        agg.add(info, &[], weight);
+        return;
+    };
+    let frames: Vec<Frame<'_>> = chain[..=i].iter().map(|f| frame(info, f)).collect();
+    agg.add(info, &frames, weight);
 }
 
 /// Runs the whole reading.
 pub fn annotate(req: &Request<'_>) -> Result<Annotation> {
     let (info, arch) = load_info(req.source.input)?;
     let agg = aggregate(&req.source, &info)?;
-    let (report, by_ip) = agg.finish(&info);
+    annotate_from(req, &info, arch.as_deref(), agg)
+}
+
+/// The reading from samples already aggregated (e.g. while `report` folded them in the same
+/// pass).
+pub fn annotate_from(
+    req: &Request<'_>,
+    info: &BpfInfo,
+    arch: Option<&str>,
+    agg: Aggregator,
+) -> Result<Annotation> {
+    let (report, by_ip) = agg.finish(info);
     if report.total == 0 {
         return Err(usage(format!(
             "{} holds no samples (was the recording empty?)",
             req.source.input.display()
         )));
     }
-    let mut a = super::annotate_build::build(&info, &report, req)?;
+    let mut a = super::annotate_build::build(info, &report, req)?;
     if req.asm {
-        super::annotate_build::add_asm(&mut a, &info, &by_ip, arch.as_deref(), report.total);
+        super::annotate_build::add_asm(&mut a, info, &by_ip, arch, report.total);
     }
     Ok(a)
 }

@@ -227,21 +227,25 @@ fn native_samples(
         .map_err(|e| e.to_string())?
         .first_event_only();
     while let Some(s) = samples.next_sample() {
-        let frames: Vec<RawFrame<'_>> = s
-            .ips
-            .iter()
-            .zip(s.frames)
-            .map(|(&ip, id)| RawFrame {
-                ip,
-                sym: s.table.get(*id).and_then(|f| f.symbol.as_deref()),
-            })
-            .collect();
+        let frames = raw_frames(&s);
         each(&RawSample {
             frames: &frames,
             weight: s.period.unwrap_or(1),
         });
     }
     Ok(())
+}
+
+/// A resolved sample's call chain as [`RawFrame`]s: addresses with perf's names.
+pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<RawFrame<'s>> {
+    s.ips
+        .iter()
+        .zip(s.frames)
+        .map(|(&ip, id)| RawFrame {
+            ip,
+            sym: s.table.get(*id).and_then(|f| f.symbol.as_deref()),
+        })
+        .collect()
 }
 
 /// Parses `perf script -F event,period,ip,sym` text: an event line (`PERIOD EVENT:`), one

@@ -22,17 +22,52 @@ pub struct ReportOptions {
     pub perf: PerfChoice,
 }
 
+/// The profile and its hot lines. The hot lines need the raw IPs: with the built-in reader
+/// they are aggregated in the same pass that folds the stacks; when perf script reads the file
+/// instead, they take a pass of their own.
+fn load_with_hot_lines(
+    opts: &ReportOptions,
+) -> Result<(profile::Profile, Option<Vec<report::lines::HotLine>>)> {
+    let kallsyms = opts.kallsyms.as_deref();
+    let info = crate::bpfinfo::annotate::load_info(&opts.input).ok();
+    let Some((info, _)) = info.filter(|_| !opts.perf.via_perf) else {
+        let p = profile::load(&opts.input, kallsyms, &opts.perf)?;
+        let hot = (p.kind == profile::folded::InputKind::PerfData)
+            .then(|| report::lines::hot_lines(&opts.input, kallsyms, &opts.perf))
+            .flatten();
+        return Ok((p, hot));
+    };
+    let mut agg = crate::bpfinfo::Aggregator::default();
+    let mut seen = false;
+    let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
+        seen = true;
+        let weight = s.period.unwrap_or(1);
+        // Most samples never touch BPF code: count their weight, build nothing.
+        if !s.ips.iter().any(|&ip| info.func_at(ip).is_some())
+            && !s.frames.iter().any(|id| {
+                s.table
+                    .get(*id)
+                    .is_some_and(|f| f.kind == profile::perfdata::FrameKind::Bpf)
+            })
+        {
+            crate::bpfinfo::annotate::feed(&info, &mut agg, &[], weight);
+            return;
+        }
+        let chain = crate::bpfinfo::source::raw_frames(s);
+        crate::bpfinfo::annotate::feed(&info, &mut agg, &chain, weight);
+    };
+    let p = profile::load_observed(&opts.input, kallsyms, &opts.perf, &mut observe)?;
+    let hot = if seen {
+        report::lines::hot_lines_from(&opts.input, &opts.perf, &info, agg)
+    } else {
+        report::lines::hot_lines(&opts.input, kallsyms, &opts.perf)
+    };
+    Ok((p, hot))
+}
+
 /// Run `report`.
 pub fn run(opts: &ReportOptions) -> Result<()> {
-    // The hot lines need the raw IPs: their own perf script, run beside the folded one.
-    let (p, hot) = std::thread::scope(|s| {
-        let hot =
-            s.spawn(|| report::lines::hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf));
-        let p = profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf);
-        (p, hot.join().ok().flatten())
-    });
-    let p = p?;
-    let hot = hot.filter(|_| p.kind == profile::folded::InputKind::PerfData);
+    let (p, hot) = load_with_hot_lines(opts)?;
     let own_line = hot.as_deref().and_then(report::lines::own_code_hint_line);
     let r = report::report_on(
         &p,

@@ -43,12 +43,33 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     load_rewritten(input, kallsyms, perf, None)
 }
 
+/// [`load`], showing every sample the built-in reader folds to `observe` (in the same pass);
+/// `observe` sees nothing when the input is not a perf.data or perf script reads it.
+pub fn load_observed(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+    observe: perfdata::Observer<'_>,
+) -> Result<Profile> {
+    load_inner(input, kallsyms, perf, None, Some(observe))
+}
+
 /// [`load`], with `perf script`'s text of a perf.data passed through `rewrite`.
 pub fn load_rewritten<'a>(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
     rewrite: Option<ScriptRewrite<'_, 'a>>,
+) -> Result<Profile> {
+    load_inner(input, kallsyms, perf, rewrite, None)
+}
+
+fn load_inner<'a>(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+    rewrite: Option<ScriptRewrite<'_, 'a>>,
+    observe: Option<perfdata::Observer<'_>>,
 ) -> Result<Profile> {
     let (mut file, len) = open_regular(input, Role::Profile, false)?;
     if let Some(k) = kallsyms {
@@ -66,7 +87,8 @@ pub fn load_rewritten<'a>(
     let (text, samples) = match kind {
         InputKind::PerfData => {
             check_complete(input, &file, &head, len)?;
-            collapse_perf_data(input, &file, &files, kallsyms, perf, rewrite)?
+            let how = Collapse { rewrite, observe };
+            collapse_perf_data(input, &file, &files, kallsyms, perf, how)?
         }
         _ if rewrite.is_some() => {
             return Err(usage(format!(
@@ -160,14 +182,23 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
     }
 }
 
+/// What happens to a perf.data's samples on their way to folded stacks.
+struct Collapse<'r, 'a, 'o> {
+    /// A rewrite of perf script's text (then perf script reads the file).
+    rewrite: Option<ScriptRewrite<'r, 'a>>,
+    /// Shown every sample the built-in reader folds.
+    observe: Option<perfdata::Observer<'o>>,
+}
+
 fn collapse_perf_data<'a>(
     input: &Path,
     file: &File,
     files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
-    rewrite: Option<ScriptRewrite<'_, 'a>>,
+    how: Collapse<'_, 'a, '_>,
 ) -> Result<(String, Option<u64>)> {
+    let Collapse { rewrite, observe } = how;
     let snapshot = kallsyms
         .map(Path::to_path_buf)
         .or_else(|| Some(files.kallsyms()).filter(|p| std::fs::symlink_metadata(p).is_ok()));
@@ -181,7 +212,7 @@ fn collapse_perf_data<'a>(
     }
     // `flame --lines` rewrites perf script's text: that path goes through perf.
     if !perf.via_perf && rewrite.is_none() {
-        match perfdata::fold_file(file, input, snapshot.as_deref())? {
+        match perfdata::fold_file(file, input, snapshot.as_deref(), observe)? {
             perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::bpfinfo::annotate::{annotate, Request};
+use crate::bpfinfo::annotate::{annotate, annotate_from, Annotation, Request};
 use crate::bpfinfo::source::SampleSource;
+use crate::bpfinfo::{Aggregator, BpfInfo};
 use crate::perf::PerfChoice;
 
 /// How many lines the section lists.
@@ -38,7 +39,22 @@ pub struct HotLine {
 /// program info (a folded or text input, `--no-bpf-event`), or no sample maps to a line.
 /// Runs its own `perf script` without a progress line, so it can run beside `report`'s.
 pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Option<Vec<HotLine>> {
-    let a = annotate(&Request {
+    top_lines(&annotate(&request(input, kallsyms, perf)).ok()?)
+}
+
+/// The hottest lines from samples already aggregated through `info` (in `report`'s own pass
+/// over the perf.data at `input`).
+pub fn hot_lines_from(
+    input: &Path,
+    perf: &PerfChoice,
+    info: &BpfInfo,
+    agg: Aggregator,
+) -> Option<Vec<HotLine>> {
+    top_lines(&annotate_from(&request(input, None, perf), info, None, agg).ok()?)
+}
+
+fn request<'a>(input: &'a Path, kallsyms: Option<&'a Path>, perf: &'a PerfChoice) -> Request<'a> {
+    Request {
         source: SampleSource {
             input,
             kallsyms,
@@ -48,8 +64,10 @@ pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Op
         prog: None,
         top: HOT_LINES,
         asm: false,
-    })
-    .ok()?;
+    }
+}
+
+fn top_lines(a: &Annotation) -> Option<Vec<HotLine>> {
     let mut all: Vec<HotLine> = a
         .programs
         .iter()

@@ -82,11 +82,27 @@ pub fn fold(path: &Path, opts: &FoldOptions) -> Result<FoldedProfile, PerfDataEr
 
 /// Fold an opened recording with explicit symbol sources.
 pub fn fold_data(data: &PerfData, opts: &SymbolOptions) -> Result<FoldedProfile, PerfDataError> {
+    fold_data_observed(data, opts, None)
+}
+
+/// Something that sees every resolved sample of the folded event as it is folded (`report`'s
+/// hot lines, read in the same pass).
+pub type Observer<'o> = &'o mut dyn FnMut(&ResolvedSample<'_>);
+
+/// [`fold_data`], showing each folded sample to `observe` as well.
+pub fn fold_data_observed(
+    data: &PerfData,
+    opts: &SymbolOptions,
+    mut observe: Option<Observer<'_>>,
+) -> Result<FoldedProfile, PerfDataError> {
     let mut progress = super::progress::Progress::new("reading perf.data", data.len() as u64);
     let mut samples = Samples::new(data, opts)?.first_event_only();
     let mut agg = Aggregator::default();
     let mut skipped = 0;
     while let Some(s) = samples.next_sample() {
+        if let Some(o) = observe.as_mut() {
+            o(&s);
+        }
         if !agg.add(&s) {
             skipped += 1;
         }

@@ -5,7 +5,6 @@
 
 use super::error::PerfDataError;
 use super::file::PerfData;
-use super::fold::fold_data;
 use super::resolve::SymbolOptions;
 use crate::error::usage;
 use crate::out::say;
@@ -24,7 +23,12 @@ pub enum Native {
 
 /// Fold `file` (the perf.data at `input`), naming kernel frames from `kallsyms` (the snapshot,
 /// else `/proc/kallsyms`). Warnings go to stderr.
-pub fn fold_file(file: &File, input: &Path, kallsyms: Option<&Path>) -> Result<Native> {
+pub fn fold_file(
+    file: &File,
+    input: &Path,
+    kallsyms: Option<&Path>,
+    observe: Option<super::Observer<'_>>,
+) -> Result<Native> {
     let data = match PerfData::from_file(file) {
         Ok(d) => d,
         Err(e) => return refuse(input, e),
@@ -33,7 +37,7 @@ pub fn fold_file(file: &File, input: &Path, kallsyms: Option<&Path>) -> Result<N
         kallsyms: Some(kallsyms.map_or_else(|| "/proc/kallsyms".into(), Path::to_path_buf)),
         ..SymbolOptions::default()
     };
-    match fold_data(&data, &opts) {
+    match super::fold_data_observed(&data, &opts, observe) {
         Ok(p) => {
             for w in &p.warnings {
                 say(format!("warning: {w}"));

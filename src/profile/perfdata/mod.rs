@@ -69,7 +69,7 @@ pub use buildid::BuildIdEntry;
 pub use cursor::Endian;
 pub use error::PerfDataError;
 pub use file::PerfData;
-pub use fold::{fold, fold_data, FoldOptions, FoldedProfile};
+pub use fold::{fold, fold_data, fold_data_observed, FoldOptions, FoldedProfile, Observer};
 pub use header::feature;
 pub use load::{fold_file, Native};
 pub use raw::{for_each_sample, RawSample};
