@@ -179,6 +179,24 @@ pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight
     agg.add(info, &frames, weight);
 }
 
+/// [`feed`] for a sample of the built-in reader. Most samples never touch BPF code: their
+/// weight is counted without building their call chain.
+pub fn feed_resolved(
+    info: &BpfInfo,
+    agg: &mut Aggregator,
+    s: &crate::profile::perfdata::ResolvedSample<'_>,
+) {
+    use crate::profile::perfdata::FrameKind as Kind;
+    let weight = s.period.unwrap_or(1);
+    let bpf = |(&ip, id): (&u64, &crate::profile::perfdata::FrameId)| {
+        info.func_at(ip).is_some() || s.table.get(*id).is_some_and(|f| f.kind == Kind::Bpf)
+    };
+    if !s.ips.iter().zip(s.frames).any(bpf) {
+        return feed(info, agg, &[], weight);
+    }
+    feed(info, agg, &super::source::raw_frames(s), weight);
+}
+
 /// Runs the whole reading.
 pub fn annotate(req: &Request<'_>) -> Result<Annotation> {
     let (info, arch) = load_info(req.source.input)?;

@@ -1,13 +1,10 @@
 //! The one seam between `annotate` (and `flame --lines`, `report`'s hot lines) and a perf.data:
 //! the samples with their call-chain IPs ([`for_each_sample`]) and the header feature sections
-//! ([`read_features`]). Samples come from `perf script -F event,period,ip,sym` (one line per
-//! call-chain entry: the raw IP and perf's symbol, which for BPF code is the KSYMBOL name);
-//! the feature table is read here from the file (perf `tools/perf/util/header.c:
-//! perf_file_header__read`, `perf_header__process_sections`; notes perfdata-research.md §1).
-//! A native perf.data reader can replace both functions without the callers changing.
+//! ([`read_features`]), both through the built-in perf.data reader
+//! ([`crate::profile::perfdata`]); samples come from `perf script -F event,period,ip,sym`
+//! under `--via-perf` or where that reader does not handle the file.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -15,15 +12,6 @@ use anyhow::{Context, Result};
 use crate::error::usage;
 use crate::perf::script::Script;
 use crate::perf::PerfChoice;
-
-/// `HEADER_ARCH`: `uname -m` of the recording machine.
-pub const FEAT_ARCH: u32 = 6;
-/// `HEADER_BPF_PROG_INFO`.
-pub const FEAT_BPF_PROG_INFO: u32 = 25;
-/// `HEADER_BPF_BTF`.
-pub const FEAT_BPF_BTF: u32 = 26;
-/// No feature section we read is larger than this (a BPF_PROG_INFO holds a few KB per program).
-const FEATURE_MAX: u64 = 512 << 20;
 
 /// The header feature sections `annotate` needs.
 #[derive(Debug, Clone, Default)]
@@ -69,88 +57,24 @@ pub struct SampleSource<'a> {
     pub quiet: bool,
 }
 
-fn u64_at(b: &[u8], at: usize, le: bool) -> Option<u64> {
-    let raw: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
-    Some(if le {
-        u64::from_le_bytes(raw)
-    } else {
-        u64::from_be_bytes(raw)
-    })
-}
-
-/// Reads the header, the feature table and the bodies of features 6, 25 and 26 of `path`.
+/// The header's feature sections 6 (arch), 25 and 26 of `path`, read by the built-in reader
+/// ([`crate::profile::perfdata::PerfData::headers_of`]).
 pub fn read_features(path: &Path) -> Result<Features> {
-    let (mut f, len) = crate::profile::open_regular(path, crate::profile::Role::Profile, false)?;
-    let not = |why: &str| usage(format!("{} is not a perf.data file: {why}", path.display()));
-    let mut head = [0u8; 104];
-    f.read_exact(&mut head)
-        .map_err(|_| not("shorter than perf's header"))?;
-    let le = match &head[..8] {
-        b"PERFILE2" => true,
-        b"2ELIFREP" => false,
-        _ => return Err(not("no PERFILE2 magic")),
-    };
-    let field = |at| u64_at(&head, at, le).unwrap_or(0);
-    if field(8) != 104 {
-        return Err(not(
-            "a pipe-mode or old-format header (record to a file, not a pipe)",
-        ));
-    }
-    let bits: Vec<u64> = (0..4).map(|i| field(72 + 8 * i)).collect();
-    let has = |n: u32| bits[n as usize / 64] >> (n % 64) & 1 == 1;
-    let table = field(40)
-        .checked_add(field(48))
-        .filter(|&t| t < len)
-        .ok_or_else(|| not("its data section runs past the end (was perf stopped?)"))?;
-    let mut feats = Features {
-        little_endian: le,
-        ..Features::default()
-    };
-    for feat in [FEAT_ARCH, FEAT_BPF_PROG_INFO, FEAT_BPF_BTF] {
-        if !has(feat) {
-            continue;
-        }
-        let index = (0..feat).filter(|&n| has(n)).count() as u64;
-        let body = section(&mut f, table + 16 * index, len, le)
-            .with_context(|| format!("{}: feature {feat} unreadable", path.display()))?;
-        match feat {
-            FEAT_ARCH => feats.arch = arch_string(&body, le),
-            FEAT_BPF_PROG_INFO => feats.prog_info = Some(body),
-            _ => feats.btf = Some(body),
-        }
-    }
-    Ok(feats)
-}
-
-/// The body of the feature whose `{offset, size}` entry is at `entry`.
-fn section(f: &mut File, entry: u64, len: u64, le: bool) -> Result<Vec<u8>> {
-    let mut e = [0u8; 16];
-    f.seek(SeekFrom::Start(entry))?;
-    f.read_exact(&mut e).context("feature table truncated")?;
-    let (off, size) = (
-        u64_at(&e, 0, le).unwrap_or(0),
-        u64_at(&e, 8, le).unwrap_or(0),
-    );
-    if size > FEATURE_MAX || off.checked_add(size).is_none_or(|end| end > len) {
-        anyhow::bail!("section {off}+{size} is outside the file ({len} bytes)");
-    }
-    let mut body = vec![0u8; size as usize];
-    f.seek(SeekFrom::Start(off))?;
-    f.read_exact(&mut body)?;
-    Ok(body)
-}
-
-/// A `perf_header_string` (`u32 len; char s[len]`), up to its NUL.
-fn arch_string(body: &[u8], le: bool) -> Option<String> {
-    let n: [u8; 4] = body.get(..4)?.try_into().ok()?;
-    let n = if le {
-        u32::from_le_bytes(n)
-    } else {
-        u32::from_be_bytes(n)
-    } as usize;
-    let s = body.get(4..4 + n.min(body.len() - 4))?;
-    let s = s.split(|&c| c == 0).next().unwrap_or(&[]);
-    Some(String::from_utf8_lossy(s).into_owned())
+    use crate::profile::perfdata::{feature, Endian, PerfData};
+    let (f, _) = crate::profile::open_regular(path, crate::profile::Role::Profile, false)?;
+    let data = PerfData::headers_of(&f).map_err(|e| {
+        usage(format!(
+            "{} is not a perf.data file annotate can read: {e}",
+            path.display()
+        ))
+    })?;
+    let section = |id| data.feature(id).map(<[u8]>::to_vec);
+    Ok(Features {
+        little_endian: data.endian() == Endian::Little,
+        prog_info: section(feature::BPF_PROG_INFO),
+        btf: section(feature::BPF_BTF),
+        arch: data.arch(),
+    })
 }
 
 /// The kallsyms snapshot to give perf: the one named, else `INPUT.kallsyms` when it exists.

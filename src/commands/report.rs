@@ -41,20 +41,7 @@ fn load_with_hot_lines(
     let mut seen = false;
     let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
         seen = true;
-        let weight = s.period.unwrap_or(1);
-        // Most samples never touch BPF code: count their weight, build nothing.
-        if !s.ips.iter().any(|&ip| info.func_at(ip).is_some())
-            && !s.frames.iter().any(|id| {
-                s.table
-                    .get(*id)
-                    .is_some_and(|f| f.kind == profile::perfdata::FrameKind::Bpf)
-            })
-        {
-            crate::bpfinfo::annotate::feed(&info, &mut agg, &[], weight);
-            return;
-        }
-        let chain = crate::bpfinfo::source::raw_frames(s);
-        crate::bpfinfo::annotate::feed(&info, &mut agg, &chain, weight);
+        crate::bpfinfo::annotate::feed_resolved(&info, &mut agg, s);
     };
     let p = profile::load_observed(&opts.input, kallsyms, &opts.perf, &mut observe)?;
     let hot = if seen {

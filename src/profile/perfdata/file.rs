@@ -22,6 +22,26 @@ pub struct PerfData {
     attribution: Attribution,
 }
 
+/// The bytes of an opened regular file: mapped, or read when it cannot be mapped.
+fn map(file: &std::fs::File) -> Result<Bytes, PerfDataError> {
+    use std::os::unix::fs::FileExt;
+    let io = |source| PerfDataError::Io {
+        path: "perf.data".into(),
+        source,
+    };
+    let len = file.metadata().map_err(io)?.len();
+    let len = usize::try_from(len).map_err(|_| malformed("larger than the address space"))?;
+    Ok(match Mapping::new(file, len) {
+        Some(m) => Bytes::Mapped(m),
+        None => {
+            // Read at offsets: the descriptor's position stays for whoever reads next.
+            let mut v = vec![0; len];
+            file.read_exact_at(&mut v, 0).map_err(io)?;
+            Bytes::Owned(v)
+        }
+    })
+}
+
 impl PerfData {
     /// Open, map and check `path`. A directory (`perf record --threads`) is
     /// [`PerfDataError::Unsupported`].
@@ -44,31 +64,22 @@ impl PerfData {
 
     /// Map and check an opened regular file (read it when it cannot be mapped).
     pub fn from_file(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
-        use std::os::unix::fs::FileExt;
-        let io = |source| PerfDataError::Io {
-            path: "perf.data".into(),
-            source,
-        };
-        let len = file.metadata().map_err(io)?.len();
-        let len = usize::try_from(len).map_err(|_| malformed("larger than the address space"))?;
-        let bytes = match Mapping::new(file, len) {
-            Some(m) => Bytes::Mapped(m),
-            None => {
-                // Read at offsets: the descriptor's position stays for whoever reads next.
-                let mut v = vec![0; len];
-                file.read_exact_at(&mut v, 0).map_err(io)?;
-                Bytes::Owned(v)
-            }
-        };
-        PerfData::parse(bytes)
+        PerfData::parse(map(file)?, true)
+    }
+
+    /// [`PerfData::from_file`] for reading the header and its feature sections only: a
+    /// recording whose records this reader does not handle (compressed, other arch) is
+    /// accepted too.
+    pub fn headers_of(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
+        PerfData::parse(map(file)?, false)
     }
 
     /// Check the bytes of a perf.data file and index it.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfData, PerfDataError> {
-        PerfData::parse(Bytes::Owned(bytes))
+        PerfData::parse(Bytes::Owned(bytes), true)
     }
 
-    fn parse(bytes: Bytes) -> Result<PerfData, PerfDataError> {
+    fn parse(bytes: Bytes, check: bool) -> Result<PerfData, PerfDataError> {
         let header = header::parse_file_header(&bytes[..])?;
         let features = header::parse_feature_table(&bytes[..], &header)?;
         let mut attrs = header::parse_attrs(&bytes[..], &header)?;
@@ -82,7 +93,9 @@ impl PerfData {
             attrs: Vec::new(),
             features,
         };
-        data.check_features()?;
+        if check {
+            data.check_features()?;
+        }
         if let Some(body) = data.feature(feature::EVENT_DESC) {
             let names = header::event_names(body, data.header.endian);
             for (a, n) in attrs.iter_mut().zip(names) {
