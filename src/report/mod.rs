@@ -41,7 +41,18 @@ pub fn report_on(
     own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
     let folded = Folded::parse(&p.folded);
-    let syms = snapshot(input, kallsyms)?;
+    // The snapshot only names frames left as bare addresses: without any, it is not read
+    // (the built-in reader named every kernel frame from it already).
+    let bare = folded.stacks.iter().any(|s| {
+        s.frames
+            .iter()
+            .any(|f| crate::profile::frames::address(f).is_some())
+    });
+    let syms = if bare || kallsyms.is_some() {
+        snapshot(input, kallsyms)?
+    } else {
+        None
+    };
     Ok(build(&Input {
         name: input.display().to_string(),
         folded: &folded,
