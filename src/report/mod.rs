@@ -41,14 +41,15 @@ pub fn report_on(
     own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
     let folded = Folded::parse(&p.folded);
-    // The snapshot only names frames left as bare addresses: without any, it is not read
-    // (the built-in reader named every kernel frame from it already).
+    // The snapshot only names frames left as bare addresses: a perf.data without any is not
+    // read twice (its reader named every kernel frame from the snapshot already, and checked it).
     let bare = folded.stacks.iter().any(|s| {
         s.frames
             .iter()
             .any(|f| crate::profile::frames::address(f).is_some())
     });
-    let syms = if bare || kallsyms.is_some() {
+    let named_already = p.kind == crate::profile::folded::InputKind::PerfData && !bare;
+    let syms = if !named_already || kallsyms.is_some() {
         snapshot(input, kallsyms)?
     } else {
         None
