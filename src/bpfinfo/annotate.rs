@@ -13,6 +13,8 @@ use serde::Serialize;
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
 use super::{Aggregator, BpfInfo, Frame, FrameKind, LineCost, LineMapping};
 use crate::error::usage;
+use crate::profile::perfdata::fxhash::FxHashMap;
+use crate::profile::perfdata::{FrameId, ResolvedSample};
 
 /// A helper, kfunc or other kernel function a line called, with its share.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -179,22 +181,90 @@ pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight
     agg.add(info, &frames, weight);
 }
 
-/// [`feed`] for a sample of the built-in reader. Most samples never touch BPF code: their
-/// weight is counted without building their call chain.
-pub fn feed_resolved(
-    info: &BpfInfo,
-    agg: &mut Aggregator,
-    s: &crate::profile::perfdata::ResolvedSample<'_>,
-) {
-    use crate::profile::perfdata::FrameKind as Kind;
-    let weight = s.period.unwrap_or(1);
-    let bpf = |(&ip, id): (&u64, &crate::profile::perfdata::FrameId)| {
-        info.func_at(ip).is_some() || s.table.get(*id).is_some_and(|f| f.kind == Kind::Bpf)
-    };
-    if !s.ips.iter().zip(s.frames).any(bpf) {
-        return feed(info, agg, &[], weight);
+/// [`feed`] for the samples of the built-in reader, which come by the hundred thousand but
+/// through few distinct innermost BPF frames: each sample is reduced to what
+/// [`Aggregator::add`] reads of it (the innermost BPF frame's address and name, and the name
+/// of the frame it called), and the weights of equal reductions are summed; [`ResolvedFeed::finish`]
+/// adds each reduction once, in the order it was first seen, so the result is the one
+/// per-sample feeding gives.
+#[derive(Default)]
+pub struct ResolvedFeed {
+    /// Per frame id of the reader's table: 0 not yet looked at, 1 not BPF by name, 2 BPF.
+    named_bpf: Vec<u8>,
+    /// `(innermost BPF frame's IP, its frame id, its callee's frame id or u32::MAX)`.
+    pending: FxHashMap<(u64, u32, u32), Pending>,
+    /// Weight of samples without a BPF frame.
+    other: u64,
+}
+
+/// One reduction of [`ResolvedFeed`]: its weight, when it was first seen, and its names.
+struct Pending {
+    weight: u64,
+    first: usize,
+    name: Option<String>,
+    callee: Option<String>,
+}
+
+impl ResolvedFeed {
+    /// Whether frame `id` is named as BPF code (`bpf_prog_…`), as [`frame`] decides; the
+    /// per-id memo is sized to the table already.
+    fn named_bpf(&mut self, s: &ResolvedSample<'_>, id: FrameId) -> bool {
+        let memo = &mut self.named_bpf[id.0 as usize];
+        if *memo == 0 {
+            let sym = s.table.get(id).and_then(|f| f.symbol.as_deref());
+            *memo = 1 + u8::from(sym.is_some_and(|n| n.starts_with("bpf_prog_")));
+        }
+        *memo == 2
     }
-    feed(info, agg, &super::source::raw_frames(s), weight);
+
+    /// Adds one sample.
+    pub fn add(&mut self, info: &BpfInfo, s: &ResolvedSample<'_>) {
+        let weight = s.period.unwrap_or(1);
+        if self.named_bpf.len() < s.table.len() {
+            self.named_bpf.resize(s.table.len(), 0);
+        }
+        let in_bpf = |me: &mut Self, (&ip, &id): (&u64, &FrameId)| {
+            me.named_bpf(s, id) || (info.spans(ip) && info.func_at(ip).is_some())
+        };
+        let Some(i) = s.ips.iter().zip(s.frames).position(|f| in_bpf(self, f)) else {
+            self.other += weight;
+            return;
+        };
+        let callee = i.checked_sub(1).map_or(u32::MAX, |c| s.frames[c].0);
+        let key = (s.ips[i], s.frames[i].0, callee);
+        let first = self.pending.len();
+        let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
+        let p = self.pending.entry(key).or_insert_with(|| Pending {
+            weight: 0,
+            first,
+            name: sym(s.frames[i]),
+            callee: i.checked_sub(1).and_then(|c| sym(s.frames[c])),
+        });
+        p.weight += weight;
+    }
+
+    /// Adds what was fed to `agg`.
+    pub fn finish(self, info: &BpfInfo, agg: &mut Aggregator) {
+        agg.add(info, &[], self.other);
+        let mut pending: Vec<_> = self.pending.into_iter().collect();
+        pending.sort_unstable_by_key(|(_, p)| p.first);
+        for ((ip, _, callee_id), p) in pending {
+            let bpf = Frame {
+                ip,
+                kind: FrameKind::Bpf,
+                name: p.name.as_deref(),
+            };
+            let callee = Frame {
+                ip: 0,
+                kind: FrameKind::Kernel,
+                name: p.callee.as_deref(),
+            };
+            match callee_id {
+                u32::MAX => agg.add(info, &[bpf], p.weight),
+                _ => agg.add(info, &[callee, bpf], p.weight),
+            }
+        }
+    }
 }
 
 /// Runs the whole reading.

@@ -139,11 +139,18 @@ impl BpfInfo {
         self.func_at_named(addr, None)
     }
 
+    /// Whether `addr` lies between the lowest and the highest known BPF function: false means
+    /// [`BpfInfo::func_at`] is `None`, without the search (most kernel addresses).
+    #[inline]
+    pub fn spans(&self, addr: u64) -> bool {
+        addr >= self.span.0 && addr < self.span.1
+    }
+
     /// As [`BpfInfo::func_at`], but when several functions hold `addr` and `name` (the
     /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`) carries the tag of one of
     /// them, that one: the program that was loaded at the sample's time.
     pub fn func_at_named(&self, addr: u64, name: Option<&str>) -> Option<(usize, usize)> {
-        if addr < self.span.0 || addr >= self.span.1 {
+        if !self.spans(addr) {
             return None;
         }
         let upto = self.index.partition_point(|&(s, ..)| s <= addr);

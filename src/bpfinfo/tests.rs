@@ -404,3 +404,32 @@ fn any_single_byte_change_never_panics() {
         }
     }
 }
+
+/// `report`'s hot lines add each distinct innermost BPF frame once
+/// ([`annotate::ResolvedFeed`]): on the fixture recording, the aggregation is the one feeding
+/// every sample's whole call chain gives, lines, callees, names and per-address weights.
+#[test]
+fn resolved_feed_aggregates_as_per_sample_feeding() {
+    use crate::profile::perfdata::{fold_data_observed, PerfData, ResolvedSample, SymbolOptions};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-data/hook-lines.data");
+    let (info, _) = annotate::load_info(&path).unwrap();
+    let data = PerfData::open(&path).unwrap();
+    let (mut feed, mut each) = (annotate::ResolvedFeed::default(), Aggregator::default());
+    let mut observe = |s: &ResolvedSample<'_>| {
+        feed.add(&info, s);
+        let chain = source::raw_frames(s);
+        annotate::feed(&info, &mut each, &chain, s.period.unwrap_or(1));
+    };
+    let opts = SymbolOptions {
+        kallsyms: Some("/proc/kallsyms".into()),
+        ..SymbolOptions::default()
+    };
+    fold_data_observed(&data, &opts, Some(&mut observe)).unwrap();
+    let mut deferred = Aggregator::default();
+    feed.finish(&info, &mut deferred);
+    let (got, want) = (deferred.finish(&info), each.finish(&info));
+    assert!(want.0.in_bpf > 0 && want.0.lines.len() > 1, "{want:?}");
+    assert!(want.0.lines.iter().any(|l| !l.callees.is_empty()));
+    assert_eq!(got, want);
+}

@@ -37,14 +37,16 @@ fn load_with_hot_lines(
             .flatten();
         return Ok((p, hot));
     };
-    let mut agg = crate::bpfinfo::Aggregator::default();
+    let mut feed = crate::bpfinfo::annotate::ResolvedFeed::default();
     let mut seen = false;
     let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
         seen = true;
-        crate::bpfinfo::annotate::feed_resolved(&info, &mut agg, s);
+        feed.add(&info, s);
     };
     let p = profile::load_observed(&opts.input, kallsyms, &opts.perf, &mut observe)?;
     let hot = if seen {
+        let mut agg = crate::bpfinfo::Aggregator::default();
+        feed.finish(&info, &mut agg);
         report::lines::hot_lines_from(&opts.input, &opts.perf, &info, agg)
     } else {
         report::lines::hot_lines(&opts.input, kallsyms, &opts.perf)

@@ -49,7 +49,7 @@ mod error;
 mod events;
 mod file;
 mod fold;
-mod fxhash;
+pub(crate) mod fxhash;
 mod header;
 mod inferno;
 mod kallsyms;
