@@ -34,10 +34,15 @@ fn hook_symbols() -> Vec<String> {
 }
 
 fn flame_as_nobody(dir: &Path, bin: &Path) -> Run {
+    as_nobody_without_perf(dir, bin, &["flame", "perf.data"])
+}
+
+/// `bin ARGS` as `nobody`, with a PATH that holds no perf: the built-in reader only.
+fn as_nobody_without_perf(dir: &Path, bin: &Path, args: &[&str]) -> Run {
     let mut c = Command::new("runuser");
-    c.args(["-u", "nobody", "--"])
+    c.args(["-u", "nobody", "--", "/usr/bin/env", "PATH=/nonexistent"])
         .arg(bin)
-        .args(["flame", "perf.data"])
+        .args(args)
         .current_dir(dir);
     run(c)
 }
@@ -157,6 +162,14 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         svg.contains("cpu-clock") || svg.contains("cycles"),
         "title names the event"
     );
+    // report and diff too, as nobody and with no perf to fall back on.
+    let r = as_nobody_without_perf(d.path(), &copy, &["report", "perf.data"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stdout().contains("path_check_callback"), "{r:?}");
+    let diff = ["diff", "perf.data", "perf.data", "--text"];
+    let r = as_nobody_without_perf(d.path(), &copy, &diff);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(!r.stderr().contains("perf script"), "{r:?}");
 
     // Without the snapshot the same reader loses the kernel's names: the snapshot is what works.
     std::fs::rename(d.path().join("perf.data.kallsyms"), d.path().join("moved")).unwrap();
