@@ -340,9 +340,11 @@ fn regression_negative_dispatch_residual_of_an_every_syscall_hook() {
         .unwrap_or_else(|| panic!("{progs:?}"));
     let runs = enter["runs_per_iteration"].as_f64().unwrap();
     let outside = enter["outside_runs_per_iteration"].as_f64().unwrap();
-    assert!((1.9..2.3).contains(&runs), "openat and close: {enter}");
+    // The hook counts every system call of the machine: other processes' (daemons, other test
+    // binaries) can only add a few runs, never remove any.
+    assert!((1.9..2.6).contains(&runs), "openat and close: {enter}");
     assert!(
-        (0.9..1.3).contains(&outside),
+        (0.9..1.6).contains(&outside),
         "the close, outside the span: {enter}"
     );
     let dispatch = &v["dispatch"];
@@ -461,6 +463,8 @@ fn a_run_failing_midway_leaves_nothing_attached() {
 
 #[test]
 fn bad_input_is_refused_before_measuring() {
+    // Serial too: its many short runs' system calls would count as the every-syscall hook's.
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     with_hook(d.path());
     std::fs::create_dir(d.path().join("full")).unwrap();

@@ -475,7 +475,12 @@ fn perf_in_private(
     if !out.status.success() && !rec.interrupted && !stopped_by_user {
         return Err(perf_failure(plan, &out));
     }
-    crate::out::err_text(&out.stderr);
+    // perf names the file it wrote by the path it was given (through the private directory's
+    // fd); the user knows it by where it lands.
+    let shown = out
+        .stderr
+        .replace(&*work.data.to_string_lossy(), &files.data.to_string_lossy());
+    crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
     finish_record(plan, &work, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
