@@ -89,6 +89,12 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         ),
         "{r:?}"
     );
+    let stderr = r.stderr();
+    let captured = stderr.lines().find(|l| l.contains("Captured and wrote"));
+    assert!(
+        captured.is_some_and(|l| l.contains(" MB perf.data (") && !l.contains("/proc/")),
+        "perf's summary names the file where it lands: {r:?}"
+    );
 
     // Put back: the sysctl as it was, nothing attached.
     assert_eq!(
