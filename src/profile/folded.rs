@@ -82,18 +82,90 @@ fn looks_like_event_line(l: &str) -> bool {
 ///
 /// Bytes outside ASCII are replaced by `?` on the way in: inferno 0.12 slices symbol names at
 /// byte offsets and panics inside a multi-byte character (found by tests/parsers_prop.rs).
+///
+/// inferno takes the event to keep from the first sample's header line and asserts it found
+/// one: text whose first block has no such line (a blank line first, a header split in two)
+/// panicked it (found by tests/parsers_prop.rs). The event is looked up here the way inferno
+/// reads it, in the first block that has one, and handed to inferno: the same event as
+/// inferno's own choice whenever it had one.
 pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
+    let mut input = BufReader::with_capacity(1 << 16, AsciiOnly(reader));
+    let (event, seen) = first_event(&mut input).context("cannot read the perf script output")?;
+    let Some(event) = event else {
+        if seen.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Vec::new());
+        }
+        anyhow::bail!(
+            "cannot collapse perf script output: no sample header line (`COMM PID TIME: PERIOD EVENT:`) in its first {} KB",
+            seen.len() / 1024
+        );
+    };
     let mut opts = Options::default();
     opts.annotate_kernel = true;
     opts.annotate_jit = true;
+    opts.event_filter = Some(event);
     let mut out = Vec::new();
     Folder::from(opts)
         .collapse(
-            BufReader::with_capacity(1 << 16, AsciiOnly(reader)),
+            BufReader::with_capacity(1 << 16, std::io::Cursor::new(seen).chain(input)),
             &mut out,
         )
         .context("cannot collapse perf script output")?;
     Ok(out)
+}
+
+/// How far [`first_event`] looks for a sample header before giving up on the text.
+const HEADER_SCAN: usize = 16 << 20;
+
+/// The event of the first block (lines up to a blank one; `#` lines skipped) whose first line
+/// is a sample header as inferno parses it, and the bytes read to find it.
+fn first_event(input: &mut impl std::io::BufRead) -> std::io::Result<(Option<String>, Vec<u8>)> {
+    let mut seen = Vec::new();
+    let mut block_start = true;
+    while seen.len() < HEADER_SCAN {
+        let from = seen.len();
+        if input.read_until(b'\n', &mut seen)? == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&seen[from..]);
+        if line.starts_with('#') {
+            continue;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            block_start = true;
+            continue;
+        }
+        if std::mem::replace(&mut block_start, false) {
+            if let Some(event) = header_event(line) {
+                return Ok((Some(event.to_string()), seen));
+            }
+        }
+    }
+    Ok((None, seen))
+}
+
+/// The event of a sample header line, read as inferno 0.12 reads it
+/// (`collapse::perf::Folder::on_event_line`): after the first all-digit word (the tid, or
+/// pid/tid) comes `TIME: PERIOD EVENT:`, the event being the last word before the second colon.
+fn header_event(line: &str) -> Option<&str> {
+    let mut all_digits = false;
+    let mut last_was_space = false;
+    let mut end = None;
+    for (idx, c) in line.char_indices() {
+        if c == ' ' {
+            if all_digits && !last_was_space {
+                end = Some(idx + 1);
+                break;
+            }
+            all_digits = true;
+        } else if !(c.is_ascii_digit() || c == '/') {
+            all_digits = false;
+        }
+        last_was_space = c == ' ';
+    }
+    let period_and_event = line[end?..].split(':').nth(1)?;
+    period_and_event.rsplit(' ').next()
 }
 
 /// A reader that turns every byte ≥ 0x80 into `?`.
@@ -279,6 +351,44 @@ mod tests {
             !out.contains("path_check_callback_[k]"),
             "BPF frames are not"
         );
+    }
+
+    /// A first block without a sample header made inferno assert (tests/parsers_prop.rs): a
+    /// blank line first, or the first header split in two. The rest is still read, with the
+    /// event of the first header found.
+    #[test]
+    fn regression_no_header_in_the_first_block_panicked_inferno() {
+        let stack =
+            "bench 7 1.5: 1 cpu-clock:k:\n\tffffffff81000130 f+0x76 ([kernel.kallsyms])\n\n";
+        let other = "bench 7 1.6: 1 task-clock:\n\tffffffff81000130 g+0x76 ([kernel.kallsyms])\n\n";
+        let split =
+            "bench 7   1\n.4: 1 cpu-clock:k:\n\tffffffff81000130 h+0x1 ([kernel.kallsyms])\n\n";
+        for (text, want) in [
+            (format!("\n{stack}{other}"), "bench;f_[k] 1\n"),
+            (format!("# comment\n\n\n{stack}{other}"), "bench;f_[k] 1\n"),
+            // A block whose header names no event is kept, as inferno keeps it further on.
+            (
+                format!("{split}{stack}{other}"),
+                "bench;f_[k] 1\nbench;h_[k] 1\n",
+            ),
+        ] {
+            let out = String::from_utf8(collapse_perf_script(text.as_bytes()).unwrap()).unwrap();
+            assert_eq!(out, want, "{text:?}");
+        }
+        assert_eq!(
+            header_event("bench 7 1.5: 1 cpu-clock:k:"),
+            Some("cpu-clock")
+        );
+        assert_eq!(
+            header_event("bench 7/8 [001] 1.5: 1 cycles:k:"),
+            Some("cycles")
+        );
+        assert_eq!(header_event("bench 7   1"), None);
+        assert!(collapse_perf_script("\n\n  \n".as_bytes())
+            .unwrap()
+            .is_empty());
+        let e = collapse_perf_script("no header here\n\tf\n".as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("no sample header line"), "{e}");
     }
 
     #[test]
