@@ -134,6 +134,10 @@ fn folded_files(d: &Path, good: &str) {
         "b 1 1.0: 18446744073709551615 cpu-clock:\n\tffffffff81000000 do_syscall_64 ([kernel.kallsyms])\n\nb 1 2.0: 5 cpu-clock:\n\tffffffff81000000 do_syscall_64 ([kernel.kallsyms])\n\n",
     );
     write(
+        &d.join("splithead.txt"),
+        "bench 7   1\n.4: 1 cpu-clock:k:\n\tffffffff81000130 h+0x1 ([kernel.kallsyms])\n\n",
+    );
+    write(
         &d.join("noframes.txt"),
         "b 1 1.0: 5 cpu-clock:\nb 1 2.0: 5 cpu-clock:\n",
     );

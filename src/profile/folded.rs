@@ -95,10 +95,13 @@ pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
         if seen.iter().all(u8::is_ascii_whitespace) {
             return Ok(Vec::new());
         }
-        anyhow::bail!(
-            "cannot collapse perf script output: no sample header line (`COMM PID TIME: PERIOD EVENT:`) in its first {} KB",
-            seen.len() / 1024
-        );
+        let within = match seen.len() >= HEADER_SCAN {
+            true => format!(" in its first {} MB", HEADER_SCAN >> 20),
+            false => String::new(),
+        };
+        return Err(crate::error::usage(format!(
+            "the perf script text has no sample header line (`COMM PID TIME: PERIOD EVENT:`){within}: give the output of `perf script`, or the perf.data itself"
+        )));
     };
     let mut opts = Options::default();
     opts.annotate_kernel = true;

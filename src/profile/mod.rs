@@ -18,7 +18,7 @@ use crate::perf::script::Script;
 use crate::perf::PerfChoice;
 use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use folded::InputKind;
 use std::fs::File;
 use std::io::Read;
@@ -159,8 +159,9 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<
             input.display()
         )));
     }
+    let out = out.with_context(|| input.display().to_string())?;
     Ok((
-        String::from_utf8_lossy(&out?).into_owned(),
+        String::from_utf8_lossy(&out).into_owned(),
         Some(tally.samples.get()),
     ))
 }
