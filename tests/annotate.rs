@@ -189,6 +189,14 @@ fn report_lists_hot_lines_and_flame_draws_them() {
         folded.contains("bpf_prog_abb7fedfb7f3aa07_path_check_callback;openat_hook_common.h:99;__htab_map_lookup_elem_[k]"),
         "the line sits between the BPF frame and its helper: {folded}"
     );
+    let via_perf = ["flame", "--lines", "--folded", "--via-perf", FIXTURE];
+    let through_perf = run(ebpf_prof(&via_perf, dir));
+    assert_eq!(through_perf.code(), Some(0), "{through_perf:?}");
+    assert_eq!(
+        folded,
+        through_perf.stdout(),
+        "the built-in reader's line frames are perf script's rewritten text's"
+    );
     let plain = run(ebpf_prof(&["flame", "--folded", FIXTURE], dir)).stdout();
     let total = |t: &str| -> u64 {
         t.lines()

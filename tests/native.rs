@@ -35,9 +35,10 @@ fn weights(text: &str) -> HashMap<String, u64> {
     m
 }
 
-/// `flame --folded` of `data`, natively or through perf.
-fn folded(dir: &Path, data: &str, via_perf: bool) -> String {
+/// `flame --folded` of `data`, natively or through perf, and `extra` arguments.
+fn folded_with(dir: &Path, data: &str, via_perf: bool, extra: &[&str]) -> String {
     let mut args = vec!["flame", "--folded", data];
+    args.extend_from_slice(extra);
     if via_perf {
         args.push("--via-perf");
     }
@@ -72,9 +73,18 @@ fn equivalence(native: &str, perf: &str) -> (f64, Vec<(u64, u64, String)>) {
     (same as f64 / total.max(1) as f64, diff)
 }
 
+fn folded(dir: &Path, data: &str, via_perf: bool) -> String {
+    folded_with(dir, data, via_perf, &[])
+}
+
 fn assert_equivalent(dir: &Path, data: &str) {
-    let native = folded(dir, data, false);
-    let perf = folded(dir, data, true);
+    assert_equivalent_with(dir, data, &[]);
+}
+
+/// The native reader and perf give the same stacks for ≥ 99.5% of the weight.
+fn assert_equivalent_with(dir: &Path, data: &str, extra: &[&str]) {
+    let native = folded_with(dir, data, false, extra);
+    let perf = folded_with(dir, data, true, extra);
     assert!(native.contains("path_check_callback"), "{native}");
     let (share, diff) = equivalence(&native, &perf);
     let listed: Vec<String> = diff
@@ -113,10 +123,15 @@ fn bench_profile_reads_natively_as_perf_reads_it_and_exports() {
     let d = open_tempdir();
     record(d.path(), &["-n", "100000"], "perf.data");
     assert_equivalent(d.path(), "perf.data");
+    // `--lines`: the built-in reader adds the source-line frames as perf's rewritten text has them.
+    assert_equivalent_with(d.path(), "perf.data", &["--lines"]);
+    assert!(folded_with(d.path(), "perf.data", false, &["--lines"])
+        .contains("path_check_callback;openat_hook_common.h:"));
 
     // No perf anywhere on PATH: flame, report and diff still read it.
     for args in [
         &["flame", "perf.data", "-o", "f.svg"][..],
+        &["flame", "--lines", "perf.data", "-o", "l.svg"],
         &["report", "perf.data"],
         &["diff", "perf.data", "perf.data", "--text"],
     ] {

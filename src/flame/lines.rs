@@ -17,11 +17,28 @@ use crate::bpfinfo::{BpfInfo, IpKind};
 use crate::perf::PerfChoice;
 use crate::profile::Profile;
 
-/// The profile with a line frame under each BPF frame; perf.data input only.
+/// The profile with a line frame under each BPF frame; perf.data input only. The built-in
+/// reader adds the frames as it folds; through perf (`--via-perf`, or a file it does not
+/// read) they are inserted into perf script's text.
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
     let (info, _) = crate::bpfinfo::annotate::load_info(input)?;
     let rewrite = rewriter(&info);
-    crate::profile::load_rewritten(input, kallsyms, perf, Some(&rewrite))
+    let decorate = |ip: u64, depth: usize, sym: Option<&str>| line_name(&info, ip, depth, sym);
+    crate::profile::load_with_lines(input, kallsyms, perf, &rewrite, &decorate)
+}
+
+/// The source line (`hook.bpf.c:42`, `hook.bpf.c:?`) of call-chain entry `depth` at `ip`, if
+/// a known BPF function with line info holds it: the sample IP for the innermost entry, the
+/// return address − 1 for callers, as `annotate` looks them up.
+fn line_name(info: &BpfInfo, ip: u64, depth: usize, sym: Option<&str>) -> Option<String> {
+    let kind = match depth {
+        0 => IpKind::Sample,
+        _ => IpKind::Return,
+    };
+    let l = info.lookup_named(ip, kind, sym)?.line?;
+    let file = basename(&l.file);
+    let file = if file.is_empty() { "?" } else { file };
+    Some(format!("{file}:{}", l.line))
 }
 
 fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a> + 'a {
@@ -68,16 +85,8 @@ impl<'a, R: BufRead> WithLines<'a, R> {
         let (hex, rest) = body.split_once(' ')?;
         let ip = u64::from_str_radix(hex, 16).ok()?;
         let sym = rest.split(['+', ' ']).next();
-        let kind = if self.depth == 0 {
-            IpKind::Sample
-        } else {
-            IpKind::Return
-        };
-        let loc = self.info.lookup_named(ip, kind, sym)?;
-        let l = loc.line?;
-        let file = basename(&l.file);
-        let file = if file.is_empty() { "?" } else { file };
-        Some(format!("\t{hex} {file}:{} (bpf-source)\n", l.line))
+        let name = line_name(self.info, ip, self.depth, sym)?;
+        Some(format!("\t{hex} {name} (bpf-source)\n"))
     }
 
     /// Reads one line into `out`; false at the end.

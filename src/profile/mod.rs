@@ -40,7 +40,7 @@ pub struct Profile {
 /// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
 /// frames with (default: `INPUT.kallsyms`).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
-    load_rewritten(input, kallsyms, perf, None)
+    load_inner(input, kallsyms, perf, Collapse::default())
 }
 
 /// [`load`], showing every sample the built-in reader folds to `observe` (in the same pass);
@@ -51,25 +51,36 @@ pub fn load_observed(
     perf: &PerfChoice,
     observe: perfdata::Observer<'_>,
 ) -> Result<Profile> {
-    load_inner(input, kallsyms, perf, None, Some(observe))
+    let how = Collapse {
+        observe: Some(observe),
+        ..Collapse::default()
+    };
+    load_inner(input, kallsyms, perf, how)
 }
 
-/// [`load`], with `perf script`'s text of a perf.data passed through `rewrite`.
-pub fn load_rewritten<'a>(
+/// [`load`] of a perf.data with a source-line frame under each BPF frame (`flame --lines`):
+/// `decorate` names them for the built-in reader, `rewrite` inserts them into `perf script`'s
+/// text when perf reads the file.
+pub fn load_with_lines<'a>(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
-    rewrite: Option<ScriptRewrite<'_, 'a>>,
+    rewrite: ScriptRewrite<'_, 'a>,
+    decorate: perfdata::Decorate<'_>,
 ) -> Result<Profile> {
-    load_inner(input, kallsyms, perf, rewrite, None)
+    let how = Collapse {
+        rewrite: Some(rewrite),
+        observe: None,
+        decorate: Some(decorate),
+    };
+    load_inner(input, kallsyms, perf, how)
 }
 
 fn load_inner<'a>(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
-    rewrite: Option<ScriptRewrite<'_, 'a>>,
-    observe: Option<perfdata::Observer<'_>>,
+    how: Collapse<'_, 'a, '_>,
 ) -> Result<Profile> {
     let (mut file, len) = open_regular(input, Role::Profile, false)?;
     if let Some(k) = kallsyms {
@@ -87,10 +98,9 @@ fn load_inner<'a>(
     let (text, samples) = match kind {
         InputKind::PerfData => {
             check_complete(input, &file, &head, len)?;
-            let how = Collapse { rewrite, observe };
             collapse_perf_data(input, &file, &files, kallsyms, perf, how)?
         }
-        _ if rewrite.is_some() => {
+        _ if how.rewrite.is_some() => {
             return Err(usage(format!(
                 "{} is not a perf.data file: source lines need the BPF program info of a perf.data",
                 input.display()
@@ -184,11 +194,14 @@ fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
 }
 
 /// What happens to a perf.data's samples on their way to folded stacks.
+#[derive(Default)]
 struct Collapse<'r, 'a, 'o> {
-    /// A rewrite of perf script's text (then perf script reads the file).
+    /// A rewrite of perf script's text, when perf script reads the file.
     rewrite: Option<ScriptRewrite<'r, 'a>>,
     /// Shown every sample the built-in reader folds.
     observe: Option<perfdata::Observer<'o>>,
+    /// The built-in reader's counterpart of `rewrite`: without it, a rewrite goes through perf.
+    decorate: Option<perfdata::Decorate<'o>>,
 }
 
 fn collapse_perf_data<'a>(
@@ -199,7 +212,11 @@ fn collapse_perf_data<'a>(
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
 ) -> Result<(String, Option<u64>)> {
-    let Collapse { rewrite, observe } = how;
+    let Collapse {
+        rewrite,
+        observe,
+        decorate,
+    } = how;
     let snapshot = kallsyms
         .map(Path::to_path_buf)
         .or_else(|| Some(files.kallsyms()).filter(|p| std::fs::symlink_metadata(p).is_ok()));
@@ -211,9 +228,11 @@ fn collapse_perf_data<'a>(
             input.display()
         )),
     }
-    // `flame --lines` rewrites perf script's text: that path goes through perf.
-    if !perf.via_perf && rewrite.is_none() {
-        match perfdata::fold_file(file, input, snapshot.as_deref(), observe)? {
+    // A rewrite of perf script's text with no counterpart for the built-in reader goes
+    // through perf.
+    if !perf.via_perf && (rewrite.is_none() || decorate.is_some()) {
+        let hooks = perfdata::FoldHooks { observe, decorate };
+        match perfdata::fold_file(file, input, snapshot.as_deref(), hooks)? {
             perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",

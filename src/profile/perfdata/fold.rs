@@ -89,15 +89,47 @@ pub fn fold_data(data: &PerfData, opts: &SymbolOptions) -> Result<FoldedProfile,
 /// hot lines, read in the same pass).
 pub type Observer<'o> = &'o mut dyn FnMut(&ResolvedSample<'_>);
 
+/// A source-line frame for a call-chain entry (`flame --lines`): from its address, its place
+/// in the chain (0: the sample IP, else a return address) and its symbol, the name of a frame
+/// to put between it and what it called (`hook.bpf.c:42`), drawn as perf script's text
+/// rewritten by `crate::flame::lines` draws it (DSO `bpf-source`).
+pub type Decorate<'d> = &'d dyn Fn(u64, usize, Option<&str>) -> Option<String>;
+
+/// What a caller adds to a fold.
+#[derive(Default)]
+pub struct FoldHooks<'h> {
+    /// Shown every folded sample.
+    pub observe: Option<Observer<'h>>,
+    /// Source-line frames.
+    pub decorate: Option<Decorate<'h>>,
+}
+
 /// [`fold_data`], showing each folded sample to `observe` as well.
 pub fn fold_data_observed(
     data: &PerfData,
     opts: &SymbolOptions,
-    mut observe: Option<Observer<'_>>,
+    observe: Option<Observer<'_>>,
+) -> Result<FoldedProfile, PerfDataError> {
+    let hooks = FoldHooks {
+        observe,
+        decorate: None,
+    };
+    fold_data_with(data, opts, hooks)
+}
+
+/// [`fold_data`] with what `hooks` add.
+pub fn fold_data_with(
+    data: &PerfData,
+    opts: &SymbolOptions,
+    hooks: FoldHooks<'_>,
 ) -> Result<FoldedProfile, PerfDataError> {
     let mut progress = super::progress::Progress::new("reading perf.data", data.len() as u64);
     let mut samples = Samples::new(data, opts)?.first_event_only();
-    let mut agg = Aggregator::default();
+    let mut observe = hooks.observe;
+    let mut agg = Aggregator {
+        decorate: hooks.decorate,
+        ..Aggregator::default()
+    };
     let mut skipped = 0;
     while let Some(s) = samples.next_sample() {
         if let Some(o) = observe.as_mut() {
@@ -126,7 +158,7 @@ pub fn fold_data_observed(
 
 /// Stacks as id vectors: `[comm text, frame texts root first…]` → (count, samples).
 #[derive(Default)]
-struct Aggregator {
+struct Aggregator<'d> {
     texts: Vec<String>,
     text_ids: FxHashMap<String, u32>,
     /// Text of each frame by [`FrameId`] (ids are dense): outside java, then inside.
@@ -134,9 +166,12 @@ struct Aggregator {
     comm_texts: FxHashMap<(u32, i32), Option<u32>>,
     stacks: FxHashMap<Vec<u32>, (u64, u64)>,
     key: Vec<u32>,
+    decorate: Option<Decorate<'d>>,
+    /// Text of the source-line frame by (address, is the sample IP, frame, java).
+    line_texts: FxHashMap<(u64, bool, FrameId, bool), Option<u32>>,
 }
 
-impl Aggregator {
+impl Aggregator<'_> {
     fn text_id(&mut self, s: String) -> u32 {
         if let Some(&id) = self.text_ids.get(&s) {
             return id;
@@ -176,6 +211,22 @@ impl Aggregator {
         t
     }
 
+    /// The source-line frame under call-chain entry `depth` of `s`, if [`Decorate`] gives one.
+    fn line_frame(&mut self, s: &ResolvedSample<'_>, depth: usize, java: bool) -> Option<u32> {
+        let decorate = self.decorate?;
+        let (ip, f) = (*s.ips.get(depth)?, s.frames[depth]);
+        let key = (ip, depth == 0, f, java);
+        if let Some(&t) = self.line_texts.get(&key) {
+            return t;
+        }
+        let sym = s.table.get(f).and_then(|x| x.symbol.as_deref());
+        let text = decorate(ip, depth, sym)
+            .and_then(|n| inferno::frame_text(Some(n.as_bytes()), Some(b"bpf-source"), java));
+        let t = text.map(|x| self.text_id(x));
+        self.line_texts.insert(key, t);
+        t
+    }
+
     /// Count one sample; false when inferno would show nothing for it.
     fn add(&mut self, s: &ResolvedSample<'_>) -> bool {
         let Some(comm) = self.comm(s) else {
@@ -188,8 +239,11 @@ impl Aggregator {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         key.push(comm);
-        for &f in s.frames.iter().rev() {
+        for (depth, &f) in s.frames.iter().enumerate().rev() {
             if let Some(t) = self.frame(s.table, f, java) {
+                key.push(t);
+            }
+            if let Some(t) = self.line_frame(s, depth, java) {
                 key.push(t);
             }
         }

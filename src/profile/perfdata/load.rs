@@ -27,7 +27,7 @@ pub fn fold_file(
     file: &File,
     input: &Path,
     kallsyms: Option<&Path>,
-    observe: Option<super::Observer<'_>>,
+    hooks: super::FoldHooks<'_>,
 ) -> Result<Native> {
     let data = match PerfData::from_file(file) {
         Ok(d) => d,
@@ -37,7 +37,7 @@ pub fn fold_file(
         kallsyms: Some(kallsyms.map_or_else(|| "/proc/kallsyms".into(), Path::to_path_buf)),
         ..SymbolOptions::default()
     };
-    match super::fold_data_observed(&data, &opts, observe) {
+    match super::fold_data_with(&data, &opts, hooks) {
         Ok(p) => {
             for w in &p.warnings {
                 say(format!("warning: {w}"));

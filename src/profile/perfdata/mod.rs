@@ -69,7 +69,10 @@ pub use buildid::BuildIdEntry;
 pub use cursor::Endian;
 pub use error::PerfDataError;
 pub use file::PerfData;
-pub use fold::{fold, fold_data, fold_data_observed, FoldOptions, FoldedProfile, Observer};
+pub use fold::{
+    fold, fold_data, fold_data_observed, fold_data_with, Decorate, FoldHooks, FoldOptions,
+    FoldedProfile, Observer,
+};
 pub use header::feature;
 pub use load::{fold_file, Native};
 pub use raw::{for_each_sample, RawSample};
