@@ -1,9 +1,15 @@
 //! A progress bar on stderr for reads that take longer than a second, drawn only when stderr
 //! is a terminal and cleared when the read ends: `[#########           ] 45%  30/66 MB`.
-//! Updates are cheap to call often (one clock read every [`Progress::EVERY`] calls).
+//! Updates are cheap to call often (one clock read every [`Progress::EVERY`] calls). One bar
+//! at a time: when reads run side by side (`diff`), the first to be due draws and the others
+//! stay quiet, instead of taking turns on the same line.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Whether some bar is on the terminal now.
+static DRAWING: AtomicBool = AtomicBool::new(false);
 
 /// How far a long read has come.
 #[derive(Debug)]
@@ -49,10 +55,23 @@ impl Progress {
             None => now.duration_since(self.start) >= Self::AFTER,
             Some(t) => now.duration_since(t) >= Duration::from_millis(100),
         };
-        if due {
+        if due && self.claim() {
             crate::out::err_text(&format!("\r{}", self.line(done)));
             self.last = Some(now);
         }
+    }
+
+    /// Whether this bar may draw: it already does, or no other bar does (then it is this
+    /// one's until it is dropped). A bar that finds another drawing stays quiet for good.
+    fn claim(&mut self) -> bool {
+        if self.last.is_some() {
+            return true;
+        }
+        let free = DRAWING
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        self.enabled = free;
+        free
     }
 
     /// The bar's text for `done` bytes.
@@ -81,6 +100,7 @@ impl Drop for Progress {
     fn drop(&mut self) {
         if self.shown() {
             crate::out::err_text(&format!("\r{}\r", " ".repeat(self.line(0).len())));
+            DRAWING.store(false, Ordering::Release);
         }
     }
 }
@@ -101,6 +121,21 @@ mod tests {
         assert!(p.line(u64::MAX).contains("100%"), "clamped");
         let empty = Progress::with_terminal("x", 0, false);
         assert!(empty.line(0).contains("100%"), "no division by zero");
+    }
+
+    #[test]
+    fn one_bar_draws_at_a_time() {
+        let mut first = Progress::with_terminal("a", 10, true);
+        let mut second = Progress::with_terminal("b", 10, true);
+        assert!(first.claim());
+        first.last = Some(Instant::now()); // drawn
+        assert!(first.claim(), "the drawing bar keeps drawing");
+        assert!(!second.claim(), "another stays quiet");
+        assert!(!second.enabled, "for good");
+        drop(first);
+        let mut third = Progress::with_terminal("c", 10, true);
+        assert!(third.claim(), "free again once the first is gone");
+        third.last = Some(Instant::now());
     }
 
     #[test]
