@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times `ebpf-prof annotate` against `ebpf-prof flame` on the same perf.data (issue 10's target:
 # annotate takes at most 1.2x what flame takes on a 400k-sample profile). Prints the median of
-# RUNS runs of each and the ratio. Both run perf script once over the file; flame renders an SVG.
+# RUNS runs of each and the ratio. Both read the file once with the built-in reader; flame renders
+# an SVG.
 #
 #   scripts/bench-annotate.sh [PERF.DATA] [RUNS]      (default /tmp/shared/big.data, 3 runs)
 #   RECORD=N scripts/bench-annotate.sh                 (as root: record ~N samples first, with
