@@ -129,3 +129,53 @@ proptest! {
         prop_assert_eq!(cpu::parse_cpulist(&text).unwrap(), cpus.into_iter().collect::<Vec<_>>());
     }
 }
+
+/// inferno's collapse of `text` choosing the event itself, as `folded::collapse_perf_script`
+/// called it before it chose the event: `None` where inferno panics.
+fn inferno_alone(text: &str) -> Option<Vec<u8>> {
+    use inferno::collapse::perf::{Folder, Options};
+    use inferno::collapse::Collapse;
+    let mut opts = Options::default();
+    opts.annotate_kernel = true;
+    opts.annotate_jit = true;
+    let run = || {
+        let mut out = Vec::new();
+        Folder::from(opts)
+            .collapse(text.as_bytes(), &mut out)
+            .ok()?;
+        Some(out)
+    };
+    std::panic::catch_unwind(run).ok().flatten()
+}
+
+/// One block of `perf script`-like text: a sample of one of three events, a header naming no
+/// event, a line that is no header, a comment, or a blank line.
+fn block() -> impl Strategy<Value = String> {
+    let frame = "\tffffffff81000130 f+0x76 ([kernel.kallsyms])\n\tffffffff81000200 g+0x1 ([kernel.kallsyms])\n";
+    prop_oneof![
+        (0usize..3, 1u32..9).prop_map(move |(e, p)| {
+            let event = ["cpu-clock:k", "task-clock", "cycles:k"][e];
+            format!("bench 7 1.{p}: {p} {event}:\n{frame}\n")
+        }),
+        Just(format!("bench 7   1\n{frame}\n")),
+        Just("bench 1.5:\n".to_string()),
+        Just("# a comment\n".to_string()),
+        Just("\n".to_string()),
+        Just(format!("x 3 2.0: 4 cycles:k:\n{frame}")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Where inferno picked the event itself without panicking, the event chosen for it now is
+    /// the same: the same folded text.
+    #[test]
+    fn perf_script_event_choice_is_inferno_s(blocks in proptest::collection::vec(block(), 0..8)) {
+        let text: String = blocks.concat();
+        let ours = folded::collapse_perf_script(text.as_bytes());
+        if let Some(theirs) = inferno_alone(&text) {
+            prop_assert_eq!(ours.unwrap(), theirs, "{:?}", text);
+        }
+    }
+}

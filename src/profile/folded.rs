@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use inferno::collapse::perf::{Folder, Options};
 use inferno::collapse::Collapse;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 
 /// What a profile input file holds, told by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,74 +84,112 @@ fn looks_like_event_line(l: &str) -> bool {
 /// byte offsets and panics inside a multi-byte character (found by tests/parsers_prop.rs).
 ///
 /// inferno takes the event to keep from the first sample's header line and asserts it found
-/// one: text whose first block has no such line (a blank line first, a header split in two)
-/// panicked it (found by tests/parsers_prop.rs). The event is looked up here the way inferno
-/// reads it, in the first block that has one, and handed to inferno: the same event as
-/// inferno's own choice whenever it had one.
+/// one when the first block ends: text whose first block has no such line (a blank line first,
+/// a header split in two) panicked it (found by tests/parsers_prop.rs). The event is looked up
+/// here the way inferno reads it and handed to inferno, so its choice is inferno's own
+/// wherever inferno made one; where inferno would have asserted, the search goes on into the
+/// blocks after (tests/parsers_prop.rs holds the two against each other).
 pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     let mut input = BufReader::with_capacity(1 << 16, AsciiOnly(reader));
-    let (event, seen) = first_event(&mut input).context("cannot read the perf script output")?;
-    let Some(event) = event else {
-        if seen.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Vec::new());
-        }
-        let within = match seen.len() >= HEADER_SCAN {
-            true => format!(" in its first {} MB", HEADER_SCAN >> 20),
-            false => String::new(),
-        };
-        return Err(crate::error::usage(format!(
-            "the perf script text has no sample header line (`COMM PID TIME: PERIOD EVENT:`){within}: give the output of `perf script`, or the perf.data itself"
-        )));
+    let scan = first_event(&mut input).context("cannot read the perf script output")?;
+    let event = match scan.event {
+        Some(e) => Some(e),
+        // inferno reads text with no header and no blank line to its end without asserting:
+        // let it, as before.
+        None if !scan.blank && scan.complete => None,
+        None if scan.seen.iter().all(u8::is_ascii_whitespace) => return Ok(Vec::new()),
+        None => return Err(no_header(scan.complete)),
     };
     let mut opts = Options::default();
     opts.annotate_kernel = true;
     opts.annotate_jit = true;
-    opts.event_filter = Some(event);
+    opts.event_filter = event;
     let mut out = Vec::new();
+    let all = std::io::Cursor::new(scan.seen).chain(input);
     Folder::from(opts)
-        .collapse(
-            BufReader::with_capacity(1 << 16, std::io::Cursor::new(seen).chain(input)),
-            &mut out,
-        )
+        .collapse(BufReader::with_capacity(1 << 16, all), &mut out)
         .context("cannot collapse perf script output")?;
     Ok(out)
+}
+
+/// The error for text in which no sample header names an event (`complete`: in all of it).
+fn no_header(complete: bool) -> anyhow::Error {
+    let within = match complete {
+        true => String::new(),
+        false => format!(" in its first {} MB", HEADER_SCAN >> 20),
+    };
+    crate::error::usage(format!(
+        "the perf script text has no sample header line (`COMM PID TIME: PERIOD EVENT:`){within}: give the output of `perf script`, or the perf.data itself"
+    ))
+}
+
+/// What [`first_event`] found.
+struct HeaderScan {
+    /// The event inferno would keep.
+    event: Option<String>,
+    /// The bytes read to find it.
+    seen: Vec<u8>,
+    /// A blank line came before the event: inferno would have asserted at it.
+    blank: bool,
+    /// The text was read to its end.
+    complete: bool,
 }
 
 /// How far [`first_event`] looks for a sample header before giving up on the text.
 const HEADER_SCAN: usize = 16 << 20;
 
-/// The event of the first block (lines up to a blank one; `#` lines skipped) whose first line
-/// is a sample header as inferno parses it, and the bytes read to find it.
-fn first_event(input: &mut impl std::io::BufRead) -> std::io::Result<(Option<String>, Vec<u8>)> {
-    let mut seen = Vec::new();
-    let mut block_start = true;
-    while seen.len() < HEADER_SCAN {
-        let from = seen.len();
-        if input.read_until(b'\n', &mut seen)? == 0 {
+/// The event inferno would keep ([`HeaderScan`]). inferno's reader
+/// (`collapse::perf::Folder::process_single_stack` and `on_event_line`) reads each line that
+/// comes outside a sample as a header: one it cannot parse leaves it outside (the next line is
+/// tried), one it parses starts a sample (its frames follow to a blank line), and the first
+/// header with an event sets the event. inferno reads only the first block so; this goes on
+/// into the blocks after it, where inferno asserted. Lines starting `#` are skipped.
+fn first_event(input: &mut impl BufRead) -> std::io::Result<HeaderScan> {
+    let mut scan = HeaderScan {
+        event: None,
+        seen: Vec::new(),
+        blank: false,
+        complete: false,
+    };
+    let mut in_sample = false;
+    while scan.seen.len() < HEADER_SCAN {
+        let from = scan.seen.len();
+        let room = (HEADER_SCAN - from) as u64;
+        if input
+            .by_ref()
+            .take(room)
+            .read_until(b'\n', &mut scan.seen)?
+            == 0
+        {
+            scan.complete = true;
             break;
         }
-        let line = String::from_utf8_lossy(&seen[from..]);
+        let line = String::from_utf8_lossy(&scan.seen[from..]);
         if line.starts_with('#') {
             continue;
         }
         let line = line.trim_end();
         if line.is_empty() {
-            block_start = true;
-            continue;
-        }
-        if std::mem::replace(&mut block_start, false) {
-            if let Some(event) = header_event(line) {
-                return Ok((Some(event.to_string()), seen));
+            (in_sample, scan.blank) = (false, true);
+        } else if !in_sample {
+            match header(line) {
+                Some(Some(event)) => {
+                    scan.event = Some(event.to_string());
+                    break;
+                }
+                Some(None) => in_sample = true,
+                None => {}
             }
         }
     }
-    Ok((None, seen))
+    Ok(scan)
 }
 
-/// The event of a sample header line, read as inferno 0.12 reads it
-/// (`collapse::perf::Folder::on_event_line`): after the first all-digit word (the tid, or
-/// pid/tid) comes `TIME: PERIOD EVENT:`, the event being the last word before the second colon.
-fn header_event(line: &str) -> Option<&str> {
+/// A sample header line as inferno 0.12 reads it (`event_line_parts`, `on_event_line`): after
+/// the first all-digit word (the tid, or pid/tid) comes `TIME: PERIOD EVENT:`, the event being
+/// the last word before the second colon. `None`: not a header; `Some(None)`: a header that
+/// names no event.
+fn header(line: &str) -> Option<Option<&str>> {
     let mut all_digits = false;
     let mut last_was_space = false;
     let mut end = None;
@@ -167,8 +205,8 @@ fn header_event(line: &str) -> Option<&str> {
         }
         last_was_space = c == ' ';
     }
-    let period_and_event = line[end?..].split(':').nth(1)?;
-    period_and_event.rsplit(' ').next()
+    let period_and_event = line[end?..].split(':').nth(1);
+    Some(period_and_event.and_then(|p| p.rsplit(' ').next()))
 }
 
 /// A reader that turns every byte ≥ 0x80 into `?`.
@@ -379,18 +417,35 @@ mod tests {
             assert_eq!(out, want, "{text:?}");
         }
         assert_eq!(
-            header_event("bench 7 1.5: 1 cpu-clock:k:"),
-            Some("cpu-clock")
+            header("bench 7 1.5: 1 cpu-clock:k:"),
+            Some(Some("cpu-clock"))
         );
         assert_eq!(
-            header_event("bench 7/8 [001] 1.5: 1 cycles:k:"),
-            Some("cycles")
+            header("bench 7/8 [001] 1.5: 1 cycles:k:"),
+            Some(Some("cycles"))
         );
-        assert_eq!(header_event("bench 7   1"), None);
+        assert_eq!(header("bench 7   1"), Some(None), "a header with no event");
+        assert_eq!(
+            header("bench 1.5:"),
+            None,
+            "no all-digit word: not a header"
+        );
+        // A line inferno cannot read as a header leaves it outside a sample: the next line is
+        // a header, whose event inferno keeps (not the next block's).
+        let text = format!("bench 1.5:\n{stack}{other}");
+        let out = String::from_utf8(collapse_perf_script(text.as_bytes()).unwrap()).unwrap();
+        assert_eq!(out, "bench;f_[k] 1\n");
+        let alone = "bench 1.5:\nbench 7 1.5: 1 cpu-clock:\n\tffffffff81000130 f+0x76 ([kernel.kallsyms])\n";
+        let out = String::from_utf8(collapse_perf_script(alone.as_bytes()).unwrap()).unwrap();
+        assert_eq!(out, "bench;f_[k] 1\n", "no error where inferno read it");
         assert!(collapse_perf_script("\n\n  \n".as_bytes())
             .unwrap()
             .is_empty());
-        let e = collapse_perf_script("no header here\n\tf\n".as_bytes()).unwrap_err();
+        // No header and no blank line: inferno read it to the end (nothing to fold), as before.
+        let none = collapse_perf_script("no header here\n\tf\n".as_bytes()).unwrap();
+        assert!(none.is_empty());
+        // A blank line with no header before it, and none after: where inferno asserted.
+        let e = collapse_perf_script("no header here\n\tf\n\n".as_bytes()).unwrap_err();
         assert!(e.to_string().contains("no sample header line"), "{e}");
     }
 
