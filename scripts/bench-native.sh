@@ -12,12 +12,14 @@
 # Record a ~400k-sample kernel-stack profile to measure (as root, ~30 s):
 #   target/release/ebpf-prof record --load OPENAT_HOOK.bpf.o -F 20000 -n 2900000 -o /tmp/native/big.data
 set -euo pipefail
-cd "$(dirname "$0")/.."
 data=${1:-/tmp/native/big.data}
+[ -f "$data" ] || { echo "no $data: record one (see the header of $0)" >&2; exit 2; }
+data=$(realpath -- "$data")
+cd "$(dirname "$0")/.."
 runs=${RUNS:-5}
 rounds=${ROUNDS:-15}
 perf=${PERF:-$(command -v perf || true)}
-[ -f "$data" ] || { echo "no $data: record one (see the header of $0)" >&2; exit 2; }
+[ -x "$perf" ] || { echo "no perf to compare with: install it or set PERF=/path/to/perf" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt install time)" >&2; exit 2; }
 cargo build --release --quiet
 bin=$PWD/target/release/ebpf-prof
@@ -26,10 +28,18 @@ trap 'rm -rf "$tmp"' EXIT
 nopath=$tmp/empty-path
 mkdir "$nopath"
 
-# one run of a command: "WALL RSS" (seconds, peak KB)
+# one run of a command: "WALL RSS" (seconds, peak KB); a failing command stops the script,
+# saying why
 once() {
-  { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>"$tmp/err"; } 2>&1
-  tail -1 "$tmp/err"
+  local rc=0
+  /usr/bin/time -f '%e %M' "$@" >/dev/null 2>"$tmp/err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "bench-native: failed (exit $rc): $*" >&2
+    head -5 "$tmp/err" >&2
+    kill "$$"
+    return 1
+  fi
+  tail -1 "$tmp/err" | awk '{print ($1 < 0.01 ? 0.01 : $1), $2}'
 }
 # median wall seconds and max peak RSS (KB) of a command over $runs runs: "WALL RSS"
 measure() {
@@ -54,7 +64,8 @@ for ((i = 0; i < rounds; i++)); do
   read -r rp rss_r < <(once env PATH="$nopath" "$bin" report "$data")
   read -r df rss_d < <(once env PATH="$nopath" "$bin" diff "$data" "$data" -o "$tmp/d.svg" --force)
   # diff's floor: two flames at once, as its two reads run (not a target, a yardstick)
-  read -r two _ < <(once env PATH="$nopath" "$BASH" -c "\"\$0\" flame \"\$1\" -o \"\$2/t1.svg\" --force & \"\$0\" flame \"\$1\" -o \"\$2/t2.svg\" --force; wait" "$bin" "$data" "$tmp")
+  read -r two _ < <(once env PATH="$nopath" "$BASH" -c '"$0" flame "$1" -o "$2/t1.svg" --force & p=$!
+    "$0" flame "$1" -o "$2/t2.svg" --force && wait "$p"' "$bin" "$data" "$tmp")
   echo "$fl $rp $df $rss_f $rss_r $rss_d $two" >>"$tmp/rounds"
 done
 col() { awk -v c="$1" '{print $c}' "$tmp/rounds" | median; }

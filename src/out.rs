@@ -78,6 +78,23 @@ pub fn err_text(text: &str) {
     let _ = e.write_all(text.as_bytes()).and_then(|()| e.flush());
 }
 
+/// Whether a progress line is on the terminal now: one at a time, so reads running side by
+/// side (`diff`) do not take turns on the same line.
+static PROGRESS_LINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Take the terminal's progress line; false when another progress line has it.
+pub fn claim_progress_line() -> bool {
+    use std::sync::atomic::Ordering;
+    PROGRESS_LINE
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// Give the progress line back (its holder has cleared it).
+pub fn release_progress_line() {
+    PROGRESS_LINE.store(false, std::sync::atomic::Ordering::Release);
+}
+
 /// `Ok` for a broken pipe anywhere in the chain: the reader went away, which is not a failure.
 pub fn ok_unless_real(r: anyhow::Result<()>) -> anyhow::Result<()> {
     match r {

@@ -191,6 +191,11 @@ impl<R: Read> Read for Progress<R> {
         let n = self.inner.read(buf)?;
         self.bytes += n as u64;
         if self.enabled && self.last.elapsed() > Duration::from_millis(100) {
+            // One progress line at a time: another read's has it, this one stays quiet.
+            if !self.shown && !crate::out::claim_progress_line() {
+                self.enabled = false;
+                return Ok(n);
+            }
             const SPIN: [char; 4] = ['|', '/', '-', '\\'];
             let c = SPIN[(self.bytes as usize / 4096) % 4];
             crate::out::err_text(&format!(
@@ -209,6 +214,7 @@ impl<R> Drop for Progress<R> {
     fn drop(&mut self) {
         if self.shown {
             crate::out::err_text("\r\x1b[K");
+            crate::out::release_progress_line();
         }
     }
 }

@@ -472,14 +472,14 @@ fn perf_in_private(
         return Err(Interrupted(ints.last().unwrap_or(libc::SIGINT)).into());
     }
     let stopped_by_user = open_ended && out.signals > 0;
-    if !out.status.success() && !rec.interrupted && !stopped_by_user {
-        return Err(perf_failure(plan, &out));
-    }
     // perf names the file it wrote by the path it was given (through the private directory's
     // fd); the user knows it by where it lands.
     let shown = out
         .stderr
         .replace(&*work.data.to_string_lossy(), &files.data.to_string_lossy());
+    if !out.status.success() && !rec.interrupted && !stopped_by_user {
+        return Err(perf_failure(plan, &out, &shown));
+    }
     crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
     finish_record(plan, &work, rec);
@@ -536,9 +536,13 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
 }
 
 /// A failed perf run (what it left half-done goes with the private directory): explain,
-/// quoting perf's stderr.
-fn perf_failure(plan: &RecordPlan, out: &perf_record::RecordOutcome) -> anyhow::Error {
-    let stderr = out.stderr.trim();
+/// quoting perf's stderr (`stderr`, with the paths the user knows).
+fn perf_failure(
+    plan: &RecordPlan,
+    out: &perf_record::RecordOutcome,
+    stderr: &str,
+) -> anyhow::Error {
+    let stderr = stderr.trim();
     let code = out
         .status
         .code()

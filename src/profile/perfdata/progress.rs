@@ -1,15 +1,11 @@
 //! A progress bar on stderr for reads that take longer than a second, drawn only when stderr
 //! is a terminal and cleared when the read ends: `[#########           ] 45%  30/66 MB`.
 //! Updates are cheap to call often (one clock read every [`Progress::EVERY`] calls). One bar
-//! at a time: when reads run side by side (`diff`), the first to be due draws and the others
-//! stay quiet, instead of taking turns on the same line.
+//! at a time ([`crate::out::claim_progress_line`]): when reads run side by side (`diff`), the
+//! first to be due draws and the others stay quiet, instead of taking turns on the same line.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Whether some bar is on the terminal now.
-static DRAWING: AtomicBool = AtomicBool::new(false);
 
 /// How far a long read has come.
 #[derive(Debug)]
@@ -67,9 +63,7 @@ impl Progress {
         if self.last.is_some() {
             return true;
         }
-        let free = DRAWING
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
+        let free = crate::out::claim_progress_line();
         self.enabled = free;
         free
     }
@@ -100,7 +94,7 @@ impl Drop for Progress {
     fn drop(&mut self) {
         if self.shown() {
             crate::out::err_text(&format!("\r{}\r", " ".repeat(self.line(0).len())));
-            DRAWING.store(false, Ordering::Release);
+            crate::out::release_progress_line();
         }
     }
 }
