@@ -179,3 +179,49 @@ proptest! {
         }
     }
 }
+
+/// Folded-looking text: frames of a few shapes (BPF, kernel, line frames, odd bytes), counts
+/// that may be zero, huge or no number at all.
+fn folded_text() -> impl Strategy<Value = String> {
+    let frame = prop_oneof![
+        Just("bpf_prog_0123456789abcdef_f".to_string()),
+        Just("do_syscall_64_[k]".to_string()),
+        Just("hook.bpf.c:42".to_string()),
+        Just("[unknown]".to_string()),
+        ".{0,12}",
+    ];
+    let count = prop_oneof![
+        (0u64..1000).prop_map(|c| c.to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("1.5".to_string()),
+        Just(String::new()),
+    ];
+    proptest::collection::vec((proptest::collection::vec(frame, 0..6), count), 0..12).prop_map(
+        |lines| {
+            lines
+                .into_iter()
+                .map(|(f, c)| format!("{} {c}\n", f.join(";")))
+                .collect()
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The renderers and exporters take whatever folded text a user hands `flame` and `diff`
+    /// without panicking (inferno's included): an output or an error.
+    #[test]
+    fn flame_and_diff_render_any_folded_text(a in folded_text(), b in folded_text()) {
+        let opts = ebpf_prof::flame::FlameOptions {
+            title: "t".into(),
+            subtitle: None,
+            count_name: "samples".into(),
+        };
+        let _ = ebpf_prof::flame::render(&a, &opts, Vec::new());
+        let _ = ebpf_prof::flame::render_diff(&a, &b, "t", "samples", Vec::new());
+        let parsed = Folded::parse(&a);
+        let _ = ebpf_prof::flame::export::pprof(&parsed, "samples", "t");
+        let _ = ebpf_prof::flame::export::speedscope(&parsed, "samples", "t");
+    }
+}
