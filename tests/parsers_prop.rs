@@ -223,5 +223,19 @@ proptest! {
         let parsed = Folded::parse(&a);
         let _ = ebpf_prof::flame::export::pprof(&parsed, "samples", "t");
         let _ = ebpf_prof::flame::export::speedscope(&parsed, "samples", "t");
+        // report's reading and diff --text of the same.
+        let d = ebpf_prof::report::delta::deltas(&parsed, &Folded::parse(&b));
+        let _ = ebpf_prof::report::delta::table(&d, 5);
+        let _ = ebpf_prof::report::delta::json(&d, 5);
+        let p = ebpf_prof::profile::Profile {
+            folded: a.clone(),
+            record: None,
+            kind: folded::InputKind::Folded,
+            samples: None,
+        };
+        let none = std::path::Path::new("/nonexistent/x.folded");
+        if let Ok(r) = ebpf_prof::report::report_on(&p, none, None, 5, None) {
+            let _ = r.to_text();
+        }
     }
 }
