@@ -12,7 +12,10 @@ use std::io::Write;
 /// The label appended to a frame the base profile has nowhere on that path.
 pub const NEW: &str = " (new)";
 
-/// Render the differential graph of `base` → `hooked` (folded texts) into `out`.
+/// Render the differential graph of `base` → `hooked` (folded texts) into `out`. Only the
+/// lines that are folded stacks go to inferno (the loader warns about the others as skipped;
+/// inferno's merge would count some, a count with no stack say); counts that add up past 2^64
+/// in either are an error (inferno would add them unchecked).
 pub fn render_diff(
     base: &str,
     hooked: &str,
@@ -20,7 +23,8 @@ pub fn render_diff(
     count_name: &str,
     out: impl Write,
 ) -> Result<()> {
-    let (base, hooked) = mark_new(base, hooked);
+    let [base, hooked] = stacks_for_inferno([base, hooked])?;
+    let (base, hooked) = mark_new(&base, &hooked);
     let mut lines = Vec::new();
     let opts = differential::Options {
         normalize: true,
@@ -39,6 +43,27 @@ pub fn render_diff(
     o.deterministic = true;
     flamegraph::from_lines(&mut o, clean.lines(), out)
         .context("cannot render the differential flame graph")
+}
+
+/// A frame's count difference goes through inferno's colour arithmetic multiplied by 150 in an
+/// `isize`: profiles whose total is above this (2^52 ns is 52 days of CPU time) are scaled down
+/// by a power of two first, which keeps every share.
+const COUNT_LIMIT: u64 = 1 << 52;
+
+/// The folded stacks of `texts` (other lines dropped), each total checked, scaled below
+/// [`COUNT_LIMIT`] together.
+fn stacks_for_inferno(texts: [&str; 2]) -> Result<[String; 2]> {
+    use crate::profile::folded::{checked_total, Folded};
+    let mut parsed = texts.map(Folded::parse);
+    let mut max = 0;
+    for f in &parsed {
+        max = max.max(checked_total(&f.to_text()).map_err(anyhow::Error::msg)?);
+    }
+    let shift = (u64::BITS - max.leading_zeros()).saturating_sub(COUNT_LIMIT.trailing_zeros());
+    for f in &mut parsed {
+        f.stacks.iter_mut().for_each(|s| s.count >>= shift);
+    }
+    Ok(parsed.map(|f| f.to_text()))
 }
 
 /// The hooked stacks with every frame whose path (root to that frame) the base never has

@@ -272,7 +272,10 @@ pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u
         samples.push(ids);
         weights.push(st.count);
     }
-    let total: u64 = weights.iter().sum();
+    let total = weights
+        .iter()
+        .try_fold(0u64, |a, &w| a.checked_add(w))
+        .ok_or_else(|| anyhow::anyhow!("the counts add up past 2^64: this is not a profile"))?;
     let unit = match unit_names(count_unit).1 {
         "nanoseconds" => "nanoseconds",
         _ => "none",

@@ -65,8 +65,10 @@ pub struct FlameOptions {
     pub count_name: String,
 }
 
-/// Render folded text as an SVG into `out`.
+/// Render folded text as an SVG into `out`. Counts that add up past 2^64 are an error (inferno
+/// would add them unchecked).
 pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> {
+    crate::profile::folded::checked_total(folded).map_err(anyhow::Error::msg)?;
     let clean = sanitize(folded);
     let labels = short_labels(&clean);
     let mut palette = PaletteMap::default();

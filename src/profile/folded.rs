@@ -304,9 +304,9 @@ impl Folded {
         f
     }
 
-    /// Total samples.
+    /// Total samples (saturating: the loader refuses counts that add up past 2^64 before).
     pub fn total(&self) -> u64 {
-        self.stacks.iter().map(|s| s.count).sum()
+        self.stacks.iter().fold(0, |a, s| a.saturating_add(s.count))
     }
 
     /// Back to folded text.

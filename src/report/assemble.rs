@@ -308,7 +308,7 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
             input.folded.skipped
         ));
     }
-    if t.no_kernel * 2 > t.total {
+    if t.no_kernel > t.total / 2 {
         w.push(format!("{:.0}% of the samples have no named kernel frame: kernel names were hidden from perf (kernel.kptr_restrict) and no kallsyms snapshot named them; give the run's snapshot with --kallsyms", pct(t.no_kernel, t.total)));
     }
     if t.bpf == 0 {
@@ -336,7 +336,7 @@ fn too_few(n: u64, record: Option<&RunRecord>) -> String {
     let more = match record.and_then(bench_iterations) {
         Some(iters) => format!(
             "record about {factor}× as many iterations (-n {})",
-            iters * factor
+            iters.saturating_mul(factor)
         ),
         None => format!("record about {factor}× as long"),
     };

@@ -35,13 +35,13 @@ struct Shares {
 fn shares(f: &Folded) -> Shares {
     let mut s = Shares::default();
     for st in &f.stacks {
-        s.total += st.count;
+        crate::report::add(&mut s.total, st.count);
         let names: BTreeSet<String> = st.frames.iter().map(|x| display(x)).collect();
         for n in names {
-            *s.incl.entry(n).or_default() += st.count;
+            crate::report::add(s.incl.entry(n).or_default(), st.count);
         }
         if let Some(leaf) = st.frames.last() {
-            *s.own.entry(display(leaf)).or_default() += st.count;
+            crate::report::add(s.own.entry(display(leaf)).or_default(), st.count);
         }
     }
     s

@@ -19,7 +19,10 @@ pub fn bpf_only(folded: &Folded) -> Folded {
             let from = attach
                 .filter(|&i| kind(&s.frames[i]) == Kind::Kernel)
                 .unwrap_or(seg.start);
-            *merged.entry(s.frames[from..].to_vec()).or_default() += s.count;
+            crate::report::add(
+                merged.entry(s.frames[from..].to_vec()).or_default(),
+                s.count,
+            );
         }
     }
     Folded {

@@ -31,6 +31,12 @@ use crate::runrecord::RunRecord;
 use serde::Serialize;
 use std::path::Path;
 
+/// `*slot += n`, saturating: a count adds up once per frame of a recursive stack, which can go
+/// past the profile's total (checked below 2^64 on loading).
+pub(crate) fn add(slot: &mut u64, n: u64) {
+    *slot = slot.saturating_add(n);
+}
+
 /// The report on a loaded profile; `input` locates the run's kallsyms snapshot unless
 /// `kallsyms` names one; `own_code_line` backs the own-code hint ([`lines::own_code_hint_line`]).
 pub fn report_on(

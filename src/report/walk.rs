@@ -100,13 +100,14 @@ fn homes(stacks: &[Stack], glue: &GlueSet) -> HashMap<String, String> {
             continue;
         };
         let prog = display(&s.frames[e]);
-        *as_entry.entry(prog.clone()).or_default() += s.count;
+        crate::report::add(as_entry.entry(prog.clone()).or_default(), s.count);
         for f in &s.frames[e + 1..code_end] {
-            *below
+            let slot = below
                 .entry(display(f))
                 .or_default()
                 .entry(prog.clone())
-                .or_default() += s.count;
+                .or_default();
+            crate::report::add(slot, s.count);
         }
     }
     below
@@ -204,10 +205,10 @@ pub fn tally(stacks: &[Stack]) -> Tally {
     let homes = homes(stacks, &glue);
     let mut t = Tally::default();
     for s in stacks {
-        t.total += s.count;
+        crate::report::add(&mut t.total, s.count);
         let names: BTreeSet<&str> = s.frames.iter().map(|f| bare(f)).collect();
         for n in names {
-            *t.incl.entry(n.to_string()).or_default() += s.count;
+            crate::report::add(t.incl.entry(n.to_string()).or_default(), s.count);
         }
         let seg = segment(&s.frames, &glue);
         unresolved(&mut t, &s.frames, s.count, seg, &glue);
@@ -249,26 +250,26 @@ fn ancestors(t: &mut Tally, stacks: &[Stack]) {
 }
 
 fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<String, String>) {
-    t.bpf += n;
+    crate::report::add(&mut t.bpf, n);
     let attach = match seg.start.checked_sub(1) {
         Some(i) if frames::kind(&f[i]) == Kind::Kernel => display(&f[i]),
         _ => CALLER_LOST.to_string(),
     };
     let a = t.attach.entry(attach.clone()).or_default();
-    a.bpf += n;
+    crate::report::add(&mut a.bpf, n);
     if attach != CALLER_LOST {
         let name = |back: usize| {
             seg.start
                 .checked_sub(back)
                 .map_or_else(String::new, |i| display(&f[i]))
         };
-        *a.lineage.entry((name(2), name(3))).or_default() += n;
+        crate::report::add(a.lineage.entry((name(2), name(3))).or_default(), n);
     }
     let code_stop = seg.entry.unwrap_or(seg.code_end);
     a.via
         .extend(f[seg.start..code_stop].iter().map(|g| display(g)));
     if let Some(e) = seg.entry {
-        t.programs += n;
+        crate::report::add(&mut t.programs, n);
         let name = display(&f[e]);
         let home = homes.get(&name).cloned().unwrap_or_else(|| name.clone());
         a.programs.insert(home.clone());
@@ -276,15 +277,17 @@ fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<Str
     }
     kernel_functions(t, f, n, seg.code_end);
     let below = f[seg.code_end..].iter().map(|x| bare(x));
-    *t.categories
+    let slot = t
+        .categories
         .entry(kinds::of_sample(below, seg.entry.is_some()))
-        .or_default() += n;
+        .or_default();
+    crate::report::add(slot, n);
 }
 
 fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &str, at: &str) {
     let rehomed = display(&f[e]) != home;
     let p = t.progs.entry(home.to_string()).or_default();
-    p.incl += n;
+    crate::report::add(&mut p.incl, n);
     p.attach.insert(at.to_string());
     if !rehomed {
         p.tags.extend(frames::tag(&f[e]));
@@ -292,26 +295,26 @@ fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &s
     let leaf_in_code = seg.code_end == f.len();
     // The program's self time: samples in its own code, not in its sub-functions'.
     if leaf_in_code && f.len() == e + 1 && !rehomed {
-        p.own += n;
+        crate::report::add(&mut p.own, n);
     }
     let mut seen = BTreeSet::new();
     for i in e..seg.code_end {
         let name = display(&f[i]);
         let fun = p.functions.entry(name.clone()).or_default();
         if seen.insert(name) {
-            fun.incl += n;
+            crate::report::add(&mut fun.incl, n);
         }
         if leaf_in_code && i + 1 == f.len() {
-            fun.own += n;
+            crate::report::add(&mut fun.own, n);
         }
         if rehomed {
-            fun.unwound_short += u64::from(i == e) * n;
+            crate::report::add(&mut fun.unwound_short, u64::from(i == e) * n);
             continue;
         }
         let depth = i - e;
         fun.depth = Some(fun.depth.map_or(depth, |d| d.min(depth)));
         if i > e {
-            *fun.callers.entry(display(&f[i - 1])).or_default() += n;
+            crate::report::add(fun.callers.entry(display(&f[i - 1])).or_default(), n);
         }
     }
 }
@@ -325,11 +328,11 @@ fn kernel_functions(t: &mut Tally, f: &[String], n: u64, from: usize) {
         let name = display(&f[i]);
         let k = t.kfuncs.entry(name.clone()).or_default();
         if seen.insert(name) {
-            k.incl += n;
-            *k.callers.entry(display(&f[i - 1])).or_default() += n;
+            crate::report::add(&mut k.incl, n);
+            crate::report::add(k.callers.entry(display(&f[i - 1])).or_default(), n);
         }
         if i + 1 == f.len() {
-            k.own += n;
+            crate::report::add(&mut k.own, n);
         }
     }
 }
@@ -339,7 +342,7 @@ fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &
         .iter()
         .position(|x| !matches!(frames::kind(x), Kind::Other | Kind::Unresolved))
     else {
-        t.no_kernel += n;
+        crate::report::add(&mut t.no_kernel, n);
         return;
     };
     let mut seen = BTreeSet::new();
@@ -352,10 +355,10 @@ fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &
         let role = role_of(f, i, seg, glue);
         runner |= role == Role::UnderRunner;
         if seen.insert(key.clone()) {
-            t.unresolved.entry(key).or_insert((role, 0)).1 += n;
+            crate::report::add(&mut t.unresolved.entry(key).or_insert((role, 0)).1, n);
         }
     }
-    t.under_runner += u64::from(runner) * n;
+    crate::report::add(&mut t.under_runner, u64::from(runner) * n);
 }
 
 fn display_parent(f: &[String], i: usize) -> String {
