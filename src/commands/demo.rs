@@ -66,7 +66,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
     let profile = profile::load(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
     write_svg(&svg, &profile, &recorded)?;
-    summarise(&recorded, &cost, &profile, &svg, opts.freq)
+    summarise(&recorded, &cost, &profile, &svg, opts)
 }
 
 fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
@@ -85,7 +85,7 @@ fn summarise(
     cost: &Comparison,
     profile: &Profile,
     svg: &Path,
-    freq: u32,
+    opts: &DemoOptions,
 ) -> Result<()> {
     let mut s = String::from("files:\n");
     for p in rec.files.all() {
@@ -96,15 +96,21 @@ fn summarise(
         svg.display(),
         rec.files.data.display()
     ));
-    let report = crate::report::report_on(profile, &rec.files.data, None, 5, None)?;
-    for line in report.to_text().lines() {
+    // What `report` prints: its reading, the own-code hint naming the hottest line, the hot lines.
+    let hot = crate::report::lines::hot_lines(&rec.files.data, None, &opts.perf);
+    let own_line = hot
+        .as_deref()
+        .and_then(crate::report::lines::own_code_hint_line);
+    let report = crate::report::report_on(profile, &rec.files.data, None, 5, own_line)?;
+    let lines = hot.as_deref().map(crate::report::lines::render);
+    for line in (report.to_text() + &lines.unwrap_or_default()).lines() {
         s.push_str(&if line.is_empty() {
             "\n".into()
         } else {
             format!("  {line}\n")
         });
     }
-    s.push_str(&cost_lines(cost, rec, freq));
+    s.push_str(&cost_lines(cost, rec, opts.freq));
     s.push_str(&format!("open the flame graph: {}\n", svg.display()));
     crate::out::stdout(&s)
 }
