@@ -8,8 +8,9 @@ use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
 use crate::perf::record::Scope;
 use crate::perf::PerfChoice;
-use crate::profile::{self, Profile};
+use crate::profile::Profile;
 use crate::recording::{self, Load, RecordOptions, Recorded};
+use crate::report::lines::HotLine;
 use crate::runfiles::{write_file, Owner};
 use crate::stats::Comparison;
 use anyhow::{Context, Result};
@@ -63,10 +64,12 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         ..RecordOptions::defaults(Scope::Bench)
     })?;
     say("3/3 flame graph (the hook is detached, the sysctls restored)");
-    let profile = profile::load(&recorded.files.data, None, &opts.perf)?;
+    // One pass folds the stacks and aggregates the hot lines, as `report` reads the file.
+    let (profile, hot) =
+        crate::report::lines::load_with_hot_lines(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
     write_svg(&svg, &profile, &recorded)?;
-    summarise(&recorded, &cost, &profile, &svg, opts)
+    summarise(&recorded, &cost, (&profile, hot.as_deref()), &svg, opts)
 }
 
 fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
@@ -83,7 +86,7 @@ fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
 fn summarise(
     rec: &Recorded,
     cost: &Comparison,
-    profile: &Profile,
+    (profile, hot): (&Profile, Option<&[HotLine]>),
     svg: &Path,
     opts: &DemoOptions,
 ) -> Result<()> {
@@ -97,12 +100,9 @@ fn summarise(
         rec.files.data.display()
     ));
     // What `report` prints: its reading, the own-code hint naming the hottest line, the hot lines.
-    let hot = crate::report::lines::hot_lines(&rec.files.data, None, &opts.perf);
-    let own_line = hot
-        .as_deref()
-        .and_then(crate::report::lines::own_code_hint_line);
+    let own_line = hot.and_then(crate::report::lines::own_code_hint_line);
     let report = crate::report::report_on(profile, &rec.files.data, None, 5, own_line)?;
-    let lines = hot.as_deref().map(crate::report::lines::render);
+    let lines = hot.map(crate::report::lines::render);
     for line in (report.to_text() + &lines.unwrap_or_default()).lines() {
         s.push_str(&if line.is_empty() {
             "\n".into()

@@ -5,7 +5,6 @@
 
 use crate::out;
 use crate::perf::PerfChoice;
-use crate::profile;
 use crate::report;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -22,41 +21,10 @@ pub struct ReportOptions {
     pub perf: PerfChoice,
 }
 
-/// The profile and its hot lines. The hot lines need the raw IPs: with the built-in reader
-/// they are aggregated in the same pass that folds the stacks; when perf script reads the file
-/// instead, they take a pass of their own.
-fn load_with_hot_lines(
-    opts: &ReportOptions,
-) -> Result<(profile::Profile, Option<Vec<report::lines::HotLine>>)> {
-    let kallsyms = opts.kallsyms.as_deref();
-    let info = crate::bpfinfo::annotate::load_info(&opts.input).ok();
-    let Some((info, _)) = info.filter(|_| !opts.perf.via_perf) else {
-        let p = profile::load(&opts.input, kallsyms, &opts.perf)?;
-        let hot = (p.kind == profile::folded::InputKind::PerfData)
-            .then(|| report::lines::hot_lines(&opts.input, kallsyms, &opts.perf))
-            .flatten();
-        return Ok((p, hot));
-    };
-    let mut feed = crate::bpfinfo::annotate::ResolvedFeed::default();
-    let mut seen = false;
-    let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
-        seen = true;
-        feed.add(&info, s);
-    };
-    let p = profile::load_observed(&opts.input, kallsyms, &opts.perf, &mut observe)?;
-    let hot = if seen {
-        let mut agg = crate::bpfinfo::Aggregator::default();
-        feed.finish(&info, &mut agg);
-        report::lines::hot_lines_from(&opts.input, &opts.perf, &info, agg)
-    } else {
-        report::lines::hot_lines(&opts.input, kallsyms, &opts.perf)
-    };
-    Ok((p, hot))
-}
-
 /// Run `report`.
 pub fn run(opts: &ReportOptions) -> Result<()> {
-    let (p, hot) = load_with_hot_lines(opts)?;
+    let (p, hot) =
+        report::lines::load_with_hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
     let own_line = hot.as_deref().and_then(report::lines::own_code_hint_line);
     let r = report::report_on(
         &p,

@@ -54,11 +54,11 @@ const COUNT_LIMIT: u64 = 1 << 52;
 /// [`COUNT_LIMIT`] together.
 fn stacks_for_inferno(texts: [&str; 2]) -> Result<[String; 2]> {
     use crate::profile::folded::{checked_total, Folded};
-    let mut parsed = texts.map(Folded::parse);
     let mut max = 0;
-    for f in &parsed {
-        max = max.max(checked_total(&f.to_text()).map_err(anyhow::Error::msg)?);
+    for t in texts {
+        max = max.max(checked_total(t).map_err(anyhow::Error::msg)?);
     }
+    let mut parsed = texts.map(Folded::parse);
     let shift = (u64::BITS - max.leading_zeros()).saturating_sub(COUNT_LIMIT.trailing_zeros());
     for f in &mut parsed {
         f.stacks.iter_mut().for_each(|s| s.count >>= shift);

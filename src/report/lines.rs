@@ -11,6 +11,7 @@ use crate::bpfinfo::annotate::{annotate, annotate_from, Annotation, Request};
 use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{Aggregator, BpfInfo};
 use crate::perf::PerfChoice;
+use crate::profile::{self, Profile};
 
 /// How many lines the section lists.
 pub const HOT_LINES: usize = 5;
@@ -40,6 +41,40 @@ pub struct HotLine {
 /// Runs its own `perf script` without a progress line, so it can run beside `report`'s.
 pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Option<Vec<HotLine>> {
     top_lines(&annotate(&request(input, kallsyms, perf)).ok()?)
+}
+
+/// A profile loaded as `profile::load` loads it, and its hot lines (`None` for input without
+/// BPF program info). The hot lines need the raw IPs: with the built-in reader they are
+/// aggregated in the same pass that folds the stacks; when perf script reads the file
+/// instead, they take a pass of their own.
+pub fn load_with_hot_lines(
+    input: &Path,
+    kallsyms: Option<&Path>,
+    perf: &PerfChoice,
+) -> anyhow::Result<(Profile, Option<Vec<HotLine>>)> {
+    let info = crate::bpfinfo::annotate::load_info(input).ok();
+    let Some((info, _)) = info.filter(|_| !perf.via_perf) else {
+        let p = profile::load(input, kallsyms, perf)?;
+        let hot = (p.kind == profile::folded::InputKind::PerfData)
+            .then(|| hot_lines(input, kallsyms, perf))
+            .flatten();
+        return Ok((p, hot));
+    };
+    let mut feed = crate::bpfinfo::annotate::ResolvedFeed::default();
+    let mut seen = false;
+    let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
+        seen = true;
+        feed.add(&info, s);
+    };
+    let p = profile::load_observed(input, kallsyms, perf, &mut observe)?;
+    let hot = if seen {
+        let mut agg = crate::bpfinfo::Aggregator::default();
+        feed.finish(&info, &mut agg);
+        hot_lines_from(input, perf, &info, agg)
+    } else {
+        hot_lines(input, kallsyms, perf)
+    };
+    Ok((p, hot))
 }
 
 /// The hottest lines from samples already aggregated through `info` (in `report`'s own pass
