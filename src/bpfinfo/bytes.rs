@@ -2,17 +2,25 @@
 //! instead of panicking when it would run past the end, and offsets are added with overflow
 //! checks. The feature sections and BTF blobs are read only through this.
 
-/// A byte slice with the byte order of whoever wrote it.
+use crate::profile::perfdata::cursor::{u16_at, u32_at, u64_at};
+use crate::profile::perfdata::Endian;
+
+/// A byte slice with the byte order of whoever wrote it; the reads are the perf.data reader's
+/// ([`crate::profile::perfdata::cursor`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Bytes<'a> {
     buf: &'a [u8],
-    little_endian: bool,
+    endian: Endian,
 }
 
 impl<'a> Bytes<'a> {
     /// `buf`, read in the given byte order.
     pub(crate) fn new(buf: &'a [u8], little_endian: bool) -> Bytes<'a> {
-        Bytes { buf, little_endian }
+        let endian = match little_endian {
+            true => Endian::Little,
+            false => Endian::Big,
+        };
+        Bytes { buf, endian }
     }
 
     /// Number of bytes.
@@ -22,7 +30,7 @@ impl<'a> Bytes<'a> {
 
     /// Whether values are little-endian.
     pub(crate) fn little_endian(&self) -> bool {
-        self.little_endian
+        self.endian == Endian::Little
     }
 
     /// `len` bytes at `off`, if all of them are there.
@@ -32,41 +40,25 @@ impl<'a> Bytes<'a> {
 
     /// The same byte order over `len` bytes at `off`.
     pub(crate) fn sub(&self, off: usize, len: usize) -> Option<Bytes<'a>> {
-        Some(Bytes::new(self.slice(off, len)?, self.little_endian))
-    }
-
-    fn array<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
-        self.slice(off, N)?.try_into().ok()
+        Some(Bytes {
+            buf: self.slice(off, len)?,
+            endian: self.endian,
+        })
     }
 
     /// The u16 at `off`.
     pub(crate) fn u16(&self, off: usize) -> Option<u16> {
-        let raw = self.array::<2>(off)?;
-        Some(if self.little_endian {
-            u16::from_le_bytes(raw)
-        } else {
-            u16::from_be_bytes(raw)
-        })
+        u16_at(self.buf, off, self.endian)
     }
 
     /// The u32 at `off`.
     pub(crate) fn u32(&self, off: usize) -> Option<u32> {
-        let raw = self.array::<4>(off)?;
-        Some(if self.little_endian {
-            u32::from_le_bytes(raw)
-        } else {
-            u32::from_be_bytes(raw)
-        })
+        u32_at(self.buf, off, self.endian)
     }
 
     /// The u64 at `off`.
     pub(crate) fn u64(&self, off: usize) -> Option<u64> {
-        let raw = self.array::<8>(off)?;
-        Some(if self.little_endian {
-            u64::from_le_bytes(raw)
-        } else {
-            u64::from_be_bytes(raw)
-        })
+        u64_at(self.buf, off, self.endian)
     }
 }
 

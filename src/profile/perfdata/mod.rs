@@ -42,7 +42,7 @@
 
 mod attr;
 mod buildid;
-mod cursor;
+pub(crate) mod cursor;
 mod demangle;
 mod elf;
 mod error;
