@@ -77,29 +77,12 @@ pub fn read_features(path: &Path) -> Result<Features> {
     })
 }
 
-/// The kallsyms snapshot to give perf: the one named, else `INPUT.kallsyms` when it exists.
-fn snapshot(src: &SampleSource<'_>) -> Result<Option<PathBuf>> {
-    let path = match src.kallsyms {
-        Some(k) => k.to_path_buf(),
-        None => crate::runfiles::RunFiles::new(src.input).kallsyms(),
-    };
-    if src.kallsyms.is_none() && std::fs::symlink_metadata(&path).is_err() {
-        return Ok(None);
-    }
-    crate::profile::open_regular(
-        &path,
-        crate::profile::Role::Kallsyms,
-        src.kallsyms.is_none(),
-    )?;
-    Ok(Some(path))
-}
-
 /// Calls `each` for every sample of the first sampled event of the perf.data, with its
 /// call chain: read natively ([`crate::profile::perfdata`]), or with
 /// `perf script -F event,period,ip,sym` under `--via-perf` or where the native reader does not
 /// handle the file (it says why).
 pub fn for_each_sample(src: &SampleSource<'_>, mut each: impl FnMut(&RawSample<'_>)) -> Result<()> {
-    let snap = snapshot(src)?;
+    let snap = crate::profile::snapshot(src.input, src.kallsyms)?;
     let (file, _) = crate::profile::open_regular(src.input, crate::profile::Role::Profile, false)?;
     if !src.perf.via_perf {
         match native_samples(&file, snap.clone(), &mut each) {

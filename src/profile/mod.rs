@@ -98,7 +98,7 @@ fn load_inner<'a>(
     let (text, samples) = match kind {
         InputKind::PerfData => {
             check_complete(input, &file, &head, len)?;
-            collapse_perf_data(input, &file, &files, kallsyms, perf, how)?
+            collapse_perf_data(input, &file, kallsyms, perf, how)?
         }
         _ if how.rewrite.is_some() => {
             return Err(usage(format!(
@@ -207,7 +207,6 @@ struct Collapse<'r, 'a, 'o> {
 fn collapse_perf_data<'a>(
     input: &Path,
     file: &File,
-    files: &RunFiles,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
@@ -217,16 +216,12 @@ fn collapse_perf_data<'a>(
         observe,
         decorate,
     } = how;
-    let snapshot = kallsyms
-        .map(Path::to_path_buf)
-        .or_else(|| Some(files.kallsyms()).filter(|p| std::fs::symlink_metadata(p).is_ok()));
-    match &snapshot {
-        // A snapshot must be a regular file perf can read to the end: check it first.
-        Some(s) => drop(open_regular(s, Role::Kallsyms, kallsyms.is_none())?),
-        None => say(format!(
+    let snapshot = snapshot(input, kallsyms)?;
+    if snapshot.is_none() {
+        say(format!(
             "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
             input.display()
-        )),
+        ));
     }
     // A rewrite of perf script's text with no counterpart for the built-in reader goes
     // through perf.
@@ -259,6 +254,24 @@ fn collapse_perf_data<'a>(
         Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
         c => finished.and(c),
     }
+}
+
+/// The kallsyms snapshot to name kernel frames with: the one named, else `INPUT.kallsyms` when
+/// it exists. It must be a regular file perf can read to the end: checked here.
+pub(crate) fn snapshot(
+    input: &Path,
+    kallsyms: Option<&Path>,
+) -> Result<Option<std::path::PathBuf>> {
+    let beside = kallsyms.is_none();
+    let path = match kallsyms {
+        Some(k) => k.to_path_buf(),
+        None => RunFiles::new(input).kallsyms(),
+    };
+    if beside && std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    open_regular(&path, Role::Kallsyms, beside)?;
+    Ok(Some(path))
 }
 
 /// Root reading a file that is not root's: perf's ownership check would refuse it ("File
