@@ -258,6 +258,38 @@ fn untrusted_perf_and_bench_are_refused_as_root() {
     let r = run(c);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("refusing to run benchmark"), "{r:?}");
+    untrusted_helpers_on_path_are_refused(d.path());
+}
+
+/// 12.2, the helpers: a `taskset` or `chrt` (which the pinned bench execs by name) and an
+/// `--attach-cmd` loader found on PATH in a directory others can write are refused as root,
+/// before anything runs (the planted scripts leave a marker when they run).
+fn untrusted_helpers_on_path_are_refused(d: &Path) {
+    let open = d.join("open");
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", open.display());
+    let marker = plant(&open, "taskset", "exec /usr/bin/taskset \"$@\"");
+    let mut c = ebpf_prof(&["record", "--allow-no-bpf", "-n", "2000"], d);
+    c.env("PATH", &path);
+    let r = run(c);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("refusing to run taskset"), "{r:?}");
+    std::fs::remove_file(open.join("taskset")).unwrap();
+    plant(&open, "chrt", "exec /usr/bin/chrt \"$@\"");
+    let mut c = ebpf_prof(&["record", "--allow-no-bpf", "-n", "2000"], d);
+    c.env("PATH", &path);
+    let r = run(c);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("refusing to run chrt"), "{r:?}");
+    plant(&open, "myloader", "sleep 60");
+    let mut c = ebpf_prof(
+        &["overhead", "--attach-cmd", "myloader", "--rounds", "2", "-n", "1000"],
+        d,
+    );
+    c.env("PATH", &path);
+    let r = run(c);
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("refusing to run --attach-cmd"), "{r:?}");
+    assert!(!marker.exists(), "a planted helper ran as root: {r:?}");
 }
 
 /// A script at `dir/name` that leaves `dir/pwned` behind and then runs `then`.
@@ -580,4 +612,31 @@ fn a_killed_runs_state_is_recovered_only_when_no_run_is_in_progress() {
         "{r:?}"
     );
     assert!(!state.exists());
+}
+
+/// 12.12: a JIT sysctl that someone else changes while a run holds it is left as they set it,
+/// and the run says so (it was 0, the run set 1, another tool set it back to 0 meanwhile).
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_sysctl_changed_by_someone_else_during_the_run_is_left_with_a_warning() {
+    if !need_root("a_sysctl_changed_by_someone_else_during_the_run_is_left_with_a_warning") {
+        return;
+    }
+    let _s = serial();
+    let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
+    let d = tempfile::tempdir().unwrap();
+    let child = record_with(d.path(), "stop:record:after-rotate", &[]);
+    let pid = child.id();
+    wait_stopped(pid);
+    let _resume = Resume(pid);
+    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "1", "set by the run");
+    std::fs::write("/proc/sys/net/core/bpf_jit_kallsyms", "0").unwrap();
+    kill(pid, libc::SIGCONT);
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: left net.core.bpf_jit_kallsyms=0 as it is: we had set it to 1, and someone else changed it during the run"),
+        "{err}"
+    );
+    assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
 }

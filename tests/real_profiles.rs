@@ -53,10 +53,14 @@ fn regression_root_reads_a_users_profile() {
         chown(f, Some(65534), Some(65534)).unwrap();
     }
     for sudo in [false, true] {
-        let cmds: [&[&str]; 3] = [
+        // The built-in reader, and perf itself on the file we opened and checked (`-f`).
+        let cmds: [&[&str]; 6] = [
             &["flame", "perf.data.old"],
             &["report", "perf.data.old"],
             &["diff", "perf.data", "perf.data.old", "--text"],
+            &["flame", "--via-perf", "perf.data.old"],
+            &["report", "--via-perf", "perf.data.old"],
+            &["diff", "--via-perf", "perf.data", "perf.data.old", "--text"],
         ];
         for args in cmds {
             let mut c = ebpf_prof(args, d.path());
@@ -72,7 +76,7 @@ fn regression_root_reads_a_users_profile() {
 }
 
 /// Issue 15 (newcomer list): `report` on a perf.data without its perf.data.json said just
-/// "sample count unknown"; it counts the samples in perf script's output: perf's own count.
+/// "sample count unknown"; it counts the samples in the profile: perf's own count.
 #[test]
 #[ignore = "needs root: records with perf"]
 fn report_counts_the_samples_without_a_run_record() {
@@ -85,11 +89,11 @@ fn report_counts_the_samples_without_a_run_record() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let j: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
     assert_eq!(j["samples"], n, "perf said {n}: {r:?}");
-    assert_eq!(j["samples_source"], "perf_script");
+    assert_eq!(j["samples_source"], "counted");
     let text = run(ebpf_prof(&["report", "p.data"], d.path())).stdout();
     assert!(
         text.starts_with(&format!(
-            "p.data: {n} samples (counted in perf script's output"
+            "p.data: {n} samples (counted in the profile: no perf.data.json"
         )),
         "{text}"
     );

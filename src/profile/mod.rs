@@ -33,7 +33,8 @@ pub struct Profile {
     pub folded: String,
     pub record: Option<RunRecord>,
     pub kind: InputKind,
-    /// The number of samples, counted in `perf script`'s output (perf.data and script text).
+    /// The number of samples, counted in the profile (perf.data by the built-in reader or perf
+    /// script, and script text).
     pub samples: Option<u64>,
 }
 

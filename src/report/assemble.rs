@@ -82,7 +82,7 @@ fn samples(
         return (Some(n), SamplesSource::PerfRecord);
     }
     if let Some(n) = counted {
-        return (Some(n), SamplesSource::PerfScript);
+        return (Some(n), SamplesSource::Counted);
     }
     let mut counts: Vec<u64> = folded.stacks.iter().map(|s| s.count).collect();
     counts.sort_unstable();

@@ -122,8 +122,9 @@ pub enum SamplesSource {
     PerfRecord,
     /// The folded counts themselves: small counts, read as samples (no run record).
     FoldedCounts,
-    /// Counted in `perf script`'s output (one event line per sample): no run record.
-    PerfScript,
+    /// Counted in the profile itself (by the built-in reader, or in `perf script`'s output, one
+    /// event line per sample): no run record.
+    Counted,
     /// Period-weighted counts and no run record.
     Unknown,
 }

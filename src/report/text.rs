@@ -22,8 +22,8 @@ fn header(s: &mut String, r: &Report) {
         (Some(n), Some(ev)) => {
             format!("{n} samples of {ev}, weighted by period ({})", r.count_unit)
         }
-        (Some(n), None) if r.samples_source == SamplesSource::PerfScript => format!(
-            "{n} samples (counted in perf script's output: no perf.data.json beside it to say the event)"
+        (Some(n), None) if r.samples_source == SamplesSource::Counted => format!(
+            "{n} samples (counted in the profile: no perf.data.json beside it to say the event)"
         ),
         (Some(n), None) => format!("{n} samples"),
         (None, Some(ev)) => format!("{ev}, sample count unknown"),
