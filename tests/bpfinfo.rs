@@ -349,5 +349,6 @@ fn frame(ip: u64, sym: &str) -> Frame<'_> {
         ip,
         kind,
         name: Some(sym),
+        prog: None,
     }
 }

@@ -1,7 +1,8 @@
 //! The native perf.data reader on files built here, byte by byte, as perf 6.1 lays them out
-//! (header, one `cpu-clock:k` attr, a kernel MMAP, a COMM, a BPF KSYMBOL, samples with kernel
-//! call chains): what it folds them into, the same file in the other byte order, bad input
-//! (each one clear line, never a panic), and fuzzing: random cuts, byte flips and absurd
+//! (header, one `cpu-clock:k` attr, a kernel MMAP, a COMM, BPF KSYMBOLs and BPF_EVENTs,
+//! samples with kernel call chains): what it folds them into, the same file in the other byte
+//! order, two loads of one program at one place, bad input (each one clear line, never a
+//! panic), and fuzzing: random cuts, byte flips and absurd
 //! size claims, with an allocator that fails the test if any single allocation is larger than
 //! the file could justify.
 
@@ -133,8 +134,8 @@ fn samples(be: bool, n: u64) -> Vec<u8> {
     d
 }
 
-/// The data section: kernel map, comm, KSYMBOL, then `n` samples of two kinds of stacks.
-fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
+/// The kernel map and the comm of pid 100.
+fn preamble(be: bool) -> Vec<u8> {
     let mut d = Vec::new();
     d.extend(record(
         be,
@@ -161,6 +162,12 @@ fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
         },
         true,
     ));
+    d
+}
+
+/// The data section: kernel map, comm, KSYMBOL, then `n` samples of two kinds of stacks.
+fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
+    let mut d = preamble(be);
     d.extend(record(
         be,
         17,
@@ -185,7 +192,11 @@ fn data_section(be: bool, n: u64, extra: &[Vec<u8>]) -> Vec<u8> {
 /// A whole perf.data: header, one attr (sample_type 0x127, freq, sample_id_all), data,
 /// and an ARCH feature when `arch` is given.
 fn perf_data(be: bool, n: u64, arch: Option<&str>, extra: &[Vec<u8>]) -> Vec<u8> {
-    let data = data_section(be, n, extra);
+    perf_file(be, data_section(be, n, extra), arch)
+}
+
+/// [`perf_data`] around a data section of one's own.
+fn perf_file(be: bool, data: Vec<u8>, arch: Option<&str>) -> Vec<u8> {
     let (attrs_at, attr_size) = (104u64, 144u64);
     let data_at = attrs_at + attr_size;
     let mut w = W { b: Vec::new(), be };
@@ -371,4 +382,104 @@ proptest! {
         let largest = largest_allocation(b);
         prop_assert!(largest <= 4 * len + (1 << 20), "{largest} bytes for a {len}-byte file");
     }
+}
+
+/// A non-sample record with its `sample_id` trailer (pid/tid 0, `time`).
+fn timed(kind: u32, time: u64, body: impl FnOnce(&mut W)) -> Vec<u8> {
+    let mut r = record(false, kind, 0, body, true);
+    let at = r.len() - 8;
+    r[at..].copy_from_slice(&time.to_le_bytes());
+    r
+}
+
+/// A KSYMBOL (register, or unregister) of a BPF function of 0x40 bytes at `addr`.
+fn ksymbol(time: u64, addr: u64, unregister: bool) -> Vec<u8> {
+    timed(17, time, |w| {
+        w.u64(addr);
+        w.u32(0x40);
+        w.u16(1);
+        w.u16(u16::from(unregister));
+        w.str8(KSYM);
+    })
+}
+
+/// A PERF_RECORD_BPF_EVENT: program `id` loaded (1) or unloaded (2).
+fn bpf_event(time: u64, kind: u16, id: u32) -> Vec<u8> {
+    timed(18, time, |w| {
+        w.u16(kind);
+        w.u16(0);
+        w.u32(id);
+        w.u64(0x0123_4567_89ab_cdef);
+    })
+}
+
+/// A sample in the BPF function at `ip`, at `time`.
+fn bpf_sample(time: u64, ip: u64) -> Vec<u8> {
+    record(
+        false,
+        9,
+        1,
+        |w| {
+            w.u64(ip);
+            w.u32(100);
+            w.u32(100);
+            w.u64(time);
+            w.u64(50_000);
+            w.u64(3);
+            w.u64(-128i64 as u64);
+            w.u64(ip);
+            w.u64(TEXT + 0x220);
+        },
+        false,
+    )
+}
+
+/// One object loaded, unloaded and loaded again while recording, the second load JIT-ed 0x10
+/// bytes above the first (as measured with prog_pack on 6.18): the same KSYMBOL name, and
+/// addresses both hold. Given each program's functions (the header's BPF_PROG_INFO), the
+/// reader names the program each frame was in from the BPF_EVENT that followed its
+/// KSYMBOL, by time; the folded stacks are the same as without.
+#[test]
+fn regression_two_loads_at_one_place_are_named_by_their_bpf_event() {
+    use ebpf_prof::profile::perfdata::{fold_data_with, BpfPrograms, FoldHooks, Samples};
+    let ip = PROG + 0x18;
+    let mut d = preamble(false);
+    d.extend(ksymbol(10, PROG, false));
+    d.extend(bpf_event(11, 1, 1));
+    (100..110).for_each(|t| d.extend(bpf_sample(t, ip)));
+    d.extend(ksymbol(200, PROG, true));
+    d.extend(bpf_event(201, 2, 1));
+    d.extend(ksymbol(300, PROG + 0x10, false));
+    d.extend(bpf_event(301, 1, 2));
+    (400..405).for_each(|t| d.extend(bpf_sample(t, ip)));
+    d.extend(record(false, 68, 0, |_| {}, false));
+    let data = PerfData::from_bytes(perf_file(false, d, None)).unwrap();
+    let opts = SymbolOptions {
+        user_symbols: false,
+        ..SymbolOptions::default()
+    };
+    let programs: BpfPrograms = [(1, vec![PROG]), (2, vec![PROG + 0x10])].into();
+    let progs_of = |programs: BpfPrograms| {
+        let mut samples = Samples::new(&data, &opts).unwrap().bpf_programs(programs);
+        let mut got = Vec::new();
+        while let Some(s) = samples.next_sample() {
+            let f = s.table.get(s.frames[0]).unwrap();
+            got.push((f.symbol_start.unwrap() - PROG, f.bpf_prog));
+        }
+        got
+    };
+    let want: Vec<_> = [(0, Some(1)); 10]
+        .into_iter()
+        .chain([(0x10, Some(2)); 5])
+        .collect();
+    assert_eq!(progs_of(programs.clone()), want);
+    let unnamed: Vec<_> = want.iter().map(|&(at, _)| (at, None)).collect();
+    assert_eq!(progs_of(BpfPrograms::new()), unnamed);
+    let with = FoldHooks {
+        bpf_programs: programs,
+        ..FoldHooks::default()
+    };
+    let named = fold_data_with(&data, &opts, with).unwrap();
+    assert_eq!(named, fold_data(&data, &opts).unwrap());
+    assert!(named.folded.contains(KSYM), "{}", named.folded);
 }

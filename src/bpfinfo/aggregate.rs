@@ -36,6 +36,9 @@ pub struct Frame<'n> {
     pub kind: FrameKind,
     /// The symbol of a non-BPF frame (`bpf_probe_read_user_str`); used to name callees.
     pub name: Option<&'n str>,
+    /// For a BPF frame: the id of the program loaded there at the sample's time, when the
+    /// perf.data reader knows it (it picks among programs JIT-ed at one place in turn).
+    pub prog: Option<u32>,
 }
 
 /// One sample: its stack, innermost frame first, and its weight (period or count).
@@ -191,7 +194,7 @@ fn key_at(info: &BpfInfo, frames: &[Frame<'_>], i: usize) -> Option<Key> {
         IpKind::Return
     };
     let addr = effective_addr(frame.ip, kind);
-    let (p, f) = info.func_at_named(addr, frame.name)?;
+    let (p, f) = info.func_at_named(addr, frame.name, frame.prog)?;
     let func = &info.progs[p].funcs[f];
     Some(match line_index(func, addr) {
         Some(j) => {
@@ -263,6 +266,7 @@ mod tests {
             ip,
             kind: FrameKind::Bpf,
             name: None,
+            prog: None,
         }
     }
 
@@ -271,6 +275,7 @@ mod tests {
             ip,
             kind: FrameKind::Kernel,
             name: Some(name),
+            prog: None,
         }
     }
 

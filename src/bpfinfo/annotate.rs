@@ -157,13 +157,16 @@ pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
         ip: f.ip,
         kind,
         name: f.sym,
+        prog: f.prog,
     }
 }
 
 /// Reads the samples of `input` through `info`.
 pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
-    for_each_sample(src, |s| feed(info, &mut agg, s.frames, s.weight))?;
+    for_each_sample(src, info.programs(), |s| {
+        feed(info, &mut agg, s.frames, s.weight)
+    })?;
     Ok(agg)
 }
 
@@ -183,8 +186,8 @@ pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight
 
 /// [`feed`] for the samples of the built-in reader, which come by the hundred thousand but
 /// through few distinct innermost BPF frames: each sample is reduced to what
-/// [`Aggregator::add`] reads of it (the innermost BPF frame's address and name, and the name
-/// of the frame it called), and the weights of equal reductions are summed; [`ResolvedFeed::finish`]
+/// [`Aggregator::add`] reads of it (the innermost BPF frame's address, name and program id,
+/// and the name of the frame it called), and the weights of equal reductions are summed; [`ResolvedFeed::finish`]
 /// adds each reduction once, in the order it was first seen, so the result is the one
 /// per-sample feeding gives.
 #[derive(Default)]
@@ -202,6 +205,7 @@ struct Pending {
     weight: u64,
     first: usize,
     name: Option<String>,
+    prog: Option<u32>,
     callee: Option<String>,
 }
 
@@ -238,6 +242,7 @@ impl ResolvedFeed {
             weight: 0,
             first,
             name: sym(s.frames[i]),
+            prog: s.table.get(s.frames[i]).and_then(|f| f.bpf_prog),
             callee: i.checked_sub(1).and_then(|c| sym(s.frames[c])),
         });
         p.weight += weight;
@@ -253,11 +258,13 @@ impl ResolvedFeed {
                 ip,
                 kind: FrameKind::Bpf,
                 name: p.name.as_deref(),
+                prog: p.prog,
             };
             let callee = Frame {
                 ip: 0,
                 kind: FrameKind::Kernel,
                 name: p.callee.as_deref(),
+                prog: None,
             };
             match callee_id {
                 u32::MAX => agg.add(info, &[bpf], p.weight),

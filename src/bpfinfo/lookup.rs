@@ -134,9 +134,18 @@ impl BpfInfo {
 
     /// `(prog index, func index)` of the function holding `addr`. If functions of two
     /// programs overlap (one unloaded and another JIT-ed at its address while recording), the
-    /// higher program id, the later load, wins.
+    /// higher program id, the later load, wins: [`BpfInfo::func_at_named`] tells them apart.
     pub fn func_at(&self, addr: u64) -> Option<(usize, usize)> {
-        self.func_at_named(addr, None)
+        self.func_at_named(addr, None, None)
+    }
+
+    /// Program id → the start of each of its functions, for the perf.data reader to name the
+    /// program of each BPF frame ([`crate::profile::perfdata::Samples::bpf_programs`]).
+    pub fn programs(&self) -> crate::profile::perfdata::BpfPrograms {
+        self.progs
+            .iter()
+            .map(|p| (p.id, p.funcs.iter().map(|f| f.addr).collect()))
+            .collect()
     }
 
     /// Whether `addr` lies between the lowest and the highest known BPF function: false means
@@ -146,10 +155,18 @@ impl BpfInfo {
         addr >= self.span.0 && addr < self.span.1
     }
 
-    /// As [`BpfInfo::func_at`], but when several functions hold `addr` and `name` (the
-    /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`) carries the tag of one of
-    /// them, that one: the program that was loaded at the sample's time.
-    pub fn func_at_named(&self, addr: u64, name: Option<&str>) -> Option<(usize, usize)> {
+    /// As [`BpfInfo::func_at`], but when several functions hold `addr` (programs unloaded and
+    /// others JIT-ed over their place while recording), the one that was there at the
+    /// sample's time: the one of program `prog` (the id the perf.data reader found for the
+    /// frame from the recording's BPF_EVENTs), else the one whose tag `name` carries (the
+    /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`: it cannot tell two loads of
+    /// one object apart), else the highest program id.
+    pub fn func_at_named(
+        &self,
+        addr: u64,
+        name: Option<&str>,
+        prog: Option<u32>,
+    ) -> Option<(usize, usize)> {
         if !self.spans(addr) {
             return None;
         }
@@ -173,21 +190,30 @@ impl BpfInfo {
         [first, second]
             .into_iter()
             .chain(holding)
-            .max_by_key(|&&(_, _, p, f)| (tagged(p, f), self.progs[p].id))
+            .max_by_key(|&&(_, _, p, f)| {
+                let id = self.progs[p].id;
+                (prog == Some(id), tagged(p, f), id)
+            })
             .map(|&(_, _, p, f)| (p, f))
     }
 
     /// Program, function and source line of `ip`; a [`IpKind::Return`] address is looked up
     /// at `ip - 1`. `None` when no known BPF function holds it.
     pub fn lookup(&self, ip: u64, kind: IpKind) -> Option<Location<'_>> {
-        self.lookup_named(ip, kind, None)
+        self.lookup_named(ip, kind, None, None)
     }
 
-    /// As [`BpfInfo::lookup`], choosing among overlapping programs by the frame's KSYMBOL
-    /// name ([`BpfInfo::func_at_named`]).
-    pub fn lookup_named(&self, ip: u64, kind: IpKind, name: Option<&str>) -> Option<Location<'_>> {
+    /// As [`BpfInfo::lookup`], choosing among overlapping programs by the frame's program id
+    /// and KSYMBOL name ([`BpfInfo::func_at_named`]).
+    pub fn lookup_named(
+        &self,
+        ip: u64,
+        kind: IpKind,
+        name: Option<&str>,
+        prog: Option<u32>,
+    ) -> Option<Location<'_>> {
         let addr = effective_addr(ip, kind);
-        let (p, f) = self.func_at_named(addr, name)?;
+        let (p, f) = self.func_at_named(addr, name, prog)?;
         let prog = &self.progs[p];
         let func = &prog.funcs[f];
         let line = line_index(func, addr).map(|j| self.source_line(prog, f, j));

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use crate::error::usage;
 use crate::perf::script::Script;
 use crate::perf::PerfChoice;
+use crate::profile::perfdata::BpfPrograms;
 
 /// The header feature sections `annotate` needs.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +34,9 @@ pub struct RawFrame<'a> {
     pub ip: u64,
     /// perf's symbol for it, when it had one (`[unknown]` is `None`).
     pub sym: Option<&'a str>,
+    /// For JIT-ed BPF code: the program loaded there at the sample's time, as the built-in
+    /// reader knows it from the recording's BPF_EVENTs (`None` through perf script).
+    pub prog: Option<u32>,
 }
 
 /// One sample of the first sampled event: its call chain, innermost first, and its period.
@@ -78,14 +82,18 @@ pub fn read_features(path: &Path) -> Result<Features> {
 }
 
 /// Calls `each` for every sample of the first sampled event of the perf.data, with its
-/// call chain: read natively ([`crate::profile::perfdata`]), or with
-/// `perf script -F event,period,ip,sym` under `--via-perf` or where the native reader does not
-/// handle the file (it says why).
-pub fn for_each_sample(src: &SampleSource<'_>, mut each: impl FnMut(&RawSample<'_>)) -> Result<()> {
+/// call chain: read natively ([`crate::profile::perfdata`]; BPF frames carry their program's
+/// id, found from `programs`: [`BpfPrograms`]), or with `perf script -F event,period,ip,sym`
+/// under `--via-perf` or where the native reader does not handle the file (it says why).
+pub fn for_each_sample(
+    src: &SampleSource<'_>,
+    programs: BpfPrograms,
+    mut each: impl FnMut(&RawSample<'_>),
+) -> Result<()> {
     let snap = crate::profile::snapshot(src.input, src.kallsyms)?;
     let (file, _) = crate::profile::open_regular(src.input, crate::profile::Role::Profile, false)?;
     if !src.perf.via_perf {
-        match native_samples(&file, snap.clone(), &mut each) {
+        match native_samples(&file, snap.clone(), programs, &mut each) {
             Ok(()) => return Ok(()),
             Err(why) => crate::out::say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
@@ -121,6 +129,7 @@ pub fn for_each_sample(src: &SampleSource<'_>, mut each: impl FnMut(&RawSample<'
 fn native_samples(
     file: &std::fs::File,
     kallsyms: Option<PathBuf>,
+    programs: BpfPrograms,
     each: &mut impl FnMut(&RawSample<'_>),
 ) -> std::result::Result<(), String> {
     use crate::profile::perfdata::{PerfData, Samples, SymbolOptions};
@@ -132,7 +141,8 @@ fn native_samples(
     };
     let mut samples = Samples::new(&data, &opts)
         .map_err(|e| e.to_string())?
-        .first_event_only();
+        .first_event_only()
+        .bpf_programs(programs);
     while let Some(s) = samples.next_sample() {
         let frames = raw_frames(&s);
         each(&RawSample {
@@ -148,9 +158,13 @@ pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<R
     s.ips
         .iter()
         .zip(s.frames)
-        .map(|(&ip, id)| RawFrame {
-            ip,
-            sym: s.table.get(*id).and_then(|f| f.symbol.as_deref()),
+        .map(|(&ip, id)| {
+            let f = s.table.get(*id);
+            RawFrame {
+                ip,
+                sym: f.and_then(|f| f.symbol.as_deref()),
+                prog: f.and_then(|f| f.bpf_prog),
+            }
         })
         .collect()
 }
@@ -223,6 +237,7 @@ fn emit(
             RawFrame {
                 ip,
                 sym: (!s.is_empty() && s != "[unknown]").then_some(s),
+                prog: None,
             }
         })
         .collect();

@@ -433,3 +433,62 @@ fn resolved_feed_aggregates_as_per_sample_feeding() {
     assert!(want.0.lines.iter().any(|l| !l.callees.is_empty()));
     assert_eq!(got, want);
 }
+
+/// The same object loaded twice while recording (same tags, same names), the second JIT-ed
+/// 0x10 bytes above the first, as measured on kernel 6.18 with prog_pack (`every_syscall`'s
+/// `count_syscall` went from 0x…c000078c to 0x…c000079c). An address both hold belongs to the
+/// load the perf.data reader names for the frame (its BPF_EVENT): the first load's samples
+/// keep the first load's id and function start, hence its lines.
+#[test]
+fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
+    let (blob, strs) = sample_btf(true);
+    let first = sample_prog(strs);
+    let mut second = sample_prog(strs);
+    second.id = 43;
+    second.ksyms = second.ksyms.iter().map(|a| a + 0x10).collect();
+    second.jited_line_info = second.jited_line_info.iter().map(|a| a + 0x10).collect();
+    let info = BpfInfo::from_sections(
+        &prog_section(&[first, second], true),
+        &btf_section(&[(7, blob)], true),
+        true,
+    )
+    .unwrap();
+    let name = "bpf_prog_1111111111111111_main_fn";
+    let ip = BASE + 0x18; // line 6 of the first load, line 5 of the second
+    let line = |prog| {
+        let l = info.lookup_named(ip, IpKind::Sample, Some(name), prog)?;
+        Some((l.prog.id, l.offset, l.line?.line))
+    };
+    assert_eq!(line(Some(42)), Some((42, 0x18, 6)));
+    assert_eq!(line(Some(43)), Some((43, 0x8, 5)));
+    // Without the reader's id (perf script's text): the later load, as before.
+    assert_eq!(line(None), Some((43, 0x8, 5)));
+    // Only the first load holds BASE + 0x8, whatever the id says.
+    let low = info.lookup_named(BASE + 8, IpKind::Sample, Some(name), Some(43));
+    assert_eq!(low.map(|l| l.prog.id), Some(42));
+    let frame = |prog| Frame {
+        ip,
+        kind: FrameKind::Bpf,
+        name: Some(name),
+        prog,
+    };
+    let report = aggregate_lines(
+        &info,
+        [
+            Sample {
+                frames: [frame(Some(42))],
+                weight: 7,
+            },
+            Sample {
+                frames: [frame(Some(43))],
+                weight: 3,
+            },
+        ],
+    );
+    let got: Vec<_> = report
+        .lines
+        .iter()
+        .map(|l| (l.prog_id, l.line, l.self_weight))
+        .collect();
+    assert_eq!(got, [(42, 6, 7), (43, 5, 3)]);
+}

@@ -23,19 +23,29 @@ use crate::profile::Profile;
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
     let (info, _) = crate::bpfinfo::annotate::load_info(input)?;
     let rewrite = rewriter(&info);
-    let decorate = |ip: u64, depth: usize, sym: Option<&str>| line_name(&info, ip, depth, sym);
-    crate::profile::load_with_lines(input, kallsyms, perf, &rewrite, &decorate)
+    let decorate = |ip: u64, depth: usize, sym: Option<&str>, prog: Option<u32>| {
+        line_name(&info, ip, depth, sym, prog)
+    };
+    let programs = info.programs();
+    crate::profile::load_with_lines(input, kallsyms, perf, &rewrite, (&decorate, programs))
 }
 
 /// The source line (`hook.bpf.c:42`, `hook.bpf.c:?`) of call-chain entry `depth` at `ip`, if
 /// a known BPF function with line info holds it: the sample IP for the innermost entry, the
-/// return address − 1 for callers, as `annotate` looks them up.
-fn line_name(info: &BpfInfo, ip: u64, depth: usize, sym: Option<&str>) -> Option<String> {
+/// return address − 1 for callers, as `annotate` looks them up (among overlapping programs,
+/// the frame's program `prog` when the reader named it, else by `sym`).
+fn line_name(
+    info: &BpfInfo,
+    ip: u64,
+    depth: usize,
+    sym: Option<&str>,
+    prog: Option<u32>,
+) -> Option<String> {
     let kind = match depth {
         0 => IpKind::Sample,
         _ => IpKind::Return,
     };
-    let l = info.lookup_named(ip, kind, sym)?.line?;
+    let l = info.lookup_named(ip, kind, sym, prog)?.line?;
     let file = basename(&l.file);
     let file = if file.is_empty() { "?" } else { file };
     Some(format!("{file}:{}", l.line))
@@ -85,7 +95,7 @@ impl<'a, R: BufRead> WithLines<'a, R> {
         let (hex, rest) = body.split_once(' ')?;
         let ip = u64::from_str_radix(hex, 16).ok()?;
         let sym = rest.split(['+', ' ']).next();
-        let name = line_name(self.info, ip, self.depth, sym)?;
+        let name = line_name(self.info, ip, self.depth, sym, None)?;
         Some(format!("\t{hex} {name} (bpf-source)\n"))
     }
 

@@ -44,16 +44,20 @@ pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<
     load_inner(input, kallsyms, perf, Collapse::default())
 }
 
-/// [`load`], showing every sample the built-in reader folds to `observe` (in the same pass);
-/// `observe` sees nothing when the input is not a perf.data or perf script reads it.
+/// [`load`], showing every sample the built-in reader folds to `observe` (in the same pass),
+/// its BPF frames named with their program ids from `programs`
+/// ([`perfdata::Samples::bpf_programs`]); `observe` sees nothing when the input is not a
+/// perf.data or perf script reads it.
 pub fn load_observed(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
     observe: perfdata::Observer<'_>,
+    programs: perfdata::BpfPrograms,
 ) -> Result<Profile> {
     let how = Collapse {
         observe: Some(observe),
+        programs,
         ..Collapse::default()
     };
     load_inner(input, kallsyms, perf, how)
@@ -61,18 +65,19 @@ pub fn load_observed(
 
 /// [`load`] of a perf.data with a source-line frame under each BPF frame (`flame --lines`):
 /// `decorate` names them for the built-in reader, `rewrite` inserts them into `perf script`'s
-/// text when perf reads the file.
+/// text when perf reads the file; `programs` names the program of each BPF frame for it.
 pub fn load_with_lines<'a>(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
     rewrite: ScriptRewrite<'_, 'a>,
-    decorate: perfdata::Decorate<'_>,
+    decorate: (perfdata::Decorate<'_>, perfdata::BpfPrograms),
 ) -> Result<Profile> {
     let how = Collapse {
         rewrite: Some(rewrite),
         observe: None,
-        decorate: Some(decorate),
+        decorate: Some(decorate.0),
+        programs: decorate.1,
     };
     load_inner(input, kallsyms, perf, how)
 }
@@ -203,6 +208,8 @@ struct Collapse<'r, 'a, 'o> {
     observe: Option<perfdata::Observer<'o>>,
     /// The built-in reader's counterpart of `rewrite`: without it, a rewrite goes through perf.
     decorate: Option<perfdata::Decorate<'o>>,
+    /// For the built-in reader: the functions of each BPF program, to name frames' programs.
+    programs: perfdata::BpfPrograms,
 }
 
 fn collapse_perf_data<'a>(
@@ -216,6 +223,7 @@ fn collapse_perf_data<'a>(
         rewrite,
         observe,
         decorate,
+        programs,
     } = how;
     let snapshot = snapshot(input, kallsyms)?;
     if snapshot.is_none() {
@@ -227,7 +235,11 @@ fn collapse_perf_data<'a>(
     // A rewrite of perf script's text with no counterpart for the built-in reader goes
     // through perf.
     if !perf.via_perf && (rewrite.is_none() || decorate.is_some()) {
-        let hooks = perfdata::FoldHooks { observe, decorate };
+        let hooks = perfdata::FoldHooks {
+            observe,
+            decorate,
+            bpf_programs: programs,
+        };
         match perfdata::fold_file(file, input, snapshot.as_deref(), hooks)? {
             perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
             perfdata::Native::Fallback(why) => say(format!(

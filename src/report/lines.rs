@@ -66,7 +66,8 @@ pub fn load_with_hot_lines(
         seen = true;
         feed.add(&info, s);
     };
-    let p = profile::load_observed(input, kallsyms, perf, &mut observe)?;
+    let programs = info.programs();
+    let p = profile::load_observed(input, kallsyms, perf, &mut observe, programs)?;
     let hot = if seen {
         let mut agg = crate::bpfinfo::Aggregator::default();
         feed.finish(&info, &mut agg);

@@ -1,7 +1,7 @@
-//! The records that change what a sample resolves to (MMAP, COMM, FORK, EXIT, KSYMBOL) and
-//! the samples, indexed and put in time order as `perf script` delivers them (its
-//! `ordered_events` queue, flushed per FINISHED_ROUND; records perf synthesized at the start
-//! carry time 0 and come first). A stable sort by time gives the same order for every record
+//! The records that change what a sample resolves to (MMAP, COMM, FORK, EXIT, KSYMBOL,
+//! BPF_EVENT) and the samples, indexed and put in time order as `perf script` delivers them
+//! (its `ordered_events` queue, flushed per FINISHED_ROUND; records perf synthesized at the
+//! start carry time 0 and come first). A stable sort by time gives the same order for every record
 //! that arrived before its round was flushed, which is all of them in a sound file.
 
 use super::attr::sample;
@@ -27,6 +27,7 @@ fn wanted(kind: u32) -> bool {
             | record::FORK
             | record::EXIT
             | record::KSYMBOL
+            | record::BPF_EVENT
     )
 }
 

@@ -7,7 +7,7 @@ use super::error::PerfDataError;
 use super::file::PerfData;
 use super::fxhash::FxHashMap;
 use super::inferno;
-use super::resolve::{FrameId, FrameTable, ResolvedSample, Samples, SymbolOptions};
+use super::resolve::{BpfPrograms, FrameId, FrameTable, ResolvedSample, Samples, SymbolOptions};
 use std::path::{Path, PathBuf};
 
 /// How to fold a recording.
@@ -90,10 +90,11 @@ pub fn fold_data(data: &PerfData, opts: &SymbolOptions) -> Result<FoldedProfile,
 pub type Observer<'o> = &'o mut dyn FnMut(&ResolvedSample<'_>);
 
 /// A source-line frame for a call-chain entry (`flame --lines`): from its address, its place
-/// in the chain (0: the sample IP, else a return address) and its symbol, the name of a frame
-/// to put between it and what it called (`hook.bpf.c:42`), drawn as perf script's text
-/// rewritten by `crate::flame::lines` draws it (DSO `bpf-source`).
-pub type Decorate<'d> = &'d dyn Fn(u64, usize, Option<&str>) -> Option<String>;
+/// in the chain (0: the sample IP, else a return address), its symbol and its BPF program id
+/// ([`super::Frame::bpf_prog`]), the name of a frame to put between it and what it called
+/// (`hook.bpf.c:42`), drawn as perf script's text rewritten by `crate::flame::lines` draws it
+/// (DSO `bpf-source`).
+pub type Decorate<'d> = &'d dyn Fn(u64, usize, Option<&str>, Option<u32>) -> Option<String>;
 
 /// What a caller adds to a fold.
 #[derive(Default)]
@@ -102,6 +103,9 @@ pub struct FoldHooks<'h> {
     pub observe: Option<Observer<'h>>,
     /// Source-line frames.
     pub decorate: Option<Decorate<'h>>,
+    /// The functions of each BPF program, to name each BPF frame's program
+    /// ([`Samples::bpf_programs`]); empty: not named.
+    pub bpf_programs: BpfPrograms,
 }
 
 /// [`fold_data`], showing each folded sample to `observe` as well.
@@ -112,7 +116,7 @@ pub fn fold_data_observed(
 ) -> Result<FoldedProfile, PerfDataError> {
     let hooks = FoldHooks {
         observe,
-        decorate: None,
+        ..FoldHooks::default()
     };
     fold_data_with(data, opts, hooks)
 }
@@ -124,7 +128,9 @@ pub fn fold_data_with(
     hooks: FoldHooks<'_>,
 ) -> Result<FoldedProfile, PerfDataError> {
     let mut progress = super::progress::Progress::new("reading perf.data", data.len() as u64);
-    let mut samples = Samples::new(data, opts)?.first_event_only();
+    let mut samples = Samples::new(data, opts)?
+        .first_event_only()
+        .bpf_programs(hooks.bpf_programs);
     let mut observe = hooks.observe;
     let mut agg = Aggregator {
         decorate: hooks.decorate,
@@ -219,8 +225,9 @@ impl Aggregator<'_> {
         if let Some(&t) = self.line_texts.get(&key) {
             return t;
         }
-        let sym = s.table.get(f).and_then(|x| x.symbol.as_deref());
-        let text = decorate(ip, depth, sym)
+        let frame = s.table.get(f);
+        let sym = frame.and_then(|x| x.symbol.as_deref());
+        let text = decorate(ip, depth, sym, frame.and_then(|x| x.bpf_prog))
             .and_then(|n| inferno::frame_text(Some(n.as_bytes()), Some(b"bpf-source"), java));
         let t = text.map(|x| self.text_id(x));
         self.line_texts.insert(key, t);

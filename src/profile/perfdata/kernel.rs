@@ -29,6 +29,8 @@ struct KsymMap {
     dso: String,
     bpf: bool,
     syms: Vec<(u64, u64, String)>,
+    /// The BPF program whose function this is, once its PERF_RECORD_BPF_EVENT named it.
+    prog: Option<u32>,
 }
 
 /// Where a kernel-mode address landed.
@@ -36,8 +38,9 @@ struct KsymMap {
 pub(crate) enum KernelHit {
     /// In the kernel image or a module: symbol (name, absolute start), DSO name.
     Kernel(Option<(String, u64)>, String),
-    /// In a KSYMBOL's map: symbol (name, absolute start), the map's DSO name, whether BPF.
-    Ksym(Option<(String, u64)>, String, bool),
+    /// In a KSYMBOL's map: symbol (name, absolute start), the map's DSO name, whether BPF,
+    /// and the id of the BPF program it is a function of, when known ([`KernelMaps::bpf_loaded`]).
+    Ksym(Option<(String, u64)>, String, bool, Option<u32>),
     /// In no kernel map.
     None,
 }
@@ -154,8 +157,23 @@ impl KernelMaps {
                         dso: name.to_string(),
                         bpf,
                         syms: vec![(0, len, name.to_string())],
+                        prog: None,
                     },
                 );
+            }
+        }
+    }
+
+    /// A PERF_RECORD_BPF_EVENT of type PROG_LOAD for program `id`, whose functions start at
+    /// `funcs` (its `jited_ksyms` in the header's BPF_PROG_INFO): the KSYMBOL maps at those
+    /// addresses, registered just before, are that program's. This is perf's own pairing
+    /// (`machine__process_bpf_event_load` looks the maps up at the header's addresses). It
+    /// tells two loads of one object apart when the second is JIT-ed over the first's place.
+    pub fn bpf_loaded(&mut self, id: u32, funcs: &[u64]) {
+        self.generation += 1;
+        for addr in funcs {
+            if let Some(m) = self.ksyms.get_mut(addr).filter(|m| m.bpf) {
+                m.prog = Some(id);
             }
         }
     }
@@ -221,7 +239,7 @@ impl KernelMaps {
             .iter()
             .find(|(s, len, _)| *s <= off && (off < s + len || (off == *s && *len == 0)))
             .map(|(s, _, n)| (n.clone(), start + s));
-        KernelHit::Ksym(sym, m.dso.clone(), m.bpf)
+        KernelHit::Ksym(sym, m.dso.clone(), m.bpf, m.prog)
     }
 
     /// Load the kernel symbols once (`map__load` of the kernel map); on success the map takes
@@ -286,10 +304,10 @@ mod tests {
 
     fn name(h: &KernelHit) -> String {
         match h {
-            KernelHit::Kernel(Some((n, _)), d) | KernelHit::Ksym(Some((n, _)), d, _) => {
+            KernelHit::Kernel(Some((n, _)), d) | KernelHit::Ksym(Some((n, _)), d, ..) => {
                 format!("{n} ({d})")
             }
-            KernelHit::Kernel(None, d) | KernelHit::Ksym(None, d, _) => format!("[unknown] ({d})"),
+            KernelHit::Kernel(None, d) | KernelHit::Ksym(None, d, ..) => format!("[unknown] ({d})"),
             KernelHit::None => "[unknown] ([unknown])".into(),
         }
     }
@@ -310,6 +328,41 @@ mod tests {
         for (addr, want) in table {
             assert_eq!(name(&k.resolve(addr)), want, "{addr:#x}");
         }
+    }
+
+    fn prog_of(h: &KernelHit) -> Option<u32> {
+        match h {
+            KernelHit::Ksym(_, _, _, prog) => *prog,
+            _ => None,
+        }
+    }
+
+    /// Measured on kernel 6.18 (prog_pack): `every_syscall` unloaded and loaded again while
+    /// recording, `count_syscall` (87 bytes) went from 0xffffffffc000078c (id 25860) to
+    /// 0xffffffffc000079c (id 25867): the same name, and addresses 0x79c..0x7e3 held by both.
+    #[test]
+    fn regression_a_reload_over_the_same_place_is_told_apart_by_its_bpf_event() {
+        let mut k = maps();
+        let name = "bpf_prog_82e94bc63e3c5de2_count_syscall";
+        let (first, second) = (0xffff_ffff_c000_078c, 0xffff_ffff_c000_079c);
+        k.ksymbol(first, 87, true, false, name);
+        k.bpf_loaded(25860, &[first]);
+        let ip = 0xffff_ffff_c000_07a0;
+        assert_eq!(prog_of(&k.resolve(ip)), Some(25860));
+        k.ksymbol(first, 87, true, true, name);
+        k.ksymbol(second, 87, true, false, name);
+        assert_eq!(
+            prog_of(&k.resolve(ip)),
+            None,
+            "not named before its BPF_EVENT"
+        );
+        let g = k.generation;
+        k.bpf_loaded(25867, &[second]);
+        assert!(k.generation > g, "lookups cached before must be dropped");
+        assert_eq!(prog_of(&k.resolve(ip)), Some(25867));
+        // An id whose functions are elsewhere names nothing here.
+        k.bpf_loaded(1, &[first]);
+        assert_eq!(prog_of(&k.resolve(ip)), Some(25867));
     }
 
     #[test]

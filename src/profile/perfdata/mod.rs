@@ -79,4 +79,6 @@ pub use raw::{for_each_sample, RawSample};
 pub use record::{
     BpfEvent, Comm, Ksymbol, Mmap, RawRecord, Record, Records, Sample, SampleId, Task,
 };
-pub use resolve::{Frame, FrameId, FrameKind, FrameTable, ResolvedSample, Samples, SymbolOptions};
+pub use resolve::{
+    BpfPrograms, Frame, FrameId, FrameKind, FrameTable, ResolvedSample, Samples, SymbolOptions,
+};

@@ -20,6 +20,10 @@ use super::threads::{CommId, SpaceId, Threads};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// Program id → the start address of each of its JIT-ed functions (`jited_ksyms` of the
+/// header's BPF_PROG_INFO), for [`Samples::bpf_programs`].
+pub type BpfPrograms = HashMap<u32, Vec<u64>>;
+
 /// `PERF_MAX_STACK_DEPTH`: perf script resolves at most this many addresses per chain.
 const MAX_STACK: usize = 127;
 /// Callchain entries at or above this are context markers (`PERF_CONTEXT_MAX`).
@@ -76,6 +80,9 @@ pub struct Frame {
     /// Where the symbol starts: the absolute address for kernel and BPF frames (for BPF, the
     /// KSYMBOL's address), the offset in the file for user frames.
     pub symbol_start: Option<u64>,
+    /// For a BPF frame: the id of the program that was loaded there at the sample's time,
+    /// when [`Samples::bpf_programs`] was given and the recording has its BPF_EVENT.
+    pub bpf_prog: Option<u32>,
 }
 
 impl Frame {
@@ -85,6 +92,7 @@ impl Frame {
             symbol: None,
             dso: None,
             symbol_start: None,
+            bpf_prog: None,
         }
     }
 }
@@ -181,6 +189,8 @@ pub struct Samples<'d> {
     keys: Vec<String>,
     skipped: u64,
     current: Option<Current>,
+    /// The functions of each BPF program, to name the program of a BPF frame.
+    bpf_programs: BpfPrograms,
 }
 
 /// perf's build-id cache directory.
@@ -227,12 +237,21 @@ impl<'d> Samples<'d> {
             keys: data.attrs().iter().map(|a| a.filter_key()).collect(),
             skipped: 0,
             current: None,
+            bpf_programs: BpfPrograms::new(),
         })
     }
 
     /// Only yield samples of the first sampled event (by name, as inferno filters).
     pub fn first_event_only(mut self) -> Samples<'d> {
         self.first_event_only = true;
+        self
+    }
+
+    /// Name the program of each BPF frame ([`Frame::bpf_prog`]) from the recording's
+    /// PERF_RECORD_BPF_EVENTs and these functions of each program: two loads of one object,
+    /// the second JIT-ed over the first's place, are then told apart by the time of the sample.
+    pub fn bpf_programs(mut self, programs: BpfPrograms) -> Samples<'d> {
+        self.bpf_programs = programs;
         self
     }
 
@@ -327,6 +346,15 @@ impl<'d> Samples<'d> {
                     let name = String::from_utf8_lossy(k.name);
                     self.kernel
                         .ksymbol(k.addr, k.len, k.ksym_type == 1, k.unregister(), &name);
+                }
+            }
+            record::BPF_EVENT => {
+                // PROG_LOAD (1); an unload needs nothing: its KSYMBOLs unregister the maps.
+                let load = record::parse_bpf_event(r.body, endian).filter(|b| b.kind == 1);
+                if let Some(b) = load {
+                    if let Some(funcs) = self.bpf_programs.get(&b.id) {
+                        self.kernel.bpf_loaded(b.id, funcs);
+                    }
                 }
             }
             _ => {}
@@ -457,8 +485,9 @@ impl<'d> Samples<'d> {
                 symbol_start: sym.as_ref().map(|s| s.1),
                 symbol: sym.map(|s| s.0),
                 dso: Some(dso),
+                bpf_prog: None,
             },
-            KernelHit::Ksym(sym, dso, bpf) => Frame {
+            KernelHit::Ksym(sym, dso, bpf, prog) => Frame {
                 kind: if bpf {
                     FrameKind::Bpf
                 } else {
@@ -467,6 +496,7 @@ impl<'d> Samples<'d> {
                 symbol_start: sym.as_ref().map(|s| s.1),
                 symbol: sym.map(|s| s.0),
                 dso: Some(dso),
+                bpf_prog: prog,
             },
             KernelHit::None => Frame::unknown(),
         };
@@ -495,6 +525,7 @@ impl<'d> Samples<'d> {
                     symbol_start: sym.as_ref().map(|s| s.1),
                     symbol: sym.map(|s| s.0),
                     dso: Some(self.dsos.name(m.dso).to_string()),
+                    bpf_prog: None,
                 }
             }
         };
