@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
-use super::{Aggregator, BpfInfo, Frame, FrameKind, LineCost, LineMapping};
+use super::{Aggregator, BpfInfo, Frame, FrameKind, IpKind, LineCost, LineMapping};
 use crate::error::usage;
 use crate::profile::perfdata::fxhash::FxHashMap;
 use crate::profile::perfdata::{FrameId, ResolvedSample};
@@ -165,13 +165,34 @@ pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
 pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
     for_each_sample(src, info.programs(), |s| {
-        feed(info, &mut agg, s.frames, s.weight)
+        feed(info, &mut agg, s.frames, s.weight, s.time)
     })?;
     Ok(agg)
 }
 
-/// Add one sample (its call chain, innermost first, and weight) to `agg`.
-pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight: u64) {
+/// The program of BPF frame `depth` (0: the sample IP) that the perf.data reader could not
+/// name (no KSYMBOL: a per-task recording of a program another process loaded): by the
+/// sample's `time`, when programs overlap ([`BpfInfo::loaded_at`]).
+pub fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
+    let named = f.name.is_some_and(|s| s.starts_with("bpf_prog_"));
+    if let (FrameKind::Bpf, None, false, Some(t)) = (f.kind, f.prog, named, time) {
+        let kind = if depth == 0 {
+            IpKind::Sample
+        } else {
+            IpKind::Return
+        };
+        f.prog = info.loaded_at(super::lookup::effective_addr(f.ip, kind), t);
+    }
+}
+
+/// Add one sample (its call chain, innermost first, weight and time) to `agg`.
+pub fn feed(
+    info: &BpfInfo,
+    agg: &mut Aggregator,
+    chain: &[RawFrame<'_>],
+    weight: u64,
+    time: Option<u64>,
+) {
     // Only the frames up to the innermost BPF one matter; most samples have none.
     let Some(i) = chain
         .iter()
@@ -180,7 +201,8 @@ pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight
         agg.add(info, &[], weight);
         return;
     };
-    let frames: Vec<Frame<'_>> = chain[..=i].iter().map(|f| frame(info, f)).collect();
+    let mut frames: Vec<Frame<'_>> = chain[..=i].iter().map(|f| frame(info, f)).collect();
+    by_time(info, &mut frames[i], i, time);
     agg.add(info, &frames, weight);
 }
 
@@ -194,8 +216,9 @@ pub fn feed(info: &BpfInfo, agg: &mut Aggregator, chain: &[RawFrame<'_>], weight
 pub struct ResolvedFeed {
     /// Per frame id of the reader's table: 0 not yet looked at, 1 not BPF by name, 2 BPF.
     named_bpf: Vec<u8>,
-    /// `(innermost BPF frame's IP, its frame id, its callee's frame id or u32::MAX)`.
-    pending: FxHashMap<(u64, u32, u32), Pending>,
+    /// `(innermost BPF frame's IP, its frame id, its callee's frame id or u32::MAX, its
+    /// program id or u32::MAX)`.
+    pending: FxHashMap<(u64, u32, u32, u32), Pending>,
     /// Weight of samples without a BPF frame.
     other: u64,
 }
@@ -235,14 +258,27 @@ impl ResolvedFeed {
             return;
         };
         let callee = i.checked_sub(1).map_or(u32::MAX, |c| s.frames[c].0);
-        let key = (s.ips[i], s.frames[i].0, callee);
+        let f = s.table.get(s.frames[i]);
+        let mut bpf = Frame {
+            ip: s.ips[i],
+            kind: FrameKind::Bpf,
+            name: f.and_then(|f| f.symbol.as_deref()),
+            prog: f.and_then(|f| f.bpf_prog),
+        };
+        by_time(info, &mut bpf, i, s.time);
+        let key = (
+            s.ips[i],
+            s.frames[i].0,
+            callee,
+            bpf.prog.unwrap_or(u32::MAX),
+        );
         let first = self.pending.len();
         let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
         let p = self.pending.entry(key).or_insert_with(|| Pending {
             weight: 0,
             first,
-            name: sym(s.frames[i]),
-            prog: s.table.get(s.frames[i]).and_then(|f| f.bpf_prog),
+            name: bpf.name.map(str::to_string),
+            prog: bpf.prog,
             callee: i.checked_sub(1).and_then(|c| sym(s.frames[c])),
         });
         p.weight += weight;
@@ -253,7 +289,7 @@ impl ResolvedFeed {
         agg.add(info, &[], self.other);
         let mut pending: Vec<_> = self.pending.into_iter().collect();
         pending.sort_unstable_by_key(|(_, p)| p.first);
-        for ((ip, _, callee_id), p) in pending {
+        for ((ip, _, callee_id, _), p) in pending {
             let bpf = Frame {
                 ip,
                 kind: FrameKind::Bpf,

@@ -26,6 +26,7 @@ impl ProgInfo {
             tag: parts.tag,
             name: parts.name,
             btf_id: parts.btf_id,
+            load_time: parts.load_time,
             funcs,
             line_mapping,
             jited_insns: parts.jited_insns,

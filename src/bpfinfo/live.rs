@@ -22,6 +22,7 @@ pub fn parts_from_libbpf(info: &ProgramInfo) -> ProgParts {
         tag: info.tag.0,
         name: info.name.to_string_lossy().into_owned(),
         btf_id: info.btf_id,
+        load_time: u64::try_from(info.load_time.as_nanos()).unwrap_or(u64::MAX),
         jited_ksyms: info.jited_ksyms.iter().map(|&p| p as u64).collect(),
         jited_func_lens: info.jited_func_lens.clone(),
         prog_tags: info.prog_tags.iter().map(|t| t.0).collect(),

@@ -35,6 +35,8 @@ pub struct BpfInfo {
     /// Lowest start and highest end of all functions: most addresses (kernel text, user
     /// code) fall outside and need no search.
     span: (u64, u64),
+    /// Whether any two functions overlap (a program JIT-ed where an unloaded one was).
+    overlaps: bool,
 }
 
 /// A source line, resolved against the program's BTF.
@@ -102,12 +104,19 @@ impl BpfInfo {
             index.first().map_or(u64::MAX, |f| f.0),
             index.iter().map(|f| f.1).max().unwrap_or(0),
         );
+        let mut end = 0;
+        let overlaps = index.iter().any(|&(s, e, ..)| {
+            let over = s < end;
+            end = end.max(e);
+            over
+        });
         BpfInfo {
             progs,
             btfs,
             index,
             max_len,
             span,
+            overlaps,
         }
     }
 
@@ -146,6 +155,36 @@ impl BpfInfo {
             .iter()
             .map(|p| (p.id, p.funcs.iter().map(|f| f.addr).collect()))
             .collect()
+    }
+
+    /// Among several programs whose functions hold `addr` (one unloaded, another JIT-ed over
+    /// its place while recording), the one loaded last at or before `time`, a sample's
+    /// `perf_clock` time, against the programs' `load_time`s (`CLOCK_BOOTTIME`); `None` when
+    /// one program or none holds it, or none was loaded by then. Only for frames the perf.data
+    /// reader could not name (a per-task recording has no KSYMBOL of a program another
+    /// process loaded): the two clocks agree only to some milliseconds (13 ms on this
+    /// project's VM), so a sample that close to a reload may go to the wrong load.
+    pub fn loaded_at(&self, addr: u64, time: u64) -> Option<u32> {
+        if !self.overlaps || !self.spans(addr) {
+            return None;
+        }
+        let upto = self.index.partition_point(|&(s, ..)| s <= addr);
+        let floor = addr.saturating_sub(self.max_len);
+        let holding: Vec<&ProgInfo> = self.index[..upto]
+            .iter()
+            .rev()
+            .take_while(|&&(s, ..)| s >= floor)
+            .filter(|&&(_, e, ..)| addr < e)
+            .map(|&(_, _, p, _)| &self.progs[p])
+            .collect();
+        if holding.len() < 2 {
+            return None;
+        }
+        holding
+            .into_iter()
+            .filter(|p| p.load_time <= time)
+            .max_by_key(|p| (p.load_time, p.id))
+            .map(|p| p.id)
     }
 
     /// Whether `addr` lies between the lowest and the highest known BPF function: false means

@@ -45,6 +45,8 @@ pub struct ProgParts {
     pub name: String,
     /// BTF object id of the program's BTF, 0 if none.
     pub btf_id: u32,
+    /// When it was loaded: `CLOCK_BOOTTIME` ns (`bpf_prog_info.load_time`).
+    pub load_time: u64,
     /// Start address of each JIT-ed function.
     pub jited_ksyms: Vec<u64>,
     /// Length of each JIT-ed function.
@@ -144,6 +146,8 @@ pub struct ProgInfo {
     pub name: String,
     /// BTF object id, 0 if none.
     pub btf_id: u32,
+    /// When it was loaded: `CLOCK_BOOTTIME` ns, set as the load began (before verification).
+    pub load_time: u64,
     /// JIT-ed functions, main program first.
     pub funcs: Vec<FuncInfo>,
     /// How `funcs[].lines` were derived.

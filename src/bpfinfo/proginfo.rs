@@ -32,6 +32,7 @@ mod off {
     pub const TYPE: usize = 0;
     pub const ID: usize = 4;
     pub const TAG: usize = 8;
+    pub const LOAD_TIME: usize = 40;
     pub const NAME: usize = 64;
     pub const BTF_ID: usize = 128;
 }
@@ -152,6 +153,7 @@ fn decode(info: Bytes<'_>, data: Bytes<'_>, arrays: u64) -> ProgParts {
         id: info.u32(off::ID).unwrap_or(0),
         prog_type: info.u32(off::TYPE).unwrap_or(0),
         btf_id: info.u32(off::BTF_ID).unwrap_or(0),
+        load_time: info.u64(off::LOAD_TIME).unwrap_or(0),
         ..ProgParts::default()
     };
     if let Some(tag) = info.slice(off::TAG, 8) {

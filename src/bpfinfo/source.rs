@@ -46,6 +46,8 @@ pub struct RawSample<'a> {
     pub frames: &'a [RawFrame<'a>],
     /// The sample's period (1 when the file has none).
     pub weight: u64,
+    /// Its `perf_clock` time, when the built-in reader read it.
+    pub time: Option<u64>,
 }
 
 /// Where to find perf and the kernel symbols for [`for_each_sample`].
@@ -148,6 +150,7 @@ fn native_samples(
         each(&RawSample {
             frames: &frames,
             weight: s.period.unwrap_or(1),
+            time: s.time,
         });
     }
     Ok(())
@@ -244,6 +247,7 @@ fn emit(
     each(&RawSample {
         frames: &frames,
         weight,
+        time: None,
     });
 }
 

@@ -82,6 +82,7 @@ pub(crate) struct ProgBuf {
     pub btf_id: u32,
     pub name: &'static str,
     pub tag: [u8; 8],
+    pub load_time: u64,
     pub info_len: u32,
     pub ksyms: Vec<u64>,
     pub lens: Vec<u32>,
@@ -134,6 +135,7 @@ impl ProgBuf {
         i.set_u32(16, self.insns.len() as u32);
         i.set_u32(20, 999); // xlated_prog_len: counted, never stored
         i.set_u64(24, ptrs[0]);
+        i.set_u64(40, self.load_time);
         i.buf[64..64 + self.name.len()].copy_from_slice(self.name.as_bytes());
         i.set_u32(104, self.ksyms.len() as u32);
         i.set_u32(108, self.lens.len() as u32);
@@ -257,6 +259,7 @@ pub(crate) fn sample_prog(strs: [u32; 5]) -> ProgBuf {
         btf_id: 7,
         name: "main_fn",
         tag: [0xaa; 8],
+        load_time: 1_000,
         info_len: 232,
         ksyms: vec![BASE, SUB],
         lens: vec![0x40, 0x80],

@@ -419,7 +419,7 @@ fn resolved_feed_aggregates_as_per_sample_feeding() {
     let mut observe = |s: &ResolvedSample<'_>| {
         feed.add(&info, s);
         let chain = source::raw_frames(s);
-        annotate::feed(&info, &mut each, &chain, s.period.unwrap_or(1));
+        annotate::feed(&info, &mut each, &chain, s.period.unwrap_or(1), s.time);
     };
     let opts = SymbolOptions {
         kallsyms: Some("/proc/kallsyms".into()),
@@ -444,7 +444,7 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     let (blob, strs) = sample_btf(true);
     let first = sample_prog(strs);
     let mut second = sample_prog(strs);
-    second.id = 43;
+    (second.id, second.load_time) = (43, 5_000);
     second.ksyms = second.ksyms.iter().map(|a| a + 0x10).collect();
     second.jited_line_info = second.jited_line_info.iter().map(|a| a + 0x10).collect();
     let info = BpfInfo::from_sections(
@@ -491,4 +491,29 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
         .map(|l| (l.prog_id, l.line, l.self_weight))
         .collect();
     assert_eq!(got, [(42, 6, 7), (43, 5, 3)]);
+    // A frame the reader could not name (no KSYMBOL: a per-task recording): by the sample's
+    // time against the loads' load_time (1000 and 5000).
+    assert_eq!(info.loaded_at(ip, 3_000), Some(42));
+    assert_eq!(info.loaded_at(ip, 6_000), Some(43));
+    assert_eq!(info.loaded_at(ip, 500), None, "before both: no answer");
+    assert_eq!(
+        info.loaded_at(BASE + 8, 6_000),
+        None,
+        "one holder: no question"
+    );
+    let mut agg = Aggregator::default();
+    for (time, weight) in [(3_000, 2), (6_000, 1)] {
+        let chain = [source::RawFrame {
+            ip,
+            sym: None,
+            prog: None,
+        }];
+        annotate::feed(&info, &mut agg, &chain, weight, Some(time));
+    }
+    let lines = agg.finish(&info).0.lines;
+    let got: Vec<_> = lines
+        .iter()
+        .map(|l| (l.prog_id, l.line, l.self_weight))
+        .collect();
+    assert_eq!(got, [(42, 6, 2), (43, 5, 1)]);
 }
