@@ -436,27 +436,35 @@ fn resolved_feed_aggregates_as_per_sample_feeding() {
 
 /// The same object loaded twice while recording (same tags, same names), the second JIT-ed
 /// 0x10 bytes above the first, as measured on kernel 6.18 with prog_pack (`every_syscall`'s
-/// `count_syscall` went from 0x…c000078c to 0x…c000079c). An address both hold belongs to the
-/// load the perf.data reader names for the frame (its BPF_EVENT): the first load's samples
-/// keep the first load's id and function start, hence its lines.
-#[test]
-fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
+/// `count_syscall` went from 0x…c000078c to 0x…c000079c): ids 42 (loaded at 1000) and 43
+/// (loaded at 5000).
+fn two_loads() -> BpfInfo {
     let (blob, strs) = sample_btf(true);
     let first = sample_prog(strs);
     let mut second = sample_prog(strs);
     (second.id, second.load_time) = (43, 5_000);
     second.ksyms = second.ksyms.iter().map(|a| a + 0x10).collect();
     second.jited_line_info = second.jited_line_info.iter().map(|a| a + 0x10).collect();
-    let info = BpfInfo::from_sections(
+    BpfInfo::from_sections(
         &prog_section(&[first, second], true),
         &btf_section(&[(7, blob)], true),
         true,
     )
-    .unwrap();
-    let name = "bpf_prog_1111111111111111_main_fn";
-    let ip = BASE + 0x18; // line 6 of the first load, line 5 of the second
+    .unwrap()
+}
+
+/// Line 6 of the first load, line 5 of the second.
+const BOTH: u64 = BASE + 0x18;
+const NAME: &str = "bpf_prog_1111111111111111_main_fn";
+
+/// An address both loads hold belongs to the load the perf.data reader names for the frame
+/// (from its BPF_EVENT): the first load's samples keep the first load's id and function
+/// start, hence its lines.
+#[test]
+fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
+    let info = two_loads();
     let line = |prog| {
-        let l = info.lookup_named(ip, IpKind::Sample, Some(name), prog)?;
+        let l = info.lookup_named(BOTH, IpKind::Sample, Some(NAME), prog)?;
         Some((l.prog.id, l.offset, l.line?.line))
     };
     assert_eq!(line(Some(42)), Some((42, 0x18, 6)));
@@ -464,38 +472,35 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     // Without the reader's id (perf script's text): the later load, as before.
     assert_eq!(line(None), Some((43, 0x8, 5)));
     // Only the first load holds BASE + 0x8, whatever the id says.
-    let low = info.lookup_named(BASE + 8, IpKind::Sample, Some(name), Some(43));
+    let low = info.lookup_named(BASE + 8, IpKind::Sample, Some(NAME), Some(43));
     assert_eq!(low.map(|l| l.prog.id), Some(42));
     let frame = |prog| Frame {
-        ip,
+        ip: BOTH,
         kind: FrameKind::Bpf,
-        name: Some(name),
+        name: Some(NAME),
         prog,
     };
-    let report = aggregate_lines(
-        &info,
-        [
-            Sample {
-                frames: [frame(Some(42))],
-                weight: 7,
-            },
-            Sample {
-                frames: [frame(Some(43))],
-                weight: 3,
-            },
-        ],
-    );
+    let sample = |prog, weight| Sample {
+        frames: [frame(prog)],
+        weight,
+    };
+    let report = aggregate_lines(&info, [sample(Some(42), 7), sample(Some(43), 3)]);
     let got: Vec<_> = report
         .lines
         .iter()
         .map(|l| (l.prog_id, l.line, l.self_weight))
         .collect();
     assert_eq!(got, [(42, 6, 7), (43, 5, 3)]);
-    // A frame the reader could not name (no KSYMBOL: a per-task recording): by the sample's
-    // time against the loads' load_time (1000 and 5000).
-    assert_eq!(info.loaded_at(ip, 3_000), Some(42));
-    assert_eq!(info.loaded_at(ip, 6_000), Some(43));
-    assert_eq!(info.loaded_at(ip, 500), None, "before both: no answer");
+}
+
+/// A frame the reader could not name (no KSYMBOL: a per-task recording of a program another
+/// process loaded): by the sample's time against the loads' load_time (1000 and 5000).
+#[test]
+fn regression_a_reload_without_ksymbols_is_told_apart_by_time() {
+    let info = two_loads();
+    assert_eq!(info.loaded_at(BOTH, 3_000), Some(42));
+    assert_eq!(info.loaded_at(BOTH, 6_000), Some(43));
+    assert_eq!(info.loaded_at(BOTH, 500), None, "before both: no answer");
     assert_eq!(
         info.loaded_at(BASE + 8, 6_000),
         None,
@@ -504,7 +509,7 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     let mut agg = Aggregator::default();
     for (time, weight) in [(3_000, 2), (6_000, 1)] {
         let chain = [source::RawFrame {
-            ip,
+            ip: BOTH,
             sym: None,
             prog: None,
         }];
