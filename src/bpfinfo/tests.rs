@@ -522,3 +522,45 @@ fn regression_a_reload_without_ksymbols_is_told_apart_by_time() {
         .collect();
     assert_eq!(got, [(42, 6, 2), (43, 5, 1)]);
 }
+
+/// `--asm` on a recording of another architecture (its `HEADER_ARCH`): the lines are read as
+/// usual, the instructions are not, and a note says so; x86-64 gets them.
+#[test]
+fn asm_of_another_arch_is_a_note() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-data/hook-lines.data");
+    let (info, arch) = annotate::load_info(&path).unwrap();
+    assert_eq!(arch.as_deref(), Some("x86_64"));
+    let perf = crate::perf::PerfChoice::default();
+    let req = annotate::Request {
+        source: source::SampleSource {
+            input: &path,
+            kallsyms: None,
+            perf: &perf,
+            quiet: true,
+        },
+        prog: Some("path_check_callback".into()),
+        top: 2,
+        asm: true,
+    };
+    let read = |arch| {
+        let agg = annotate::aggregate(&req.source, &info).unwrap();
+        annotate::annotate_from(&req, &info, Some(arch), agg).unwrap()
+    };
+    let arm = read("aarch64");
+    let note = "--asm: disassembling JIT-ed BPF code of aarch64 is not supported (x86_64 only)";
+    assert_eq!(
+        arm.notes.iter().filter(|n| *n == note).count(),
+        1,
+        "{arm:?}"
+    );
+    let lines = &arm.programs[0].lines;
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.asm.is_none()));
+    let x86 = read("x86_64");
+    assert!(x86.notes.iter().all(|n| !n.starts_with("--asm")));
+    assert!(x86.programs[0].lines[0]
+        .asm
+        .as_ref()
+        .is_some_and(|a| !a.is_empty()));
+    assert_eq!(x86.programs[0].lines.len(), lines.len());
+}

@@ -61,6 +61,9 @@ fn input_positional_or_dash_i() {
         (&["report", "a.data"][..], "a.data"),
         (&["report", "-i", "b.data"][..], "b.data"),
         (&["flame", "--input", "c.data", "-o", "x.svg"][..], "c.data"),
+        (&["annotate"][..], "perf.data"),
+        (&["annotate", "d.data"][..], "d.data"),
+        (&["annotate", "-i", "e.data"][..], "e.data"),
     ] {
         let mut full = vec!["ebpf-prof"];
         full.extend_from_slice(argv);
@@ -68,11 +71,29 @@ fn input_positional_or_dash_i() {
         let got = match c.command {
             Command::Report(r) => r.input.path(),
             Command::Flame(f) => f.input.path(),
+            Command::Annotate(a) => a.input.path(),
             _ => panic!(),
         };
         assert_eq!(got, PathBuf::from(want), "{argv:?}");
     }
     assert!(Cli::try_parse_from(["ebpf-prof", "report", "a", "-i", "b"]).is_err());
+    assert!(Cli::try_parse_from(["ebpf-prof", "annotate", "a", "-i", "b"]).is_err());
+}
+
+/// `annotate` reads only a perf.data: its INPUT help says so, not "perf script text, or
+/// folded stacks" as the other readers' does.
+#[test]
+fn annotate_input_help_names_perf_data_only() {
+    let mut cmd = Cli::command();
+    let annotate = cmd.find_subcommand_mut("annotate").unwrap();
+    let help = annotate.render_long_help().to_string();
+    assert!(help.contains("A perf.data with BPF program info"), "{help}");
+    assert!(!help.contains("folded stacks"), "{help}");
+    let report = cmd.find_subcommand_mut("report").unwrap();
+    assert!(report
+        .render_long_help()
+        .to_string()
+        .contains("folded stacks"));
 }
 
 #[test]

@@ -341,7 +341,8 @@ fn record_files_annotate_as_nobody_with_kptr_restrict() {
     let r = run(c);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let mut c = ebpf_prof(&["annotate", "--json", "perf.data"], d.path());
-    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534"); // root reading the invoking user's file (perf script -f)
+    // As under sudo: root reads back the files `record` gave to the invoking user (65534).
+    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534");
     let as_root = run(c);
     assert_eq!(as_root.code(), Some(0), "{as_root:?}");
     let _restrict = SysctlSet::new("kernel.kptr_restrict", "1");
