@@ -251,6 +251,24 @@ fn all_cpus_profile_reads_natively_as_perf_reads_it() {
     let _ = child.kill();
     let _ = child.wait();
     assert_equivalent(d.path(), "all.data");
+    // `annotate` reads it too (the BPF frames named with their program ids from the
+    // recording's BPF_EVENTs), as it reads it through perf script.
+    let annotate = |extra: &[&str]| {
+        let mut args = vec!["annotate", "--json", "--top", "1000", "all.data"];
+        args.extend_from_slice(extra);
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        serde_json::from_str::<serde_json::Value>(&r.stdout()).unwrap()
+    };
+    let native = annotate(&[]);
+    let names: Vec<&str> = native["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"path_check_callback"), "{native}");
+    assert_eq!(native["programs"], annotate(&["--via-perf"])["programs"]);
 }
 
 #[test]

@@ -147,6 +147,21 @@ fn profile_per_arm_feeds_diff() {
         diff.stdout().contains("path_check_callback"),
         "the hook is where the extra time goes: {diff:?}"
     );
+    // `annotate` reads the treatment arm's recording: the hook's lines.
+    let a = run(ebpf_prof(
+        &["annotate", "--json", "prof/treat.data"],
+        d.path(),
+    ));
+    assert_eq!(a.code(), Some(0), "{a:?}");
+    let v: serde_json::Value = serde_json::from_str(&a.stdout()).unwrap();
+    let callback = v["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "path_check_callback")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(callback["percent"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(callback["lines"][0]["line"].as_u64().unwrap() > 0, "{v}");
     assert!(!hook_loaded());
 }
 
