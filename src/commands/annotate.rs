@@ -1,4 +1,5 @@
-//! `ebpf-prof annotate [INPUT] [--prog NAME] [--json] [--top N] [--asm]`: runs without root.
+//! `ebpf-prof annotate [INPUT] [--prog NAME] [--json] [--top N] [--asm] [--via-perf]`: runs
+//! without root.
 //! Which line of a BPF program's C source the time goes to, read from the perf.data's BPF
 //! program info and its samples by [`crate::bpfinfo::annotate`].
 

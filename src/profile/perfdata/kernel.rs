@@ -1,6 +1,9 @@
 //! The kernel's address space as perf models it: the `[kernel.kallsyms]` map from the
 //! synthesized kernel MMAP, module maps, and one map per KSYMBOL (JIT-ed BPF programs,
-//! trampolines, dispatchers), registered and unregistered as the records come.
+//! trampolines, dispatchers), registered and unregistered as the records come, and tagged
+//! with their BPF program's id by the PERF_RECORD_BPF_EVENT that follows them
+//! (`machine__process_bpf_event_load()`, with the program's function addresses from the
+//! header's BPF_PROG_INFO, which the caller gives).
 //!
 //! Source: `tools/perf/util/machine.c: machine__process_kernel_mmap_event()`,
 //! `machine__process_ksymbol_register()` / `_unregister()`, `machine__set_kernel_mmap()`;

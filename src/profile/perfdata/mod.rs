@@ -11,7 +11,9 @@
 //! - [`fold_file`]: what the profile loader calls (`--via-perf` skips it); [`Native::Fallback`]
 //!   names why `perf script` must read the file instead.
 //! - [`Samples`]: the resolved samples one by one (frames with kinds, raw addresses,
-//!   period, time, pid/tid), for exporters.
+//!   period, time, pid/tid), for exporters; given each BPF program's function addresses
+//!   ([`Samples::bpf_programs`]), each BPF frame also names the program loaded there at the
+//!   sample's time ([`Frame::bpf_prog`]), which tells apart two loads JIT-ed at one place.
 //! - [`PerfData`]: the container, for other readers of feature sections.
 //!
 //! **Raw samples and feature sections** (the interface `annotate` uses to map BPF
