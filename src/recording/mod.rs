@@ -423,9 +423,9 @@ fn run_perf(
     let mut private = PrivateDir::beside(&files.data)?;
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
-    crate::host::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
+    crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
     let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec);
-    crate::host::pending::clear(host);
+    crate::runfiles::pending::clear(host);
     result
 }
 
