@@ -30,6 +30,7 @@ need make           command -v make
 need gcc            command -v cc
 need bpftool        command -v bpftool
 need util-linux     command -v taskset chrt runuser
+need bsdutils       command -v script
 perf_ok() { command -v perf && perf --version; }
 need "$(perf_pkg)"  perf_ok
 

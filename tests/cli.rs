@@ -99,6 +99,42 @@ fn flame_renders_folded_and_script_text() {
     assert!(s.contains("path_check_callback") && s.contains("do_syscall_64"));
 }
 
+/// The fill of the first frame named `name` in an SVG: (r, g, b).
+fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
+    let at = svg.find(&format!("<title>{name} (")).expect(name);
+    let rgb = &svg[at..][svg[at..].find("fill=\"rgb(").expect("fill") + 10..];
+    let v: Vec<u8> = rgb[..rgb.find(')').unwrap()]
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
+    (v[0], v[1], v[2])
+}
+
+/// Issue 14: the subtitle of a rendered flame graph (the captured fixture) carries the colour
+/// legend, and the frames have the colours it names.
+#[test]
+fn flame_subtitle_holds_the_legend_that_the_colours_follow() {
+    let d = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-script/openat-hook.txt");
+    let r = run(ebpf_prof(&["flame", script.to_str().unwrap()], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let svg = r.stdout();
+    let sub = &svg[svg.find("<text id=\"subtitle\"").expect("a subtitle")..];
+    let sub = &sub[sub.find('>').unwrap() + 1..sub.find("</text>").unwrap()];
+    let legend = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+    assert!(sub.contains(legend), "{sub}");
+    let (r, g, b) = fill_of(&svg, "path_check_callback");
+    assert!(
+        b > r && b > g,
+        "a BPF program is blue-violet: {:?}",
+        (r, g, b)
+    );
+    let (r, g, b) = fill_of(&svg, "do_syscall_64");
+    assert!(r > g && r > b, "the kernel is warm: {:?}", (r, g, b));
+    let (r, g, b) = fill_of(&svg, "syscall");
+    assert!(g > r && g > b, "user space is green: {:?}", (r, g, b));
+}
+
 #[test]
 fn flame_output_file_is_not_overwritten_without_force() {
     let d = tempfile::tempdir().unwrap();
@@ -125,6 +161,74 @@ fn flame_output_file_is_not_overwritten_without_force() {
         )),
         "does not exist",
     );
+}
+
+/// Issue 14: `completions SHELL` and `man` through the binary: exit 0, nothing on stderr, and
+/// each the format its reader expects, holding the subcommands and their flags.
+#[test]
+fn completions_and_man_through_the_binary() {
+    let d = tempfile::tempdir().unwrap();
+    // (arguments, the marker of the format, a flag of a subcommand)
+    let cases = [
+        (
+            &["completions", "bash"][..],
+            "complete -F _ebpf__prof",
+            "--max-time",
+        ),
+        (
+            &["completions", "zsh"][..],
+            "#compdef ebpf-prof",
+            "--max-time",
+        ),
+        (
+            &["completions", "fish"][..],
+            "complete -c ebpf-prof",
+            "max-time",
+        ),
+        (&["man"][..], ".TH ebpf-prof 1", "overhead"),
+    ];
+    for (args, marker, flag) in cases {
+        let r = run(ebpf_prof(args, d.path()));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        assert!(r.stderr().is_empty(), "{r:?}");
+        let out = r.stdout();
+        assert!(out.contains(marker) && out.contains(flag), "{r:?}");
+    }
+    usage_error(&run(ebpf_prof(&["completions", "tcsh"], d.path())), "tcsh");
+}
+
+/// Issue 14: with stdout on a terminal (a pty from `script`, util-linux) `flame` writes
+/// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
+/// gets the SVG.
+#[test]
+fn flame_on_a_terminal_writes_flame_svg_once() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f.folded"), "a;b 1\n").unwrap();
+    let on_tty = || {
+        let mut c = std::process::Command::new("script");
+        let line = format!("{} flame f.folded", bin().display());
+        c.args(["-qec", &line, "/dev/null"]).current_dir(d.path());
+        run(c)
+    };
+    let r = on_tty();
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stdout().contains("wrote flame.svg (stdout is a terminal"),
+        "{r:?}"
+    );
+    assert!(!r.stdout().contains("<svg"), "{r:?}");
+    let svg = d.path().join("flame.svg");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("</svg>"));
+    std::fs::write(&svg, "precious").unwrap();
+    let r = on_tty();
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(
+        r.stdout().contains("flame.svg exists: pass --force"),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "precious");
+    let piped = run(ebpf_prof(&["flame", "f.folded"], d.path()));
+    assert!(piped.stdout().contains("</svg>"), "{piped:?}");
 }
 
 #[test]
