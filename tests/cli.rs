@@ -369,6 +369,7 @@ fn doctor_json_parses_and_names_every_check() {
     no_panic(&r);
     let v: serde_json::Value =
         serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["schema"], 1, "{v}");
     let names: Vec<&str> = v["checks"]
         .as_array()
         .unwrap()

@@ -131,6 +131,7 @@ fn record_takes_a_hook_whose_names_match_nothing_of_the_old_grep() {
     assert!(r.stderr().contains("count_syscall"), "{r:?}");
     let json = std::fs::read_to_string(d.path().join("perf.data.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema"], 1, "perf.data.json has its schema: {json}");
     let loaded = v["loaded_programs"].as_array().unwrap();
     assert!(
         loaded

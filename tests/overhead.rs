@@ -58,11 +58,16 @@ fn attached_costs_more_and_every_output_is_there() {
             "cdf.svg",
             "--keep",
             "rounds",
+            "--export-json",
+            "export.json",
+            "--export-markdown",
+            "export.md",
         ],
     );
     assert_eq!(r.code(), Some(0), "{r:?}");
     let v: serde_json::Value =
         serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_exports_match(d.path(), &r.stdout(), &v);
     for field in [
         "mode",
         "cpu",
@@ -108,6 +113,20 @@ fn attached_costs_more_and_every_output_is_there() {
         "5 rounds of each arm kept"
     );
     assert!(!hook_loaded());
+}
+
+/// `--export-json` holds what `--json` printed; `--export-markdown` its table and verdict.
+fn assert_exports_match(dir: &Path, stdout: &str, v: &serde_json::Value) {
+    let json = std::fs::read_to_string(dir.join("export.json")).unwrap();
+    assert_eq!(json, stdout, "--export-json is the --json document");
+    assert_eq!(v["schema"], 1, "{v}");
+    let md = std::fs::read_to_string(dir.join("export.md")).unwrap();
+    assert!(md.starts_with("**overhead (load)**"), "{md}");
+    for q in ["p50", "p90", "p99", "p99.9"] {
+        assert!(md.contains(&format!("\n| {q} | ")), "{q} row: {md}");
+    }
+    let verdict = v["verdict"].as_str().unwrap();
+    assert!(md.ends_with(&format!("verdict: {verdict}\n")), "{md}");
 }
 
 #[test]

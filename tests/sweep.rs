@@ -50,6 +50,7 @@ fn sweep_across_the_cache_capacity_finds_the_cliff() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let v: serde_json::Value =
         serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["schema"], 1, "{v}");
     assert_eq!(v["cliff"]["map"], "verdict_cache", "{v}");
     assert_eq!(v["cliff"]["value"], 4096, "{v}");
     let p99 = |i: usize| {

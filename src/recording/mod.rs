@@ -366,6 +366,7 @@ fn base_record(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     RunRecord {
+        schema: crate::out::JSON_SCHEMA,
         tool: format!("ebpf-prof {}", env!("CARGO_PKG_VERSION")),
         started_at: now,
         kernel: host.kernel_release(),
