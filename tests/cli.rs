@@ -542,6 +542,30 @@ fn flame_unreadable_input_for_an_ordinary_user() {
     usage_error(&run(c), "Permission denied");
 }
 
+/// `record SCOPE… --load hook.bpf.o -F 4999 -o OUT` in `dir`.
+fn record_the_hook(dir: &Path, scope: &[&str], out: &str) -> Run {
+    let mut args = vec!["record"];
+    args.extend_from_slice(scope);
+    args.extend_from_slice(&["--load", "hook.bpf.o", "-F", "4999", "-o", out]);
+    run(ebpf_prof(&args, dir))
+}
+
+/// `report` and `flame` on a recording of the workload show the hook.
+fn assert_the_workload_ran_the_hook(dir: &Path, data: &str) {
+    let r = run(ebpf_prof(&["report", data, "--json"], dir));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert!(
+        v["bpf"]["percent"].as_f64().unwrap() > 1.0,
+        "{data}: the workload's openats ran the hook: {v}"
+    );
+    let svg = run(ebpf_prof(&["flame", data], dir));
+    assert!(
+        svg.stdout().contains("path_check_callback"),
+        "{data}: {svg:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn record_all_cpus_and_pid_profile_a_real_workload() {
@@ -558,59 +582,23 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
         .spawn()
         .unwrap();
     let pid = work.id().to_string();
-    let r = run(ebpf_prof(
-        &[
-            "record",
-            "--all-cpus",
-            "--duration",
-            "1s",
-            "--load",
-            "hook.bpf.o",
-            "-F",
-            "4999",
-            "-o",
-            "all.data",
-        ],
-        d.path(),
-    ));
+    let r = record_the_hook(d.path(), &["--all-cpus", "--duration", "1s"], "all.data");
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stderr().contains(" -a -- sleep 1"), "{r:?}");
     assert!(
         !d.path().join("all.data.samples").exists(),
         "no bench, no samples file"
     );
-    let r = run(ebpf_prof(
-        &[
-            "record",
-            "--pid",
-            &pid,
-            "--duration",
-            "500ms",
-            "--load",
-            "hook.bpf.o",
-            "-F",
-            "4999",
-            "-o",
-            "pid.data",
-        ],
+    let r = record_the_hook(
         d.path(),
-    ));
+        &["--pid", &pid, "--duration", "500ms"],
+        "pid.data",
+    );
     assert_eq!(r.code(), Some(0), "{r:?}");
     let _ = work.kill();
     let _ = work.wait();
     for data in ["all.data", "pid.data"] {
-        let r = run(ebpf_prof(&["report", data, "--json"], d.path()));
-        assert_eq!(r.code(), Some(0), "{r:?}");
-        let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
-        assert!(
-            v["bpf"]["percent"].as_f64().unwrap() > 1.0,
-            "{data}: the workload's openats ran the hook: {v}"
-        );
-        let svg = run(ebpf_prof(&["flame", data], d.path()));
-        assert!(
-            svg.stdout().contains("path_check_callback"),
-            "{data}: {svg:?}"
-        );
+        assert_the_workload_ran_the_hook(d.path(), data);
     }
     let r = run(ebpf_prof(
         &["record", "--pid", "999999999", "--allow-no-bpf"],

@@ -35,6 +35,34 @@ fn release(mut child: Child, part: &str) {
     assert!(!bpf_symbol_loaded(part), "{part} left loaded");
 }
 
+/// With the every-syscall hook held, `doctor --filter syscall` lists its programs (type,
+/// attach point, tag) and passes its BPF check, in JSON and in text.
+fn doctor_lists_the_held_hook(dir: &Path) {
+    let doc = run(ebpf_prof(&["doctor", "--json", "--filter", "syscall"], dir));
+    let v: serde_json::Value = serde_json::from_str(&doc.stdout()).unwrap();
+    let progs = v["programs"].as_array().expect("programs listed");
+    let count = progs
+        .iter()
+        .find(|p| p["name"] == "count_syscall")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(count["type"], "tracepoint", "{count}");
+    assert!(
+        count["attach"].as_str().unwrap().contains("sys_enter"),
+        "{count}"
+    );
+    assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
+    let bpf_check = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "bpf programs")
+        .unwrap();
+    assert_eq!(bpf_check["status"], "ok", "{bpf_check}");
+    let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], dir));
+    assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
+    assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn doctor_fails_exactly_when_record_refuses() {
@@ -72,32 +100,7 @@ fn doctor_fails_exactly_when_record_refuses() {
     )
     .unwrap();
     let hook = hold(d.path(), "every.bpf.o", "count_syscall");
-    let doc = run(ebpf_prof(
-        &["doctor", "--json", "--filter", "syscall"],
-        d.path(),
-    ));
-    let v: serde_json::Value = serde_json::from_str(&doc.stdout()).unwrap();
-    let progs = v["programs"].as_array().expect("programs listed");
-    let count = progs
-        .iter()
-        .find(|p| p["name"] == "count_syscall")
-        .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(count["type"], "tracepoint", "{count}");
-    assert!(
-        count["attach"].as_str().unwrap().contains("sys_enter"),
-        "{count}"
-    );
-    assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
-    let bpf_check = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "bpf programs")
-        .unwrap();
-    assert_eq!(bpf_check["status"], "ok", "{bpf_check}");
-    let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], d.path()));
-    assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
-    assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+    doctor_lists_the_held_hook(d.path());
     release(hook, "count_syscall");
 }
 

@@ -214,37 +214,11 @@ fn close(what: &str, ours: &Value, theirs: f64) {
     eprintln!("{what}: report {ours:.2}% perf report {theirs:.2}%");
 }
 
-#[test]
-#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
-fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
-    if !need_root("report_agrees_with_perf_report_on_a_recorded_sample_hook") {
-        return;
-    }
-    assert!(
-        !hook_loaded(),
-        "the sample hook is already loaded by someone else"
-    );
-    let before = (
-        sysctl("net.core.bpf_jit_enable"),
-        sysctl("net.core.bpf_jit_kallsyms"),
-    );
-    let d = open_tempdir();
-    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
-    let args = ["record", "-o", "perf.data", "--load", "hook.bpf.o"];
-    let r = run(ebpf_prof(
-        &[&args[..], &["-n", "200000", "-F", "4999"]].concat(),
-        d.path(),
-    ));
-    assert_eq!(r.code(), Some(0), "{r:?}");
-    assert!(!hook_loaded(), "record left the hook loaded");
-    let after = (
-        sysctl("net.core.bpf_jit_enable"),
-        sysctl("net.core.bpf_jit_kallsyms"),
-    );
-    assert_eq!(after, before, "record restores the sysctls");
-
-    let v = report_json(&["perf.data"], d.path());
-    let perf = perf_report(d.path());
+/// `report --json` on `dir/perf.data` against `perf report` there: every BPF function, the
+/// helpers only BPF code calls, and the attach point, inclusive and self.
+fn agrees_with_perf_report(dir: &Path) {
+    let v = report_json(&["perf.data"], dir);
+    let perf = perf_report(dir);
     let mut checked = 0;
     for p in v["programs"].as_array().unwrap() {
         for f in p["functions"].as_array().unwrap() {
@@ -279,4 +253,36 @@ fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
         &tp["percent"],
         perf_line(&perf, "trace_call_bpf").1,
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
+    if !need_root("report_agrees_with_perf_report_on_a_recorded_sample_hook") {
+        return;
+    }
+    assert!(
+        !hook_loaded(),
+        "the sample hook is already loaded by someone else"
+    );
+    let before = (
+        sysctl("net.core.bpf_jit_enable"),
+        sysctl("net.core.bpf_jit_kallsyms"),
+    );
+    let d = open_tempdir();
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let args = ["record", "-o", "perf.data", "--load", "hook.bpf.o"];
+    let r = run(ebpf_prof(
+        &[&args[..], &["-n", "200000", "-F", "4999"]].concat(),
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(!hook_loaded(), "record left the hook loaded");
+    let after = (
+        sysctl("net.core.bpf_jit_enable"),
+        sysctl("net.core.bpf_jit_kallsyms"),
+    );
+    assert_eq!(after, before, "record restores the sysctls");
+
+    agrees_with_perf_report(d.path());
 }
