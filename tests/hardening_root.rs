@@ -280,9 +280,18 @@ fn untrusted_helpers_on_path_are_refused(d: &Path) {
     let r = run(c);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("refusing to run chrt"), "{r:?}");
+    std::fs::remove_file(open.join("chrt")).unwrap();
     plant(&open, "myloader", "sleep 60");
     let mut c = ebpf_prof(
-        &["overhead", "--attach-cmd", "myloader", "--rounds", "2", "-n", "1000"],
+        &[
+            "overhead",
+            "--attach-cmd",
+            "myloader",
+            "--rounds",
+            "2",
+            "-n",
+            "1000",
+        ],
         d,
     );
     c.env("PATH", &path);
