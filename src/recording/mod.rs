@@ -334,8 +334,8 @@ fn matching_programs(
             });
         }
     }
-    if !allow_none && !shown.is_empty() && seen.is_empty() {
-        return Err(check("none of the programs has a bpf_prog_ symbol in /proc/kallsyms, so perf cannot name any: set net.core.bpf_jit_harden=0 (sudo sysctl -w net.core.bpf_jit_harden=0) and check the JIT is on"));
+    if let Some(why) = gate::unnamed(&shown).filter(|_| !allow_none) {
+        return Err(check(why));
     }
     Ok((seen, all))
 }
