@@ -282,7 +282,15 @@ fn untrusted_helpers_on_path_are_refused(d: &Path) {
     assert!(r.stderr().contains("refusing to run chrt"), "{r:?}");
     plant(&open, "myloader", "sleep 60");
     let mut c = ebpf_prof(
-        &["overhead", "--attach-cmd", "myloader", "--rounds", "2", "-n", "1000"],
+        &[
+            "overhead",
+            "--attach-cmd",
+            "myloader",
+            "--rounds",
+            "2",
+            "-n",
+            "1000",
+        ],
         d,
     );
     c.env("PATH", &path);

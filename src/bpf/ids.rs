@@ -145,6 +145,32 @@ fn prog_info_raw(
     Ok(info)
 }
 
+/// The program's full name: its main function's name in its BTF, as `bpftool prog show` and
+/// `/proc/kallsyms` give it. The kernel's own copy ([`object_name`]) is cut to 15 bytes, and
+/// programs such as `tracepoint__syscalls__sys_enter_open` and `…_sys_enter_openat` (opensnoop)
+/// share it. `None` without BTF (the caller keeps the short name).
+pub(crate) fn full_name(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_prog_info) -> Option<String> {
+    if info.btf_id == 0 || info.nr_func_info == 0 {
+        return None;
+    }
+    let mut func = [libbpf_sys::bpf_func_info::default()];
+    let rec = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+    let mut query = libbpf_sys::bpf_prog_info {
+        nr_func_info: 1,
+        func_info_rec_size: rec,
+        func_info: func.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `query` is sized `len`; the only output array requested is `func`, one record of
+    // `func_info_rec_size` bytes (the kernel writes at most `nr_func_info` records of that size).
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut query, &mut len) };
+    if ret < 0 || query.func_info_rec_size != rec {
+        return None;
+    }
+    crate::bpfinfo::live::btf_func_name(query.btf_id, func[0].type_id)
+}
+
 /// `bpf_map_get_info_by_fd`.
 pub(crate) fn map_info(fd: BorrowedFd<'_>) -> anyhow::Result<libbpf_sys::bpf_map_info> {
     let mut info = libbpf_sys::bpf_map_info::default();

@@ -117,3 +117,10 @@ pub fn bpf_info(ids: &[u32]) -> BpfInfo {
     }
     BpfInfo::new(progs, btfs)
 }
+
+/// The name of FUNC type `type_id` in the loaded BTF object `btf_id` (a program's main
+/// function: `func_info[0].type_id`), as bpftool and /proc/kallsyms name programs.
+pub fn btf_func_name(btf_id: u32, type_id: u32) -> Option<String> {
+    let btf = Btf::parse(btf_id, btf_blob(btf_id).ok()?).ok()?;
+    btf.func_name(type_id).map(|n| n.into_owned())
+}
