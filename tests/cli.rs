@@ -289,6 +289,27 @@ fn doctor_json_parses_and_names_every_check() {
     ] {
         assert!(names.contains(&want), "missing {want}: {names:?}");
     }
+    // Issue 13 item 7: which perf and why, and whether it can annotate, whenever one is found.
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+    };
+    let perf_found = check("perf").is_some_and(|c| c["status"] != "fail");
+    assert!(perf_found || !under_ci(), "perf is missing under CI: {r:?}");
+    if perf_found {
+        let choice = check("perf choice").unwrap_or_else(|| panic!("no perf choice: {names:?}"));
+        assert!(
+            choice["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{choice}"
+        );
+        let annotate = check("perf annotate").unwrap_or_else(|| panic!("{names:?}"));
+        let detail = annotate["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("disassembl"), "{annotate}");
+    }
     let can = v["can_record"].as_bool().unwrap();
     assert_eq!(r.code(), Some(if can { 0 } else { 1 }), "{r:?}");
     for c in v["checks"].as_array().unwrap() {

@@ -88,6 +88,19 @@ fn doctor_fails_exactly_when_record_refuses() {
         "{count}"
     );
     assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
+    // The id is the kernel's (as `bpftool prog show` gives it), and the tag is that program's.
+    let kernel: Vec<ebpf_prof::bpf::LoadedProgram> = ebpf_prof::bpf::loaded_programs()
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.name == "count_syscall")
+        .collect();
+    assert_eq!(kernel.len(), 1, "{kernel:?}");
+    assert_eq!(
+        count["id"].as_u64(),
+        Some(u64::from(kernel[0].id)),
+        "{count}"
+    );
+    assert_eq!(count["tag"], kernel[0].tag.as_str(), "{count}");
     let bpf_check = v["checks"]
         .as_array()
         .unwrap()
@@ -98,6 +111,8 @@ fn doctor_fails_exactly_when_record_refuses() {
     let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], d.path()));
     assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
     assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+    let row = format!("{}  tracepoint", kernel[0].id);
+    assert!(text.stdout().contains(&row), "{row:?} in {text:?}");
     release(hook, "count_syscall");
 }
 
