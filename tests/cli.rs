@@ -394,6 +394,7 @@ fn doctor_json_parses_and_names_every_check() {
     ] {
         assert!(names.contains(&want), "missing {want}: {names:?}");
     }
+    perf_choice_and_annotate_checks(&v, &names);
     let can = v["can_record"].as_bool().unwrap();
     assert_eq!(r.code(), Some(if can { 0 } else { 1 }), "{r:?}");
     for c in v["checks"].as_array().unwrap() {
@@ -403,6 +404,31 @@ fn doctor_json_parses_and_names_every_check() {
                 "warn/fail carries a fix: {c}"
             );
         }
+    }
+}
+
+/// Issue 13 item 7: doctor says which perf and why, and whether it can annotate, whenever one
+/// is found.
+fn perf_choice_and_annotate_checks(v: &serde_json::Value, names: &[&str]) {
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+    };
+    let perf_found = check("perf").is_some_and(|c| c["status"] != "fail");
+    assert!(perf_found || !under_ci(), "perf is missing under CI: {v}");
+    if perf_found {
+        let choice = check("perf choice").unwrap_or_else(|| panic!("no perf choice: {names:?}"));
+        assert!(
+            choice["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{choice}"
+        );
+        let annotate = check("perf annotate").unwrap_or_else(|| panic!("{names:?}"));
+        let detail = annotate["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("disassembl"), "{annotate}");
     }
 }
 

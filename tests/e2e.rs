@@ -249,6 +249,7 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
         r.stdout().contains("hot lines") && r.stdout().contains("of openat_hook_common.h"),
         "{r:?}"
     );
+    assert_demo_cost_lines(&r);
     assert!(hook_symbols().is_empty(), "demo left the hook loaded");
     assert_eq!(
         (
@@ -257,4 +258,31 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
         ),
         before
     );
+}
+
+/// Issue 13 item 6: the hook's cost comes from the run without perf, with its interval, and
+/// the latencies under perf are labelled as including perf's own sampling.
+fn assert_demo_cost_lines(r: &Run) {
+    let out = r.stdout();
+    let cost = out
+        .lines()
+        .find(|l| l.starts_with("the hook costs "))
+        .unwrap_or_else(|| panic!("no cost line: {r:?}"));
+    assert!(cost.contains("pairs of rounds without perf"), "{cost}");
+    assert!(cost.contains("% interval"), "{cost}");
+    // "the hook costs +D ns per openat at p50 [LO, HI] (…)": LO <= D <= HI.
+    let num = |s: &str| s.trim().trim_start_matches('+').parse::<f64>().unwrap();
+    let delta = num(cost["the hook costs ".len()..].split(" ns").next().unwrap());
+    let bracket = cost.split('[').nth(1).unwrap().split(']').next().unwrap();
+    let (lo, hi) = bracket.split_once(',').unwrap();
+    assert!(num(lo) <= delta && delta <= num(hi), "{cost}");
+    let perf = out
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("under perf at 4999 Hz, with the hook:")
+        })
+        .unwrap_or_else(|| panic!("no line for the latencies under perf: {r:?}"));
+    assert!(perf.contains("perf's own sampling included"), "{perf}");
+    assert!(perf.contains("not the hook's cost"), "{perf}");
 }

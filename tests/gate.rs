@@ -51,6 +51,7 @@ fn doctor_lists_the_held_hook(dir: &Path) {
         "{count}"
     );
     assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
+    let id = the_kernels_id_and_tag(count);
     let bpf_check = v["checks"]
         .as_array()
         .unwrap()
@@ -61,6 +62,26 @@ fn doctor_lists_the_held_hook(dir: &Path) {
     let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], dir));
     assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
     assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+    let row = format!("{id}  tracepoint");
+    assert!(text.stdout().contains(&row), "{row:?} in {text:?}");
+}
+
+/// The id doctor lists is the kernel's (as `bpftool prog show` gives it), and the tag is that
+/// program's; the id.
+fn the_kernels_id_and_tag(count: &serde_json::Value) -> u32 {
+    let kernel: Vec<ebpf_prof::bpf::LoadedProgram> = ebpf_prof::bpf::loaded_programs()
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.name == "count_syscall")
+        .collect();
+    assert_eq!(kernel.len(), 1, "{kernel:?}");
+    assert_eq!(
+        count["id"].as_u64(),
+        Some(u64::from(kernel[0].id)),
+        "{count}"
+    );
+    assert_eq!(count["tag"], kernel[0].tag.as_str(), "{count}");
+    kernel[0].id
 }
 
 #[test]

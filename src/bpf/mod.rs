@@ -22,7 +22,7 @@ mod runstats;
 use std::sync::OnceLock;
 
 pub use introspect::{
-    links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
+    full_name, links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
 };
 pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
 pub use loader::{attach, Attached};
