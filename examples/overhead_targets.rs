@@ -121,7 +121,20 @@ fn main() {
     ];
     let mut tallies: [Tally; 4] = Default::default();
     let mut times = Vec::new();
-    // A/A, 2v4, 2v3, A/A, 2v2a, …: `compare_runs` of each pair of hooks, `aa_runs` A/A runs.
+    for k in plan(compare_runs, aa_runs) {
+        let (name, a) = &kinds[k];
+        let Some(fig) = one(a, dir.path()) else {
+            continue;
+        };
+        times.push(fig.seconds);
+        tallies[k].add(name, &fig);
+    }
+    summary(&tallies, times);
+}
+
+/// The order of the runs, as indices into the kinds: A/A, 2v4, 2v3, A/A, 2v2a, …:
+/// `compare_runs` of each pair of hooks, `aa_runs` A/A runs.
+fn plan(compare_runs: usize, aa_runs: usize) -> Vec<usize> {
     let mut plan = Vec::new();
     let (mut a, mut c) = (0, 0);
     while a < aa_runs || c < compare_runs {
@@ -137,25 +150,24 @@ fn main() {
         }
         c += 1;
     }
-    for k in plan {
-        let (name, a) = &kinds[k];
-        let Some(fig) = one(a, dir.path()) else {
-            continue;
-        };
-        times.push(fig.seconds);
-        let t = &mut tallies[k];
-        t.runs += 1;
+    plan
+}
+
+impl Tally {
+    /// Count one run of kind `name` and print its line.
+    fn add(&mut self, name: &str, fig: &Figures) {
+        self.runs += 1;
         let (lo, d, hi) = fig.diffs[0];
-        t.widths.push(hi - lo);
-        t.deltas.push(d);
+        self.widths.push(hi - lo);
+        self.deltas.push(d);
         for (q, &(l, _, h)) in fig.diffs.iter().enumerate().take(4) {
-            t.holds[q] += usize::from(l <= 0.0 && 0.0 <= h);
+            self.holds[q] += usize::from(l <= 0.0 && 0.0 <= h);
         }
-        t.detected += usize::from(lo > 0.0);
-        t.wrong += usize::from(hi < 0.0);
+        self.detected += usize::from(lo > 0.0);
+        self.wrong += usize::from(hi < 0.0);
         let verdict = match (name, lo > 0.0, hi < 0.0) {
-            (&"aa", false, false) => "holds 0",
-            (&"aa", _, _) => "EXCLUDES 0",
+            ("aa", false, false) => "holds 0",
+            ("aa", _, _) => "EXCLUDES 0",
             (_, true, _) => "detected",
             (_, _, true) => "WRONG SIGN",
             _ => "not detected",
@@ -168,7 +180,11 @@ fn main() {
             fig.seconds
         );
     }
-    let [aa, pairs @ ..] = &tallies;
+}
+
+/// The figures against their targets.
+fn summary(tallies: &[Tally; 4], times: Vec<f64>) {
+    let [aa, pairs @ ..] = tallies;
     println!();
     let names = [
         "2 vs 4 hash look-ups",

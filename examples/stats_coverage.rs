@@ -390,7 +390,21 @@ fn main() {
     if cfg.runs == 0 {
         return;
     }
-    let stop = match cfg.stop {
+    println!(
+        "\n{} simulated runs per line, {}, 9,000 kept samples a round, {:.0}% intervals",
+        cfg.runs,
+        stop_text(&cfg.stop),
+        100.0 * cfg.confidence
+    );
+    aa_table(&cfg);
+    for effect in [35.0, 15.0] {
+        effect_table(&cfg, effect);
+    }
+}
+
+/// How the simulated runs stop, in words.
+fn stop_text(stop: &Stop) -> String {
+    match *stop {
         Stop::Pairs(n) => format!("{n} pairs"),
         Stop::Adaptive {
             target_ns: None,
@@ -403,17 +417,18 @@ fn main() {
             "--target-ns {t}: p50 interval ≤ {t} ns at 30, 45, 67… pairs, or {} s of rounds",
             budget.as_secs()
         ),
-    };
-    println!(
-        "\n{} simulated runs per line, {stop}, 9,000 kept samples a round, {:.0}% intervals",
-        cfg.runs,
-        100.0 * cfg.confidence
-    );
-    let scenarios = || {
-        SCENARIOS
-            .iter()
-            .filter(|s| s.name.contains(cfg.only.as_str()))
-    };
+    }
+}
+
+/// The scenarios `--only` keeps.
+fn scenarios(cfg: &Config) -> impl Iterator<Item = &'static Scenario> + '_ {
+    SCENARIOS
+        .iter()
+        .filter(|s| s.name.contains(cfg.only.as_str()))
+}
+
+/// A/A: how often each quantile's interval holds 0, per scenario.
+fn aa_table(cfg: &Config) {
     println!(
         "\nA/A: % of runs whose interval holds 0 (target ≥ {:.0})",
         100.0 * cfg.confidence
@@ -422,8 +437,8 @@ fn main() {
         "{:<28} {:>6} {:>6} {:>6} {:>6} | {:>8} {:>6} | P(≥19/20 p50)",
         "scenario", "p50", "p90", "p99", "p99.9", "width50", "pairs"
     );
-    for s in scenarios() {
-        let t = tally(s, &cfg, 0.0);
+    for s in scenarios(cfg) {
+        let t = tally(s, cfg, 0.0);
         let c = |k: usize| pct(t.covers[k], t.runs);
         println!(
             "{:<28} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>8.1} {:>6.0} | {:.2}",
@@ -437,41 +452,43 @@ fn main() {
             at_least(19, 20, c(0) / 100.0)
         );
     }
-    for effect in [35.0, 15.0] {
+}
+
+/// A treatment `effect` ns slower: power, wrong signs and coverage, per scenario.
+fn effect_table(cfg: &Config, effect: f64) {
+    println!(
+        "\nTreatment +{effect} ns: power = % of runs whose p50 interval excludes 0 with lo > 0"
+    );
+    println!(
+        "{:<28} {:>6} {:>6} | {:>6} {:>6} {:>6} {:>6} | {:>6} {:>8} {:>6} | P(≥9/10)",
+        "scenario",
+        "power",
+        "wrong",
+        "cov50",
+        "cov90",
+        "cov99",
+        "cov999",
+        "est50",
+        "width50",
+        "pairs"
+    );
+    for s in scenarios(cfg) {
+        let t = tally(s, cfg, effect);
+        let power = pct(t.detects, t.runs);
+        let c = |k: usize| pct(t.covers[k], t.runs);
         println!(
-            "\nTreatment +{effect} ns: power = % of runs whose p50 interval excludes 0 with lo > 0"
+            "{:<28} {:>6.1} {:>6} | {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>6.1} {:>8.1} {:>6.0} | {:.2}",
+            s.name,
+            power,
+            t.wrong_sign,
+            c(0),
+            c(1),
+            c(2),
+            c(3),
+            median(t.estimates.clone()),
+            median(t.widths.clone()),
+            median(t.pairs.clone()),
+            at_least(9, 10, power / 100.0)
         );
-        println!(
-            "{:<28} {:>6} {:>6} | {:>6} {:>6} {:>6} {:>6} | {:>6} {:>8} {:>6} | P(≥9/10)",
-            "scenario",
-            "power",
-            "wrong",
-            "cov50",
-            "cov90",
-            "cov99",
-            "cov999",
-            "est50",
-            "width50",
-            "pairs"
-        );
-        for s in scenarios() {
-            let t = tally(s, &cfg, effect);
-            let power = pct(t.detects, t.runs);
-            let c = |k: usize| pct(t.covers[k], t.runs);
-            println!(
-                "{:<28} {:>6.1} {:>6} | {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>6.1} {:>8.1} {:>6.0} | {:.2}",
-                s.name,
-                power,
-                t.wrong_sign,
-                c(0),
-                c(1),
-                c(2),
-                c(3),
-                median(t.estimates.clone()),
-                median(t.widths.clone()),
-                median(t.pairs.clone()),
-                at_least(9, 10, power / 100.0)
-            );
-        }
     }
 }

@@ -29,7 +29,10 @@ need pkgconf        command -v pkg-config
 need make           command -v make
 need gcc            command -v cc
 need bpftool        command -v bpftool
-need util-linux     command -v taskset chrt runuser
+need util-linux     command -v taskset chrt runuser unshare
+# Real, unmodified programs from a public tools collection, for tests/real_tools.rs.
+need libbpf-tools    test -x /usr/sbin/syscount -a -x /usr/sbin/opensnoop
+need bsdutils       command -v script
 perf_ok() { command -v perf && perf --version; }
 need "$(perf_pkg)"  perf_ok
 

@@ -24,7 +24,7 @@ OUT=${OUT:-$REPO/target/readme-examples}
 DOCS=(README.md docs/*.md)
 
 # The order matters: later examples read what earlier ones wrote (record → perf.data). Each name must have exactly one marker in the documents.
-ORDER=(bench demo doctor record report report-json annotate annotate-asm annotate-json report-reference flame flame-bpf-only
+ORDER=(bench demo annotate-demo doctor record report report-json annotate annotate-asm annotate-json report-reference flame flame-bpf-only
        diff overhead sweep)
 
 [ -x "$BIN" ] || { echo "readme-examples: $BIN missing: run cargo build --release first" >&2; exit 2; }

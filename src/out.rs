@@ -61,9 +61,18 @@ pub fn stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(anyhow::anyhow!(
             "cannot write to standard output: {}; redirect it to a file or a pipe with room",
-            crate::profile::plain(&e)
+            plain(&e)
         )),
         Ok(()) => Ok(()),
+    }
+}
+
+/// An OS error without Rust's "(os error N)" tail.
+pub fn plain(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 

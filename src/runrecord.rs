@@ -29,6 +29,10 @@ pub struct PerfUsed {
 /// Everything about one recording.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
+    /// The version of this document ([`crate::out::JSON_SCHEMA`]); 0 when read from a sidecar
+    /// written before it had one (those still read).
+    #[serde(default)]
+    pub schema: u32,
     pub tool: String,
     /// Unix time (s) the recording started.
     pub started_at: u64,
@@ -132,5 +136,27 @@ mod tests {
         assert_eq!(samples_written("nothing"), None);
         assert_eq!(count_unit("cpu-clock:k"), "ns");
         assert_eq!(count_unit("cycles:k"), "cycles");
+    }
+
+    #[test]
+    fn schema_is_written_and_old_sidecars_without_it_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("old.json");
+        std::fs::write(
+            &old,
+            include_str!("../fixtures/folded/sample-hook.folded.json"),
+        )
+        .unwrap();
+        assert!(!std::fs::read_to_string(&old)
+            .unwrap()
+            .contains("\"schema\""));
+        let mut r = RunRecord::load(&old).expect("a sidecar from before `schema` reads");
+        assert_eq!(r.schema, 0);
+        r.schema = crate::out::JSON_SCHEMA;
+        let text = serde_json::to_string_pretty(&r).unwrap();
+        assert!(text.starts_with("{\n  \"schema\": 1,"), "{text}");
+        let new = dir.path().join("new.json");
+        std::fs::write(&new, text).unwrap();
+        assert_eq!(RunRecord::load(&new), Some(r));
     }
 }

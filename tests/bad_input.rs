@@ -543,6 +543,7 @@ fn no_print_macro_outside_out_rs() {
 
 /// Issue 12, item 7: a full disk midway through `flame --force -o old.svg` — a 8 KB tmpfs in a
 /// private mount namespace (gone with the shell) — leaves old.svg as it was and no temp file,
+/// and a new output is not left behind partial (issue 12.7);
 /// exit 4 with a line that says the disk is full.
 #[test]
 #[ignore = "needs root: mounts a tiny tmpfs in a private mount namespace"]
@@ -553,6 +554,7 @@ fn regression_full_disk_keeps_the_old_output() {
     let d = scratch();
     let script = "mount -t tmpfs -o size=8k none mnt && echo old > mnt/old.svg \
         && { \"$0\" flame good.folded -o mnt/old.svg --force; echo \"exit $?\"; } \
+        && { \"$0\" flame good.folded -o mnt/new.svg; echo \"exit $?\"; } \
         && cat mnt/old.svg && ls -A mnt";
     std::fs::create_dir(d.path().join("mnt")).unwrap();
     let mut c = Command::new("unshare");
@@ -561,7 +563,8 @@ fn regression_full_disk_keeps_the_old_output() {
         .current_dir(d.path());
     let r = run(c);
     let out = r.stdout();
-    assert_eq!(out, "exit 4\nold\nold.svg\n", "{r:?}");
+    // The old file survives; a new one is never left partial.
+    assert_eq!(out, "exit 4\nexit 4\nold\nold.svg\n", "{r:?}");
     assert!(
         r.stderr()
             .contains("No space left on device (the disk is full; free some space or write elsewhere); nothing was left behind"),

@@ -12,12 +12,13 @@ mod live;
 #[path = "bpfinfo/perf_features.rs"]
 mod perf_features;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
 use ebpf_prof::bpfinfo::{
-    aggregate_lines, disassemble, BpfInfo, Frame, FrameKind, IpKind, LineMapping, ProgInfo, Sample,
-    SourceLine,
+    aggregate_lines, disassemble, BpfInfo, Frame, FrameKind, IpKind, LineMapping, LineReport,
+    ProgInfo, Sample, SourceLine,
 };
 
 const FIXTURE: &str = "fixtures/perf-data/hook-lines.data";
@@ -300,6 +301,26 @@ fn fixture_samples_aggregate_to_lines() {
         report.lines.iter().map(|l| l.self_weight).sum::<u64>(),
         leaf_bpf
     );
+    show_lines(&report);
+    assert_eq!(
+        report.lines.iter().map(|l| l.inclusive_weight).sum::<u64>(),
+        in_bpf,
+        "each sample counts once, at its innermost BPF frame"
+    );
+    assert_eq!(
+        inclusive_per_function(&report),
+        innermost_bpf_per_function(&stacks),
+        "named as perf names the frames"
+    );
+    let read = report.lines.iter().find(|l| l.line == 89).expect("line 89");
+    assert_eq!(
+        read.callees.first().map(|c| c.0.as_str()),
+        Some("bpf_probe_read_user_str")
+    );
+}
+
+/// Each line's weights, for the log of a failing run.
+fn show_lines(report: &LineReport) {
     for l in &report.lines {
         eprintln!(
             "{:>3} {:>3} {:>3}  {}:{} {:?} {:?}",
@@ -312,27 +333,26 @@ fn fixture_samples_aggregate_to_lines() {
             l.callees
         );
     }
-    assert_eq!(
-        report.lines.iter().map(|l| l.inclusive_weight).sum::<u64>(),
-        in_bpf,
-        "each sample counts once, at its innermost BPF frame"
-    );
-    let mut per_function: std::collections::BTreeMap<String, u64> = Default::default();
-    for s in &stacks {
-        if let Some((_, sym)) = s.iter().find(|(_, sym)| is_bpf(sym)) {
+}
+
+/// Samples per function at the innermost BPF frame, as perf names the frames.
+fn innermost_bpf_per_function(stacks: &[Vec<(u64, String)>]) -> BTreeMap<String, u64> {
+    let mut per_function = BTreeMap::new();
+    for s in stacks {
+        if let Some((_, sym)) = s.iter().find(|(_, sym)| sym.starts_with("bpf_prog_")) {
             *per_function.entry(sym.clone()).or_default() += 1;
         }
     }
-    let mut ours: std::collections::BTreeMap<String, u64> = Default::default();
+    per_function
+}
+
+/// The lines' inclusive weights summed per function.
+fn inclusive_per_function(report: &LineReport) -> BTreeMap<String, u64> {
+    let mut ours = BTreeMap::new();
     for l in &report.lines {
         *ours.entry(l.func_name.clone()).or_default() += l.inclusive_weight;
     }
-    assert_eq!(ours, per_function, "named as perf names the frames");
-    let read = report.lines.iter().find(|l| l.line == 89).expect("line 89");
-    assert_eq!(
-        read.callees.first().map(|c| c.0.as_str()),
-        Some("bpf_probe_read_user_str")
-    );
+    ours
 }
 
 fn frames_of(stack: &[(u64, String)]) -> Vec<Frame<'_>> {

@@ -99,6 +99,42 @@ fn flame_renders_folded_and_script_text() {
     assert!(s.contains("path_check_callback") && s.contains("do_syscall_64"));
 }
 
+/// The fill of the first frame named `name` in an SVG: (r, g, b).
+fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
+    let at = svg.find(&format!("<title>{name} (")).expect(name);
+    let rgb = &svg[at..][svg[at..].find("fill=\"rgb(").expect("fill") + 10..];
+    let v: Vec<u8> = rgb[..rgb.find(')').unwrap()]
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
+    (v[0], v[1], v[2])
+}
+
+/// Issue 14: the subtitle of a rendered flame graph (the captured fixture) carries the colour
+/// legend, and the frames have the colours it names.
+#[test]
+fn flame_subtitle_holds_the_legend_that_the_colours_follow() {
+    let d = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-script/openat-hook.txt");
+    let r = run(ebpf_prof(&["flame", script.to_str().unwrap()], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let svg = r.stdout();
+    let sub = &svg[svg.find("<text id=\"subtitle\"").expect("a subtitle")..];
+    let sub = &sub[sub.find('>').unwrap() + 1..sub.find("</text>").unwrap()];
+    let legend = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+    assert!(sub.contains(legend), "{sub}");
+    let (r, g, b) = fill_of(&svg, "path_check_callback");
+    assert!(
+        b > r && b > g,
+        "a BPF program is blue-violet: {:?}",
+        (r, g, b)
+    );
+    let (r, g, b) = fill_of(&svg, "do_syscall_64");
+    assert!(r > g && r > b, "the kernel is warm: {:?}", (r, g, b));
+    let (r, g, b) = fill_of(&svg, "syscall");
+    assert!(g > r && g > b, "user space is green: {:?}", (r, g, b));
+}
+
 #[test]
 fn flame_output_file_is_not_overwritten_without_force() {
     let d = tempfile::tempdir().unwrap();
@@ -125,6 +161,74 @@ fn flame_output_file_is_not_overwritten_without_force() {
         )),
         "does not exist",
     );
+}
+
+/// Issue 14: `completions SHELL` and `man` through the binary: exit 0, nothing on stderr, and
+/// each the format its reader expects, holding the subcommands and their flags.
+#[test]
+fn completions_and_man_through_the_binary() {
+    let d = tempfile::tempdir().unwrap();
+    // (arguments, the marker of the format, a flag of a subcommand)
+    let cases = [
+        (
+            &["completions", "bash"][..],
+            "complete -F _ebpf__prof",
+            "--max-time",
+        ),
+        (
+            &["completions", "zsh"][..],
+            "#compdef ebpf-prof",
+            "--max-time",
+        ),
+        (
+            &["completions", "fish"][..],
+            "complete -c ebpf-prof",
+            "max-time",
+        ),
+        (&["man"][..], ".TH ebpf-prof 1", "overhead"),
+    ];
+    for (args, marker, flag) in cases {
+        let r = run(ebpf_prof(args, d.path()));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        assert!(r.stderr().is_empty(), "{r:?}");
+        let out = r.stdout();
+        assert!(out.contains(marker) && out.contains(flag), "{r:?}");
+    }
+    usage_error(&run(ebpf_prof(&["completions", "tcsh"], d.path())), "tcsh");
+}
+
+/// Issue 14: with stdout on a terminal (a pty from `script`, util-linux) `flame` writes
+/// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
+/// gets the SVG.
+#[test]
+fn flame_on_a_terminal_writes_flame_svg_once() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f.folded"), "a;b 1\n").unwrap();
+    let on_tty = || {
+        let mut c = std::process::Command::new("script");
+        let line = format!("{} flame f.folded", bin().display());
+        c.args(["-qec", &line, "/dev/null"]).current_dir(d.path());
+        run(c)
+    };
+    let r = on_tty();
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stdout().contains("wrote flame.svg (stdout is a terminal"),
+        "{r:?}"
+    );
+    assert!(!r.stdout().contains("<svg"), "{r:?}");
+    let svg = d.path().join("flame.svg");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("</svg>"));
+    std::fs::write(&svg, "precious").unwrap();
+    let r = on_tty();
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(
+        r.stdout().contains("flame.svg exists: pass --force"),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "precious");
+    let piped = run(ebpf_prof(&["flame", "f.folded"], d.path()));
+    assert!(piped.stdout().contains("</svg>"), "{piped:?}");
 }
 
 #[test]
@@ -265,6 +369,7 @@ fn doctor_json_parses_and_names_every_check() {
     no_panic(&r);
     let v: serde_json::Value =
         serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["schema"], 1, "{v}");
     let names: Vec<&str> = v["checks"]
         .as_array()
         .unwrap()
@@ -289,6 +394,7 @@ fn doctor_json_parses_and_names_every_check() {
     ] {
         assert!(names.contains(&want), "missing {want}: {names:?}");
     }
+    perf_choice_and_annotate_checks(&v, &names);
     let can = v["can_record"].as_bool().unwrap();
     assert_eq!(r.code(), Some(if can { 0 } else { 1 }), "{r:?}");
     for c in v["checks"].as_array().unwrap() {
@@ -298,6 +404,31 @@ fn doctor_json_parses_and_names_every_check() {
                 "warn/fail carries a fix: {c}"
             );
         }
+    }
+}
+
+/// Issue 13 item 7: doctor says which perf and why, and whether it can annotate, whenever one
+/// is found.
+fn perf_choice_and_annotate_checks(v: &serde_json::Value, names: &[&str]) {
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+    };
+    let perf_found = check("perf").is_some_and(|c| c["status"] != "fail");
+    assert!(perf_found || !under_ci(), "perf is missing under CI: {v}");
+    if perf_found {
+        let choice = check("perf choice").unwrap_or_else(|| panic!("no perf choice: {names:?}"));
+        assert!(
+            choice["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{choice}"
+        );
+        let annotate = check("perf annotate").unwrap_or_else(|| panic!("{names:?}"));
+        let detail = annotate["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("disassembl"), "{annotate}");
     }
 }
 
@@ -437,6 +568,30 @@ fn flame_unreadable_input_for_an_ordinary_user() {
     usage_error(&run(c), "Permission denied");
 }
 
+/// `record SCOPE… --load hook.bpf.o -F 4999 -o OUT` in `dir`.
+fn record_the_hook(dir: &Path, scope: &[&str], out: &str) -> Run {
+    let mut args = vec!["record"];
+    args.extend_from_slice(scope);
+    args.extend_from_slice(&["--load", "hook.bpf.o", "-F", "4999", "-o", out]);
+    run(ebpf_prof(&args, dir))
+}
+
+/// `report` and `flame` on a recording of the workload show the hook.
+fn assert_the_workload_ran_the_hook(dir: &Path, data: &str) {
+    let r = run(ebpf_prof(&["report", data, "--json"], dir));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert!(
+        v["bpf"]["percent"].as_f64().unwrap() > 1.0,
+        "{data}: the workload's openats ran the hook: {v}"
+    );
+    let svg = run(ebpf_prof(&["flame", data], dir));
+    assert!(
+        svg.stdout().contains("path_check_callback"),
+        "{data}: {svg:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn record_all_cpus_and_pid_profile_a_real_workload() {
@@ -453,59 +608,23 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
         .spawn()
         .unwrap();
     let pid = work.id().to_string();
-    let r = run(ebpf_prof(
-        &[
-            "record",
-            "--all-cpus",
-            "--duration",
-            "1s",
-            "--load",
-            "hook.bpf.o",
-            "-F",
-            "4999",
-            "-o",
-            "all.data",
-        ],
-        d.path(),
-    ));
+    let r = record_the_hook(d.path(), &["--all-cpus", "--duration", "1s"], "all.data");
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stderr().contains(" -a -- sleep 1"), "{r:?}");
     assert!(
         !d.path().join("all.data.samples").exists(),
         "no bench, no samples file"
     );
-    let r = run(ebpf_prof(
-        &[
-            "record",
-            "--pid",
-            &pid,
-            "--duration",
-            "500ms",
-            "--load",
-            "hook.bpf.o",
-            "-F",
-            "4999",
-            "-o",
-            "pid.data",
-        ],
+    let r = record_the_hook(
         d.path(),
-    ));
+        &["--pid", &pid, "--duration", "500ms"],
+        "pid.data",
+    );
     assert_eq!(r.code(), Some(0), "{r:?}");
     let _ = work.kill();
     let _ = work.wait();
     for data in ["all.data", "pid.data"] {
-        let r = run(ebpf_prof(&["report", data, "--json"], d.path()));
-        assert_eq!(r.code(), Some(0), "{r:?}");
-        let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
-        assert!(
-            v["bpf"]["percent"].as_f64().unwrap() > 1.0,
-            "{data}: the workload's openats ran the hook: {v}"
-        );
-        let svg = run(ebpf_prof(&["flame", data], d.path()));
-        assert!(
-            svg.stdout().contains("path_check_callback"),
-            "{data}: {svg:?}"
-        );
+        assert_the_workload_ran_the_hook(d.path(), data);
     }
     let r = run(ebpf_prof(
         &["record", "--pid", "999999999", "--allow-no-bpf"],

@@ -65,6 +65,39 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
     // Start from bpf_jit_kallsyms=0, so record has to set it, load after, and restore it.
     let kallsyms_off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
     let (uid, gid) = nobody();
+    record_the_hook_for(d.path(), uid, gid);
+
+    // Put back: the sysctl as it was, nothing attached.
+    assert_eq!(
+        sysctl("net.core.bpf_jit_kallsyms"),
+        "0",
+        "record restores bpf_jit_kallsyms"
+    );
+    assert_eq!(sysctl("net.core.bpf_jit_enable"), enable_before);
+    assert!(
+        hook_symbols().is_empty(),
+        "hook still loaded: {:?}",
+        hook_symbols()
+    );
+    drop(kallsyms_off);
+
+    // The files, owned by the invoking user, the snapshot private.
+    assert_the_files_are_the_users(d.path(), uid, gid);
+
+    // flame as nobody, with kptr_restrict=1: /proc/kallsyms shows nobody zeros.
+    let copy = d.path().join("ebpf-prof");
+    std::fs::copy(bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _kr = SysctlSet::new("kernel.kptr_restrict", "1");
+    read_as_nobody(d.path(), &copy);
+
+    // Without the snapshot the same reader loses the kernel's names: the snapshot is what works.
+    read_without_the_snapshot(d.path(), &copy);
+}
+
+/// `record --load hook.bpf.o` as root for the sudo user `uid:gid`, perf's summary naming the
+/// file where it lands.
+fn record_the_hook_for(dir: &Path, uid: u32, gid: u32) {
     let mut c = ebpf_prof(
         &[
             "record",
@@ -77,7 +110,7 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
             "-F",
             "4999",
         ],
-        d.path(),
+        dir,
     );
     c.env("SUDO_UID", uid.to_string())
         .env("SUDO_GID", gid.to_string());
@@ -95,24 +128,13 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         captured.is_some_and(|l| l.contains(" MB perf.data (") && !l.contains("/proc/")),
         "perf's summary names the file where it lands: {r:?}"
     );
+}
 
-    // Put back: the sysctl as it was, nothing attached.
-    assert_eq!(
-        sysctl("net.core.bpf_jit_kallsyms"),
-        "0",
-        "record restores bpf_jit_kallsyms"
-    );
-    assert_eq!(sysctl("net.core.bpf_jit_enable"), enable_before);
-    assert!(
-        hook_symbols().is_empty(),
-        "hook still loaded: {:?}",
-        hook_symbols()
-    );
-    drop(kallsyms_off);
-
-    // The files, owned by the invoking user, the snapshot private.
+/// perf.data.json says what was changed and recorded; every file is the user's, the kallsyms
+/// snapshot private.
+fn assert_the_files_are_the_users(dir: &Path, uid: u32, gid: u32) {
     let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("perf.data.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.join("perf.data.json")).unwrap()).unwrap();
     let changed = json["sysctls"].as_array().unwrap();
     assert!(
         changed
@@ -139,22 +161,20 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         "perf.data.kallsyms",
         "perf.data.json",
     ] {
-        let m = std::fs::metadata(d.path().join(f)).unwrap();
+        let m = std::fs::metadata(dir.join(f)).unwrap();
         assert_eq!(
             (m.uid(), m.gid()),
             (uid, gid),
             "{f} belongs to the invoking user"
         );
     }
-    let snap = std::fs::metadata(d.path().join("perf.data.kallsyms")).unwrap();
+    let snap = std::fs::metadata(dir.join("perf.data.kallsyms")).unwrap();
     assert_eq!(snap.permissions().mode() & 0o777, 0o600);
+}
 
-    // flame as nobody, with kptr_restrict=1: /proc/kallsyms shows nobody zeros.
-    let copy = d.path().join("ebpf-prof");
-    std::fs::copy(bin(), &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let _kr = SysctlSet::new("kernel.kptr_restrict", "1");
-    let r = flame_as_nobody(d.path(), &copy);
+/// flame, report and diff as nobody, with no perf to fall back on.
+fn read_as_nobody(dir: &Path, copy: &Path) {
+    let r = flame_as_nobody(dir, copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let svg = r.stdout();
     for name in [
@@ -169,17 +189,19 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
         "title names the event"
     );
     // report and diff too, as nobody and with no perf to fall back on.
-    let r = as_nobody_without_perf(d.path(), &copy, &["report", "perf.data"]);
+    let r = as_nobody_without_perf(dir, copy, &["report", "perf.data"]);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stdout().contains("path_check_callback"), "{r:?}");
     let diff = ["diff", "perf.data", "perf.data", "--text"];
-    let r = as_nobody_without_perf(d.path(), &copy, &diff);
+    let r = as_nobody_without_perf(dir, copy, &diff);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(!r.stderr().contains("perf script"), "{r:?}");
+}
 
-    // Without the snapshot the same reader loses the kernel's names: the snapshot is what works.
-    std::fs::rename(d.path().join("perf.data.kallsyms"), d.path().join("moved")).unwrap();
-    let r = flame_as_nobody(d.path(), &copy);
+/// Without the snapshot the kernel's names are gone; the BPF names (in perf.data) are not.
+fn read_without_the_snapshot(dir: &Path, copy: &Path) {
+    std::fs::rename(dir.join("perf.data.kallsyms"), dir.join("moved")).unwrap();
+    let r = flame_as_nobody(dir, copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(r.stderr().contains("no kallsyms snapshot"), "{r:?}");
     assert!(
@@ -227,6 +249,7 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
         r.stdout().contains("hot lines") && r.stdout().contains("of openat_hook_common.h"),
         "{r:?}"
     );
+    assert_demo_cost_lines(&r);
     assert!(hook_symbols().is_empty(), "demo left the hook loaded");
     assert_eq!(
         (
@@ -235,4 +258,31 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
         ),
         before
     );
+}
+
+/// Issue 13 item 6: the hook's cost comes from the run without perf, with its interval, and
+/// the latencies under perf are labelled as including perf's own sampling.
+fn assert_demo_cost_lines(r: &Run) {
+    let out = r.stdout();
+    let cost = out
+        .lines()
+        .find(|l| l.starts_with("the hook costs "))
+        .unwrap_or_else(|| panic!("no cost line: {r:?}"));
+    assert!(cost.contains("pairs of rounds without perf"), "{cost}");
+    assert!(cost.contains("% interval"), "{cost}");
+    // "the hook costs +D ns per openat at p50 [LO, HI] (…)": LO <= D <= HI.
+    let num = |s: &str| s.trim().trim_start_matches('+').parse::<f64>().unwrap();
+    let delta = num(cost["the hook costs ".len()..].split(" ns").next().unwrap());
+    let bracket = cost.split('[').nth(1).unwrap().split(']').next().unwrap();
+    let (lo, hi) = bracket.split_once(',').unwrap();
+    assert!(num(lo) <= delta && delta <= num(hi), "{cost}");
+    let perf = out
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("under perf at 4999 Hz, with the hook:")
+        })
+        .unwrap_or_else(|| panic!("no line for the latencies under perf: {r:?}"));
+    assert!(perf.contains("perf's own sampling included"), "{perf}");
+    assert!(perf.contains("not the hook's cost"), "{perf}");
 }

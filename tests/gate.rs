@@ -35,6 +35,55 @@ fn release(mut child: Child, part: &str) {
     assert!(!bpf_symbol_loaded(part), "{part} left loaded");
 }
 
+/// With the every-syscall hook held, `doctor --filter syscall` lists its programs (type,
+/// attach point, tag) and passes its BPF check, in JSON and in text.
+fn doctor_lists_the_held_hook(dir: &Path) {
+    let doc = run(ebpf_prof(&["doctor", "--json", "--filter", "syscall"], dir));
+    let v: serde_json::Value = serde_json::from_str(&doc.stdout()).unwrap();
+    let progs = v["programs"].as_array().expect("programs listed");
+    let count = progs
+        .iter()
+        .find(|p| p["name"] == "count_syscall")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(count["type"], "tracepoint", "{count}");
+    assert!(
+        count["attach"].as_str().unwrap().contains("sys_enter"),
+        "{count}"
+    );
+    assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
+    let id = the_kernels_id_and_tag(count);
+    let bpf_check = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "bpf programs")
+        .unwrap();
+    assert_eq!(bpf_check["status"], "ok", "{bpf_check}");
+    let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], dir));
+    assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
+    assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+    let row = format!("{id}  tracepoint");
+    assert!(text.stdout().contains(&row), "{row:?} in {text:?}");
+}
+
+/// The id doctor lists is the kernel's (as `bpftool prog show` gives it), and the tag is that
+/// program's; the id.
+fn the_kernels_id_and_tag(count: &serde_json::Value) -> u32 {
+    let kernel: Vec<ebpf_prof::bpf::LoadedProgram> = ebpf_prof::bpf::loaded_programs()
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.name == "count_syscall")
+        .collect();
+    assert_eq!(kernel.len(), 1, "{kernel:?}");
+    assert_eq!(
+        count["id"].as_u64(),
+        Some(u64::from(kernel[0].id)),
+        "{count}"
+    );
+    assert_eq!(count["tag"], kernel[0].tag.as_str(), "{count}");
+    kernel[0].id
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn doctor_fails_exactly_when_record_refuses() {
@@ -72,32 +121,7 @@ fn doctor_fails_exactly_when_record_refuses() {
     )
     .unwrap();
     let hook = hold(d.path(), "every.bpf.o", "count_syscall");
-    let doc = run(ebpf_prof(
-        &["doctor", "--json", "--filter", "syscall"],
-        d.path(),
-    ));
-    let v: serde_json::Value = serde_json::from_str(&doc.stdout()).unwrap();
-    let progs = v["programs"].as_array().expect("programs listed");
-    let count = progs
-        .iter()
-        .find(|p| p["name"] == "count_syscall")
-        .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(count["type"], "tracepoint", "{count}");
-    assert!(
-        count["attach"].as_str().unwrap().contains("sys_enter"),
-        "{count}"
-    );
-    assert!(count["tag"].as_str().unwrap().len() == 16, "{count}");
-    let bpf_check = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "bpf programs")
-        .unwrap();
-    assert_eq!(bpf_check["status"], "ok", "{bpf_check}");
-    let text = run(ebpf_prof(&["doctor", "--filter", "syscall"], d.path()));
-    assert!(text.stdout().contains("loaded BPF programs"), "{text:?}");
-    assert!(text.stdout().contains("drop_syscall"), "{text:?}");
+    doctor_lists_the_held_hook(d.path());
     release(hook, "count_syscall");
 }
 
@@ -131,6 +155,7 @@ fn record_takes_a_hook_whose_names_match_nothing_of_the_old_grep() {
     assert!(r.stderr().contains("count_syscall"), "{r:?}");
     let json = std::fs::read_to_string(d.path().join("perf.data.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema"], 1, "perf.data.json has its schema: {json}");
     let loaded = v["loaded_programs"].as_array().unwrap();
     assert!(
         loaded

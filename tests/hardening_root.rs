@@ -280,6 +280,7 @@ fn untrusted_helpers_on_path_are_refused(d: &Path) {
     let r = run(c);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("refusing to run chrt"), "{r:?}");
+    std::fs::remove_file(open.join("chrt")).unwrap();
     plant(&open, "myloader", "sleep 60");
     let mut c = ebpf_prof(
         &[

@@ -39,30 +39,9 @@ fn assert_valid_xml(text: &str) {
     assert_eq!(depth, 0, "unbalanced tags");
 }
 
-#[test]
-#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
-fn attached_costs_more_and_every_output_is_there() {
-    if !need_root("attached_costs_more_and_every_output_is_there") {
-        return;
-    }
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let d = tempfile::tempdir().unwrap();
-    with_hook(d.path());
-    let r = overhead(
-        d.path(),
-        &[
-            "--load",
-            "hook.bpf.o",
-            "--json",
-            "--plot",
-            "cdf.svg",
-            "--keep",
-            "rounds",
-        ],
-    );
-    assert_eq!(r.code(), Some(0), "{r:?}");
-    let v: serde_json::Value =
-        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+/// Every part of the `--json` document is there; the attached arm's p50 is above the
+/// baseline's, clear of zero, and the kernel saw the tail-called program run.
+fn assert_the_document_holds_the_cost(v: &serde_json::Value) {
     for field in [
         "mode",
         "cpu",
@@ -101,6 +80,38 @@ fn attached_costs_more_and_every_output_is_there() {
             .any(|p| p["name"] == "tail_call_security_check" && p["runs"].as_u64().unwrap() > 0),
         "{progs:?}"
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn attached_costs_more_and_every_output_is_there() {
+    if !need_root("attached_costs_more_and_every_output_is_there") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    with_hook(d.path());
+    let r = overhead(
+        d.path(),
+        &[
+            "--load",
+            "hook.bpf.o",
+            "--json",
+            "--plot",
+            "cdf.svg",
+            "--keep",
+            "rounds",
+            "--export-json",
+            "export.json",
+            "--export-markdown",
+            "export.md",
+        ],
+    );
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_exports_match(d.path(), &r.stdout(), &v);
+    assert_the_document_holds_the_cost(&v);
     assert_valid_xml(&std::fs::read_to_string(d.path().join("cdf.svg")).unwrap());
     assert_eq!(
         std::fs::read_dir(d.path().join("rounds")).unwrap().count(),
@@ -108,6 +119,20 @@ fn attached_costs_more_and_every_output_is_there() {
         "5 rounds of each arm kept"
     );
     assert!(!hook_loaded());
+}
+
+/// `--export-json` holds what `--json` printed; `--export-markdown` its table and verdict.
+fn assert_exports_match(dir: &Path, stdout: &str, v: &serde_json::Value) {
+    let json = std::fs::read_to_string(dir.join("export.json")).unwrap();
+    assert_eq!(json, stdout, "--export-json is the --json document");
+    assert_eq!(v["schema"], 1, "{v}");
+    let md = std::fs::read_to_string(dir.join("export.md")).unwrap();
+    assert!(md.starts_with("**overhead (load)**"), "{md}");
+    for q in ["p50", "p90", "p99", "p99.9"] {
+        assert!(md.contains(&format!("\n| {q} | ")), "{q} row: {md}");
+    }
+    let verdict = v["verdict"].as_str().unwrap();
+    assert!(md.ends_with(&format!("verdict: {verdict}\n")), "{md}");
 }
 
 #[test]
@@ -250,6 +275,16 @@ fn aa_and_compare_and_attach_cmd_run() {
     );
 }
 
+/// `overhead --aa -n 2000 EXTRA… --json --stats-rounds 0`: exit 0, and its document.
+fn aa_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["overhead", "--aa", "-n", "2000"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", "--stats-rounds", "0"]);
+    let r = run(ebpf_prof(&args, dir));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"))
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
@@ -259,22 +294,7 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     // A loose target: met at the first look, after MIN_PAIRS pairs.
-    let r = run(ebpf_prof(
-        &[
-            "overhead",
-            "--aa",
-            "-n",
-            "2000",
-            "--target-ns",
-            "1000",
-            "--json",
-            "--stats-rounds",
-            "0",
-        ],
-        d.path(),
-    ));
-    assert_eq!(r.code(), Some(0), "{r:?}");
-    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    let v = aa_json(d.path(), &["--target-ns", "1000"]);
     assert_eq!(v["ended"]["reason"], "target", "{v}");
     assert_eq!(v["rounds"], ebpf_prof::overhead::MIN_PAIRS, "{v}");
     assert_eq!(
@@ -283,24 +303,7 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
     );
     // An unreachable target: the budget ends it, before the budget is spent.
     let t = std::time::Instant::now();
-    let r = run(ebpf_prof(
-        &[
-            "overhead",
-            "--aa",
-            "-n",
-            "2000",
-            "--target-ns",
-            "0.001",
-            "--max-time",
-            "2s",
-            "--json",
-            "--stats-rounds",
-            "0",
-        ],
-        d.path(),
-    ));
-    assert_eq!(r.code(), Some(0), "{r:?}");
-    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    let v = aa_json(d.path(), &["--target-ns", "0.001", "--max-time", "2s"]);
     assert_eq!(v["ended"]["reason"], "time", "{v}");
     assert!(v["ended"]["seconds"].as_f64().unwrap() <= 2.0, "{v}");
     assert!(t.elapsed().as_secs_f64() < 4.0, "{:?}", t.elapsed());
@@ -316,6 +319,33 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
         1,
         "{r:?}"
     );
+}
+
+/// The programs' own time counts only their runs inside the timed span, and the dispatch gap
+/// is shown only when it is not a negative cost.
+fn assert_only_runs_inside_the_span_count(v: &serde_json::Value, progs: &[serde_json::Value]) {
+    let dispatch = &v["dispatch"];
+    let own = dispatch["own_ns"].as_f64().unwrap();
+    let all: f64 = progs
+        .iter()
+        .map(|p| p["runs_per_iteration"].as_f64().unwrap() * p["mean_run_ns"].as_f64().unwrap())
+        .sum();
+    assert!(
+        own < 0.8 * all,
+        "only the runs inside the span count: {own} of {all}"
+    );
+    if let Some(gap) = v["dispatch_gap_ns"].as_f64() {
+        assert!(dispatch["gap_hi"].as_f64().unwrap() >= 0.0, "{dispatch}");
+        assert!(gap.is_finite());
+    } else {
+        assert!(
+            dispatch["sentence"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be separated"),
+            "{dispatch}"
+        );
+    }
 }
 
 /// Issue 13, item 5: a hook on every system call runs on the close after each openat too;
@@ -362,32 +392,52 @@ fn regression_negative_dispatch_residual_of_an_every_syscall_hook() {
         (0.9..1.6).contains(&outside),
         "the close, outside the span: {enter}"
     );
+    assert_only_runs_inside_the_span_count(&v, progs);
+    assert_dispatch_split(&v);
+}
+
+/// The dispatch split follows from the p50 difference and the programs' own time: a gap is
+/// shown (as `dispatch_gap_ns` too) exactly when its interval reaches 0 or above, and is
+/// `Δp50 − own` with the interval moved by the same amount; never a negative cost.
+fn assert_dispatch_split(v: &serde_json::Value) {
     let dispatch = &v["dispatch"];
     let own = dispatch["own_ns"].as_f64().unwrap();
-    let all: f64 = progs
+    let p50 = v["comparison"]["diffs"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|p| p["runs_per_iteration"].as_f64().unwrap() * p["mean_run_ns"].as_f64().unwrap())
-        .sum();
-    assert!(
-        own < 0.8 * all,
-        "only the runs inside the span count: {own} of {all}"
+        .find(|d| d["q"] == 50.0)
+        .unwrap();
+    let (delta, lo, hi) = (
+        p50["delta"].as_f64().unwrap(),
+        p50["lo"].as_f64().unwrap(),
+        p50["hi"].as_f64().unwrap(),
     );
-    if let Some(gap) = v["dispatch_gap_ns"].as_f64() {
-        assert!(dispatch["gap_hi"].as_f64().unwrap() >= 0.0, "{dispatch}");
-        assert!(gap.is_finite());
-    } else {
+    assert_eq!(v["dispatch_gap_ns"], dispatch["gap_ns"], "{dispatch}");
+    let sentence = dispatch["sentence"].as_str().unwrap();
+    if hi - own < 0.0 {
         assert!(
-            dispatch["sentence"]
-                .as_str()
-                .unwrap()
-                .contains("cannot be separated"),
+            dispatch["gap_ns"].is_null(),
+            "a negative gap shown: {dispatch}"
+        );
+        assert!(dispatch["gap_hi"].is_null(), "{dispatch}");
+        assert!(sentence.contains("cannot be separated"), "{dispatch}");
+    } else {
+        let close = |k: &str, want: f64| {
+            let got = dispatch[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k}: {dispatch}"));
+            assert!((got - want).abs() < 1e-6, "{k} {got} != {want}: {dispatch}");
+        };
+        close("gap_ns", delta - own);
+        close("gap_lo", lo - own);
+        close("gap_hi", hi - own);
+        assert!(dispatch["gap_hi"].as_f64().unwrap() >= 0.0, "{dispatch}");
+        assert!(
+            sentence.contains("beyond the programs' own time"),
             "{dispatch}"
         );
     }
-    assert!(
-        !r.stdout().contains("minus the programs' own time: -"),
-        "{r:?}"
-    );
 }
 
 /// Issue 13, item 10: programs on sys_enter_open and sys_enter_openat2 do not run under the

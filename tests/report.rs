@@ -23,7 +23,9 @@ fn report_json(args: &[&str], cwd: &Path) -> Value {
     a.extend_from_slice(args);
     let r = run(ebpf_prof(&a, cwd));
     assert_eq!(r.code(), Some(0), "{r:?}");
-    serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"))
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["schema"], 1, "{v}");
+    v
 }
 
 #[test]
@@ -122,6 +124,7 @@ fn diff_text_and_svg() {
     let out = r.stdout();
     assert_eq!(out.lines().count(), 7, "{r:?}");
     assert!(out.contains("path_check_callback [bpf]"), "{r:?}");
+    diff_json_matches_the_text(b, h, &out);
     let d = open_tempdir();
     let svg = d.path().join("d.svg");
     let r = run(ebpf_prof(
@@ -136,6 +139,35 @@ fn diff_text_and_svg() {
         &here(),
     ));
     assert_eq!(r.code(), Some(2), "refuses to overwrite: {r:?}");
+}
+
+/// Issue 14: `diff --text --json` through the binary: the document (with its schema) holds
+/// the rows of the `--text` table, in its order, with the same figures.
+fn diff_json_matches_the_text(b: &str, h: &str, text: &str) {
+    let r = run(ebpf_prof(
+        &["diff", "--text", "--json", "--top", "5", b, h],
+        &here(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(v["schema"], 1, "{v}");
+    let functions = v["functions"].as_array().unwrap();
+    let rows: Vec<&str> = text.lines().skip(2).collect();
+    assert_eq!(functions.len(), rows.len(), "{v}\n{text}");
+    for (f, row) in functions.iter().zip(rows) {
+        let num = |k: &str| f[k].as_f64().unwrap();
+        let name = f["name"].as_str().unwrap();
+        let shown = match f["bpf"].as_bool().unwrap() {
+            true => format!("{name} [bpf]"),
+            false => name.to_string(),
+        };
+        assert!(row.ends_with(&shown), "{row} vs {f}");
+        let delta = format!("{:+.2}%", num("delta_self"));
+        assert!(row.contains(&delta), "{row} vs {f}");
+        assert!((num("hooked_self") - num("base_self") - num("delta_self")).abs() < 0.011);
+        assert!((num("hooked_incl") - num("base_incl") - num("delta_incl")).abs() < 0.011);
+    }
+    assert_eq!(functions[0]["name"], "path_check_callback", "{v}");
 }
 
 /// Program symbols of the sample hook now in /proc/kallsyms.
@@ -182,37 +214,11 @@ fn close(what: &str, ours: &Value, theirs: f64) {
     eprintln!("{what}: report {ours:.2}% perf report {theirs:.2}%");
 }
 
-#[test]
-#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
-fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
-    if !need_root("report_agrees_with_perf_report_on_a_recorded_sample_hook") {
-        return;
-    }
-    assert!(
-        !hook_loaded(),
-        "the sample hook is already loaded by someone else"
-    );
-    let before = (
-        sysctl("net.core.bpf_jit_enable"),
-        sysctl("net.core.bpf_jit_kallsyms"),
-    );
-    let d = open_tempdir();
-    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
-    let args = ["record", "-o", "perf.data", "--load", "hook.bpf.o"];
-    let r = run(ebpf_prof(
-        &[&args[..], &["-n", "200000", "-F", "4999"]].concat(),
-        d.path(),
-    ));
-    assert_eq!(r.code(), Some(0), "{r:?}");
-    assert!(!hook_loaded(), "record left the hook loaded");
-    let after = (
-        sysctl("net.core.bpf_jit_enable"),
-        sysctl("net.core.bpf_jit_kallsyms"),
-    );
-    assert_eq!(after, before, "record restores the sysctls");
-
-    let v = report_json(&["perf.data"], d.path());
-    let perf = perf_report(d.path());
+/// `report --json` on `dir/perf.data` against `perf report` there: every BPF function, the
+/// helpers only BPF code calls, and the attach point, inclusive and self.
+fn agrees_with_perf_report(dir: &Path) {
+    let v = report_json(&["perf.data"], dir);
+    let perf = perf_report(dir);
     let mut checked = 0;
     for p in v["programs"].as_array().unwrap() {
         for f in p["functions"].as_array().unwrap() {
@@ -247,4 +253,36 @@ fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
         &tp["percent"],
         perf_line(&perf, "trace_call_bpf").1,
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
+    if !need_root("report_agrees_with_perf_report_on_a_recorded_sample_hook") {
+        return;
+    }
+    assert!(
+        !hook_loaded(),
+        "the sample hook is already loaded by someone else"
+    );
+    let before = (
+        sysctl("net.core.bpf_jit_enable"),
+        sysctl("net.core.bpf_jit_kallsyms"),
+    );
+    let d = open_tempdir();
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let args = ["record", "-o", "perf.data", "--load", "hook.bpf.o"];
+    let r = run(ebpf_prof(
+        &[&args[..], &["-n", "200000", "-F", "4999"]].concat(),
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(!hook_loaded(), "record left the hook loaded");
+    let after = (
+        sysctl("net.core.bpf_jit_enable"),
+        sysctl("net.core.bpf_jit_kallsyms"),
+    );
+    assert_eq!(after, before, "record restores the sysctls");
+
+    agrees_with_perf_report(d.path());
 }

@@ -180,6 +180,27 @@ fn second_signal_aborts_removes_the_partial_file_and_restores() {
     assert!(!hook_loaded());
 }
 
+/// The children of `pid` (`/proc/PID/task/PID/children`).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// Wait (up to 60 s) until none of `pids` runs; `what` is the failure.
+fn wait_until_gone(pids: &[u32], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sigkill_is_recovered_by_the_next_start() {
@@ -192,11 +213,7 @@ fn sigkill_is_recovered_by_the_next_start() {
     let vdso_before = perf_temp_files();
     let child = start_recording(d.path());
     let pid = child.id();
-    let perf: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap()
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
+    let perf = children_of(pid);
     assert!(!perf.is_empty(), "perf runs as our child");
     assert!(
         Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists(),
@@ -205,17 +222,7 @@ fn sigkill_is_recovered_by_the_next_start() {
     kill(pid, libc::SIGKILL);
     wait(child, 10);
     // perf is told by PR_SET_PDEATHSIG to finish; wait for it (it is not our child).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while perf
-        .iter()
-        .any(|p| Path::new(&format!("/proc/{p}")).exists())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "perf still running after its parent was killed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_gone(&perf, "perf still running after its parent was killed");
     assert!(!hook_loaded(), "the links died with the process");
     assert_eq!(
         sysctl("net.core.bpf_jit_kallsyms"),

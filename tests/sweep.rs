@@ -17,6 +17,68 @@ fn cache_loaded() -> bool {
     bpf_symbol_loaded("_verdict_")
 }
 
+/// The sweep's document names the full map and where, its p99 delta grows past the cliff, and
+/// the map is not full at the small point.
+fn assert_the_cliff_is_found(v: &serde_json::Value) {
+    assert_eq!(v["schema"], 1, "{v}");
+    assert_eq!(v["cliff"]["map"], "verdict_cache", "{v}");
+    assert_eq!(v["cliff"]["value"], 4096, "{v}");
+    let p99 = |i: usize| {
+        v["points"][i]["comparison"]["diffs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["q"] == 99.0)
+            .unwrap()["delta"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        p99(1) > p99(0),
+        "p99 delta past the cliff ({}) exceeds the one before it ({})",
+        p99(1),
+        p99(0)
+    );
+    let small = &v["points"][0]["maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "verdict_cache")
+        .unwrap()
+        .clone();
+    assert!(
+        small["full_after_round"].is_null(),
+        "64 paths do not fill 1024 entries: {small}"
+    );
+}
+
+/// `overhead --paths 500` stopped by a failpoint once attached: exit 101, and the working set
+/// gone all the same (`before` temp sets were there to start with).
+fn fail_midway(dir: &std::path::Path, before: usize) {
+    let mut c = ebpf_prof(
+        &[
+            "overhead",
+            "--load",
+            "cache.bpf.o",
+            "--paths",
+            "500",
+            "--rounds",
+            "2",
+            "-n",
+            "2000",
+        ],
+        dir,
+    );
+    c.env("EBPF_PROF_FAILPOINT", "overhead:attached");
+    let r = run(c);
+    assert_eq!(r.code(), Some(101), "{r:?}");
+    assert_eq!(
+        working_sets_left(),
+        before,
+        "temp files removed after a failure midway"
+    );
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn sweep_across_the_cache_capacity_finds_the_cliff() {
@@ -50,35 +112,7 @@ fn sweep_across_the_cache_capacity_finds_the_cliff() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let v: serde_json::Value =
         serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"));
-    assert_eq!(v["cliff"]["map"], "verdict_cache", "{v}");
-    assert_eq!(v["cliff"]["value"], 4096, "{v}");
-    let p99 = |i: usize| {
-        v["points"][i]["comparison"]["diffs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["q"] == 99.0)
-            .unwrap()["delta"]
-            .as_f64()
-            .unwrap()
-    };
-    assert!(
-        p99(1) > p99(0),
-        "p99 delta past the cliff ({}) exceeds the one before it ({})",
-        p99(1),
-        p99(0)
-    );
-    let small = &v["points"][0]["maps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "verdict_cache")
-        .unwrap()
-        .clone();
-    assert!(
-        small["full_after_round"].is_null(),
-        "64 paths do not fill 1024 entries: {small}"
-    );
+    assert_the_cliff_is_found(&v);
     assert!(std::fs::read_to_string(d.path().join("sweep.svg"))
         .unwrap()
         .contains("verdict_cache full"));
@@ -86,27 +120,6 @@ fn sweep_across_the_cache_capacity_finds_the_cliff() {
     assert!(!cache_loaded());
 
     // A failure midway: the working set still goes.
-    let mut c = ebpf_prof(
-        &[
-            "overhead",
-            "--load",
-            "cache.bpf.o",
-            "--paths",
-            "500",
-            "--rounds",
-            "2",
-            "-n",
-            "2000",
-        ],
-        d.path(),
-    );
-    c.env("EBPF_PROF_FAILPOINT", "overhead:attached");
-    let r = run(c);
-    assert_eq!(r.code(), Some(101), "{r:?}");
-    assert_eq!(
-        working_sets_left(),
-        before,
-        "temp files removed after a failure midway"
-    );
+    fail_midway(d.path(), before);
     assert!(!cache_loaded());
 }

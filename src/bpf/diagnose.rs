@@ -9,6 +9,7 @@ use std::io;
 
 use crate::error::usage;
 use crate::host::security;
+use crate::host::Host;
 
 /// How many verifier log lines a rejection quotes (the end of the log names the fault).
 const VERIFIER_LOG_LINES: usize = 15;
@@ -69,6 +70,7 @@ pub(crate) fn no_programs(object: &str) -> anyhow::Error {
 
 /// `bpf_object__load` failed with `errno`.
 pub(crate) fn load_error(
+    host: &Host,
     object: &str,
     errno: i32,
     log: &[String],
@@ -76,7 +78,7 @@ pub(crate) fn load_error(
 ) -> anyhow::Error {
     let failed = failed_program(log).and_then(|name| progs.iter().find(|p| p.name == name));
     if errno == libc::EPERM {
-        return permission_error(object, failed);
+        return permission_error(host, object, failed);
     }
     let verifier = verifier_log(log);
     if let (Some(prog), false) = (failed, verifier.is_empty()) {
@@ -92,16 +94,17 @@ pub(crate) fn load_error(
 
 /// `bpf_program__attach` failed with `errno` for `prog`.
 pub(crate) fn attach_error(
+    host: &Host,
     object: &str,
     prog: &ProgMeta,
     errno: i32,
     log: &[String],
 ) -> anyhow::Error {
     if errno == libc::EPERM {
-        return permission_error(object, Some(prog));
+        return permission_error(host, object, Some(prog));
     }
     let mut detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
-    if errno == libc::ENOENT && !crate::host::mounts::tracefs_visible() {
+    if errno == libc::ENOENT && !crate::host::mounts::tracefs_visible(host) {
         detail.push_str(" (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing)");
     }
     usage(format!(
@@ -113,9 +116,8 @@ pub(crate) fn attach_error(
 }
 
 /// EPERM: either we lack the privileges, or (as root) this kernel refuses the program type.
-fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
-    let host = crate::host::Host::live();
-    let caps = security::thread_caps(&host);
+fn permission_error(host: &Host, object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
+    let caps = security::thread_caps(host);
     let privileged = caps.map_or_else(security::is_root, security::can_load_bpf);
     if !privileged {
         return usage(
@@ -129,7 +131,7 @@ fn permission_error(object: &str, prog: Option<&ProgMeta>) -> anyhow::Error {
         );
     };
     let kind = prog.kind();
-    let mode = match security::lockdown(&host) {
+    let mode = match security::lockdown(host) {
         security::Lockdown::Mode(m) => Some(m),
         security::Lockdown::Unknown(_) => None,
     };
@@ -284,7 +286,7 @@ mod tests {
             name: "f".into(),
             section: "tracepoint/a/b".into(),
         }];
-        let err = load_error("x", libc::EACCES, &log, &progs).to_string();
+        let err = load_error(&Host::live(), "x", libc::EACCES, &log, &progs).to_string();
         let first = err.lines().next().unwrap_or_default();
         assert!(
             first.ends_with("R0 invalid mem access 'map_value_or_null'"),
@@ -309,5 +311,83 @@ mod tests {
             section: "lsm/file_open".into(),
         };
         assert_eq!(prog.kind(), "lsm");
+    }
+
+    /// A fake machine: this thread's `CapEff`, the lockdown mode, and whether tracefs is there.
+    fn machine(cap_eff: &str, lockdown: Option<&str>, tracefs: bool) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put(
+            "proc/thread-self/status",
+            &format!("Name:\tx\nCapEff:\t{cap_eff}\n"),
+        );
+        if let Some(mode) = lockdown {
+            put("sys/kernel/security/lockdown", mode);
+        }
+        if tracefs {
+            std::fs::create_dir_all(d.path().join("sys/kernel/tracing/events")).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn eperm_is_explained_from_the_hosts_caps_and_lockdown() {
+        let lsm = ProgMeta {
+            name: "p".into(),
+            section: "lsm/file_open".into(),
+        };
+        let root = "000001ffffffffff";
+        let lock = "none integrity [confidentiality]";
+        // (CapEff, lockdown, the program, what the line says, exit code)
+        type Case<'a> = (&'a str, Option<&'a str>, Option<&'a ProgMeta>, &'a str, i32);
+        let cases: &[Case] = &[
+            (
+                "0000000000000000",
+                None,
+                Some(&lsm),
+                "loading BPF programs needs root",
+                2,
+            ),
+            (
+                root,
+                Some(lock),
+                Some(&lsm),
+                "kernel lockdown (confidentiality) forbids them",
+                2,
+            ),
+            (
+                root,
+                Some("[none] integrity"),
+                Some(&lsm),
+                "kernel lockdown is off",
+                2,
+            ),
+            (root, None, Some(&lsm), "kernel lockdown, mode unknown", 2),
+            (root, Some(lock), None, "even though we run as root", 4),
+        ];
+        for (caps, lockdown, prog, want, code) in cases {
+            let d = machine(caps, *lockdown, true);
+            let err = permission_error(&Host::at(d.path()), "x.o", *prog);
+            assert!(err.to_string().contains(want), "{caps} {lockdown:?}: {err}");
+            assert_eq!(exit_code(&err), *code, "{err}");
+        }
+    }
+
+    #[test]
+    fn enoent_on_attach_says_when_tracefs_is_not_mounted() {
+        let tp = ProgMeta {
+            name: "t".into(),
+            section: "tracepoint/syscalls/sys_enter_openat".into(),
+        };
+        for (tracefs, hint) in [(false, true), (true, false)] {
+            let d = machine("0", None, tracefs);
+            let err = attach_error(&Host::at(d.path()), "x.o", &tp, libc::ENOENT, &[]);
+            let said = err.to_string().contains("tracefs is not mounted");
+            assert_eq!(said, hint, "tracefs mounted: {tracefs}: {err}");
+        }
     }
 }

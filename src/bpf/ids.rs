@@ -145,6 +145,60 @@ fn prog_info_raw(
     Ok(info)
 }
 
+/// The program's full name: its main function's name in its BTF, as `bpftool prog show` and
+/// `/proc/kallsyms` give it. The kernel's own copy ([`object_name`]) is cut to 15 bytes, and
+/// programs such as `tracepoint__syscalls__sys_enter_open` and `…_sys_enter_openat` (opensnoop)
+/// share it. `None` without BTF (the caller keeps the short name).
+pub(crate) fn full_name(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_prog_info) -> Option<String> {
+    if info.btf_id == 0 || info.nr_func_info == 0 {
+        return None;
+    }
+    let mut func = [libbpf_sys::bpf_func_info::default()];
+    let rec = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+    let mut query = libbpf_sys::bpf_prog_info {
+        nr_func_info: 1,
+        func_info_rec_size: rec,
+        func_info: func.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `query` is sized `len`; the only output array requested is `func`, one record of
+    // `func_info_rec_size` bytes (the kernel writes at most `nr_func_info` records of that size).
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut query, &mut len) };
+    if ret < 0 || query.func_info_rec_size != rec {
+        return None;
+    }
+    btf_type_name(query.btf_id, func[0].type_id)
+}
+
+/// The name of type `type_id` in the kernel's BTF object `btf_id`, read through libbpf.
+fn btf_type_name(btf_id: u32, type_id: u32) -> Option<String> {
+    // SAFETY: libbpf returns an owned BTF object or NULL (errno set); it is freed below and not
+    // used after. The type and name pointers point into that object and are copied out before
+    // the free; each is checked for NULL.
+    unsafe {
+        let btf = libbpf_sys::btf__load_from_kernel_by_id(btf_id);
+        if btf.is_null() {
+            return None;
+        }
+        let t = libbpf_sys::btf__type_by_id(btf, type_id);
+        let name = if t.is_null() {
+            std::ptr::null()
+        } else {
+            libbpf_sys::btf__name_by_offset(btf, (*t).name_off)
+        };
+        let out = (!name.is_null())
+            .then(|| {
+                std::ffi::CStr::from_ptr(name)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|n| !n.is_empty());
+        libbpf_sys::btf__free(btf);
+        out
+    }
+}
+
 /// `bpf_map_get_info_by_fd`.
 pub(crate) fn map_info(fd: BorrowedFd<'_>) -> anyhow::Result<libbpf_sys::bpf_map_info> {
     let mut info = libbpf_sys::bpf_map_info::default();

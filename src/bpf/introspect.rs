@@ -65,6 +65,14 @@ pub fn loaded_programs() -> anyhow::Result<Vec<LoadedProgram>> {
     describe(ids::all_prog_ids()?)
 }
 
+/// Program `id`'s full name from its BTF (see [`ids::full_name`]); `None` when it is gone or
+/// has no BTF.
+pub fn full_name(id: u32) -> Option<String> {
+    let fd = ids::open_prog(id).ok()??;
+    let info = ids::prog_info(fd.as_fd(), false).ok()?;
+    ids::full_name(fd.as_fd(), &info.info)
+}
+
 /// The programs among `ids` that are still loaded.
 fn describe(ids: impl IntoIterator<Item = u32>) -> anyhow::Result<Vec<LoadedProgram>> {
     let mut programs = Vec::new();
@@ -175,16 +183,26 @@ fn missing_symbols(programs: &[LoadedProgram], kallsyms_text: &str) -> Vec<u32> 
 }
 
 fn exited_error(ever_seen: bool) -> anyhow::Error {
-    if ever_seen {
-        return usage(
-            "the command exited, and the BPF programs it had loaded were unloaded with it: \
-             a loader must keep running (or pin its programs) while it is measured",
-        );
-    }
-    usage(
+    let why = if ever_seen {
+        "the command exited, and the BPF programs it had loaded were unloaded with it: \
+         a loader must keep running (or pin its programs) while it is measured"
+    } else {
         "the command exited before loading any BPF program: run it by hand to see why \
-         (it must load and attach its programs, then keep running)",
-    )
+         (it must load and attach its programs, then keep running)"
+    };
+    usage(format!("{why}{}", tracefs_hint()))
+}
+
+/// What a libbpf loader meets here when tracefs is not mounted (libbpf-tools' `syscount`
+/// prints "failed to determine tracepoint … perf event ID" and exits).
+fn tracefs_hint() -> &'static str {
+    if crate::host::mounts::tracefs_visible(&crate::host::Host::live()) {
+        return "";
+    }
+    "; tracefs is not mounted, so a libbpf-based loader cannot attach tracepoints: \
+     mount -t tracefs nodev /sys/kernel/tracing, or start it in its own mount namespace \
+     with tracefs mounted there (unshare -m --propagation private sh -c 'mount -t tracefs \
+     nodev /sys/kernel/tracing && exec CMD')"
 }
 
 fn timeout_error(timeout: Duration, settle: &Settle, ever_seen: bool) -> anyhow::Error {

@@ -26,8 +26,8 @@ use crate::host::kallsyms::BpfSymbol;
 pub struct Program {
     /// Kernel program id.
     pub id: u32,
-    /// Its full name: from its `bpf_prog_<tag>_<name>` symbol when kallsyms lists it, else the
-    /// kernel's copy (cut to 15 bytes).
+    /// Its full name: from its `bpf_prog_<tag>_<name>` symbol when kallsyms lists it, else from
+    /// its BTF (as bpftool), else the kernel's copy (cut to 15 bytes).
     pub name: String,
     /// Kernel tag, 16 hex digits.
     pub tag: String,
@@ -113,7 +113,10 @@ pub fn programs(bpf_syms: &[BpfSymbol], stats_on: bool) -> anyhow::Result<Vec<Pr
             .or_else(|| btf_target(&prog_type, info.attach_btf_obj_id, info.attach_btf_id));
         out.push(Program {
             id,
-            name: sym.map_or(kernel_name, |s| s.name.clone()),
+            name: match sym {
+                Some(s) => s.name.clone(),
+                None => ids::full_name(fd.as_fd(), info).unwrap_or(kernel_name),
+            },
             tag,
             traced_kind: is_traced_kind(&prog_type),
             prog_type,

@@ -20,6 +20,7 @@ use super::libbpf_log::Capture;
 use super::{ObjectSource, ProgramInfo};
 use crate::error::usage;
 use crate::host::mounts::{self, tracefs_visible, with_private_mount};
+use crate::host::Host;
 
 /// A loaded object whose auto-attachable programs are attached; dropping it detaches and
 /// unloads everything. [`Attached::detach`] and [`Attached::attach_again`] take the programs
@@ -76,7 +77,7 @@ pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
     let capture = Capture::start();
     let object = load(&name, &bytes, &capture)?;
     let attach = || attach_all(&name, &object, &capture);
-    let (links, programs) = if tracefs_visible() {
+    let (links, programs) = if tracefs_visible(&Host::live()) {
         attach()
     } else {
         with_private_mount(c"tracefs", mounts::TRACEFS, attach)
@@ -135,13 +136,13 @@ impl Attached {
                         name: pname.clone(),
                         section: prog.section().to_string_lossy().into_owned(),
                     };
-                    diagnose::attach_error(name, &meta, errno, &capture.lines())
+                    diagnose::attach_error(&Host::live(), name, &meta, errno, &capture.lines())
                 })?;
                 links.extend(link);
             }
             Ok(links)
         };
-        self.links = if tracefs_visible() {
+        self.links = if tracefs_visible(&Host::live()) {
             attach()
         } else {
             with_private_mount(c"tracefs", mounts::TRACEFS, attach)
@@ -190,7 +191,8 @@ fn load(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<Object> {
     if progs.is_empty() {
         return Err(diagnose::no_programs(name));
     }
-    load_open(open).map_err(|errno| diagnose::load_error(name, errno, &capture.lines(), &progs))
+    load_open(open)
+        .map_err(|errno| diagnose::load_error(&Host::live(), name, errno, &capture.lines(), &progs))
 }
 
 /// `bpf_object__load`, keeping the errno that `OpenObject::load` folds into an io::Error.
@@ -232,7 +234,7 @@ fn attach_all(
                     name: info.name.clone(),
                     section: info.section.clone(),
                 };
-                diagnose::attach_error(name, &meta, errno, &capture.lines())
+                diagnose::attach_error(&Host::live(), name, &meta, errno, &capture.lines())
             })? {
                 links.push(link);
                 info.attached = true;

@@ -22,7 +22,7 @@ mod runstats;
 use std::sync::OnceLock;
 
 pub use introspect::{
-    links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
+    full_name, links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
 };
 pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
 pub use loader::{attach, Attached};
@@ -159,11 +159,18 @@ fn probe_lsm() -> (bool, String) {
         );
         return (false, reason);
     }
-    match active_lsms() {
-        Some(list) if !list.split(',').any(|l| l == "bpf") => (
+    bpf_lsm_active(&crate::host::Host::live())
+}
+
+/// Once the LSM sample hook loads: whether `bpf` is among the host's active LSMs (an LSM
+/// program loads either way, but runs only then). An unreadable list is taken as yes.
+fn bpf_lsm_active(host: &crate::host::Host) -> (bool, String) {
+    match crate::host::security::lsm_list(host) {
+        Some(list) if !list.iter().any(|l| l == "bpf") => (
             false,
             format!(
-                "LSM programs load, but `bpf` is not an active LSM ({list}): boot with lsm=...,bpf"
+                "LSM programs load, but `bpf` is not an active LSM ({}): boot with lsm=...,bpf",
+                list.join(",")
             ),
         ),
         _ => (
@@ -171,14 +178,6 @@ fn probe_lsm() -> (bool, String) {
             "the LSM sample hook loads (probed by loading it, not attached)".to_string(),
         ),
     }
-}
-
-fn active_lsms() -> Option<String> {
-    Some(
-        crate::host::mounts::read_securityfs("lsm")?
-            .trim()
-            .to_string(),
-    )
 }
 
 fn first_line(err: &anyhow::Error) -> String {
@@ -193,5 +192,36 @@ pub fn sample_hook_for_this_kernel() -> (&'static str, &'static [u8]) {
         (SAMPLE_HOOK_LSM_NAME, SAMPLE_HOOK_LSM)
     } else {
         (SAMPLE_HOOK_NAME, SAMPLE_HOOK)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Host;
+
+    #[test]
+    fn bpf_lsm_active_reads_the_hosts_lsm_list() {
+        // (the list in securityfs, whether LSM hooks run, what the reason says)
+        let cases = [
+            (
+                Some("lockdown,capability,yama"),
+                false,
+                "not an active LSM (lockdown,capability,yama)",
+            ),
+            (Some("capability,bpf\n"), true, "the LSM sample hook loads"),
+            (None, true, "the LSM sample hook loads"),
+        ];
+        for (list, active, said) in cases {
+            let d = tempfile::tempdir().unwrap();
+            if let Some(list) = list {
+                let sec = d.path().join("sys/kernel/security");
+                std::fs::create_dir_all(&sec).unwrap();
+                std::fs::write(sec.join("lsm"), list).unwrap();
+            }
+            let (ok, reason) = bpf_lsm_active(&Host::at(d.path()));
+            assert_eq!(ok, active, "{list:?}: {reason}");
+            assert!(reason.contains(said), "{list:?}: {reason}");
+        }
     }
 }

@@ -1,17 +1,117 @@
-//! From per-line weights ([`LineReport`]) to the [`Annotation`] `annotate` prints: shares,
+//! What `annotate` prints ([`Annotation`], asked by a [`Request`]) and how it is built from
+//! per-line weights ([`LineReport`]): shares,
 //! names, the `--prog` filter, `--top`, the notes that explain what could not be mapped
 //! (no line info, programs of the same name, BPF code without program info), and `--asm`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
+use serde::Serialize;
 
-use super::annotate::{
-    by_function, has_lines, Annotation, AsmInsn, Helper, Line, Program, Request,
-};
-use super::{disassemble, BpfInfo, LineCost, LineReport};
+use super::source::SampleSource;
+use super::{disassemble, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
-use crate::report::pct;
+use crate::stats::pct;
+
+/// A helper, kfunc or other kernel function a line called, with its share.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Helper {
+    /// Its symbol (`bpf_probe_read_user_str`).
+    pub name: String,
+    /// % of all samples' weight spent below the line in it.
+    pub percent: f64,
+}
+
+/// One JIT-ed instruction of a hot line (`--asm`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AsmInsn {
+    /// Offset in the function.
+    pub offset: u64,
+    /// Intel syntax.
+    pub text: String,
+    /// % of all samples with the IP at this instruction.
+    pub self_percent: f64,
+    /// % of all samples in what this instruction called (its return address was on the stack).
+    pub call_percent: f64,
+}
+
+/// One source line of a function (or one offset, without line info).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    /// Source file as clang recorded it.
+    pub file: String,
+    /// Line number; 0 for code clang gave no line, and without line info.
+    pub line: u32,
+    /// The source text of the line.
+    pub source: String,
+    /// Without line info: the offset in the function (`+0x19b`).
+    pub offset: Option<String>,
+    /// % of all samples' weight with the IP in the line's JIT-ed code.
+    pub self_percent: f64,
+    /// % of all samples' weight whose innermost BPF frame is in this line.
+    pub incl_percent: f64,
+    /// The line's inclusive weight over its function's (%).
+    pub function_percent: f64,
+    /// What it called, heaviest first.
+    pub helpers: Vec<Helper>,
+    /// Its instructions, with `--asm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asm: Option<Vec<AsmInsn>>,
+}
+
+/// One BPF function with samples: a program, a sub-program or a tail-called program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Program {
+    /// Its name without `bpf_prog_<tag>_` (the BTF or kernel name).
+    pub name: String,
+    /// Kernel program id.
+    pub id: u32,
+    /// Index of the function in the program (0: its main function).
+    pub function_index: usize,
+    /// Symbol as perf named the frames (`bpf_prog_<tag>_<name>`).
+    pub symbol: String,
+    /// For a sub-program (BPF-to-BPF call target): the program's main function.
+    pub subprogram_of: Option<String>,
+    /// % of all samples' weight whose innermost BPF frame is in this function.
+    pub percent: f64,
+    /// % of all samples' weight with the IP in this function's code.
+    pub self_percent: f64,
+    /// False when the program was built without `-g` (offsets stand in for lines).
+    pub line_info: bool,
+    /// Its hottest lines, by inclusive share.
+    pub lines: Vec<Line>,
+}
+
+/// What `annotate` says about one perf.data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Annotation {
+    /// The version of this document ([`crate::out::JSON_SCHEMA`]).
+    pub schema: u32,
+    pub input: String,
+    /// Sum of all samples' periods.
+    pub total_weight: u64,
+    /// % of the weight whose innermost BPF frame is in a program the header describes.
+    pub bpf_percent: f64,
+    /// % of the weight in BPF code the header has no program info for.
+    pub unmapped_bpf_percent: f64,
+    /// Functions, heaviest first.
+    pub programs: Vec<Program>,
+    /// What could not be mapped, and why.
+    pub notes: Vec<String>,
+}
+
+/// What `annotate` is asked.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// perf.data, kallsyms snapshot, perf.
+    pub source: SampleSource<'a>,
+    /// Only functions whose name (or symbol) is this.
+    pub prog: Option<String>,
+    /// Lines per function.
+    pub top: usize,
+    /// Disassemble the shown lines.
+    pub asm: bool,
+}
 
 /// `bpf_prog_<tag>_<name>` → `name`; other symbols as they are.
 pub fn short_name(symbol: &str) -> String {
@@ -239,4 +339,19 @@ fn line_ranges(info: &BpfInfo, id: u32, fi: usize, row: &Line) -> Vec<std::ops::
         })
         .map(|j| super::entry_range(func, j))
         .collect()
+}
+
+/// Lines grouped by `(prog id, func index)`, in report order.
+pub(crate) fn by_function(lines: &[LineCost]) -> BTreeMap<(u32, usize), Vec<&LineCost>> {
+    let mut m: BTreeMap<(u32, usize), Vec<&LineCost>> = BTreeMap::new();
+    for l in lines {
+        m.entry((l.prog_id, l.func_index)).or_default().push(l);
+    }
+    m
+}
+
+/// Whether a program's functions have usable line info.
+pub(crate) fn has_lines(info: &BpfInfo, id: u32) -> bool {
+    info.prog(id)
+        .is_some_and(|p| p.line_mapping != LineMapping::Absent && p.has_line_addresses())
 }

@@ -84,7 +84,12 @@ pub(super) fn recover_stale(locked: bool) {
             None => return,
         },
     };
-    for line in crate::host::recovery::recover(&crate::host::Host::live()) {
+    let host = crate::host::Host::live();
+    let lines = crate::host::recovery::recover(&host);
+    for line in lines
+        .into_iter()
+        .chain(crate::runfiles::pending::recover(&host))
+    {
         crate::out::say(line);
     }
 }

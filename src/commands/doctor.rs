@@ -86,3 +86,58 @@ pub fn program_table(p: &[&InventoryProgram]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(id: u32, name: &str, runs: Option<(u64, f64)>) -> InventoryProgram {
+        InventoryProgram {
+            id,
+            name: name.into(),
+            tag: "b384d88950b7bbb9".into(),
+            prog_type: "tracepoint".into(),
+            attach: Some("tracepoint raw_syscalls/sys_enter".into()),
+            linked: true,
+            symbol: None,
+            functions: Vec::new(),
+            traced_kind: true,
+            run_cnt: runs.map(|r| r.0),
+            mean_run_ns: runs.map(|r| r.1),
+            map_ids: vec![7],
+        }
+    }
+
+    /// Issue 13 item 8: id, type, attach point, tag and name on each line, and the run count
+    /// and mean ns when run statistics are on.
+    #[test]
+    fn program_table_lists_each_field_and_the_run_stats_when_on() {
+        let (with, without) = (
+            program(25554, "sys_enter", Some((20600, 392.4))),
+            program(25556, "sys_exit", None),
+        );
+        let t = program_table(&[&with, &without]);
+        assert!(t.contains("loaded BPF programs (2):"), "{t}");
+        let line = |id: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(id))
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        let on = line("25554");
+        for part in [
+            "25554",
+            "tracepoint",
+            "tracepoint raw_syscalls/sys_enter",
+            "b384d88950b7bbb9",
+            "sys_enter  20600 runs, 392 ns mean",
+        ] {
+            assert!(on.contains(part), "{part:?} in {on:?}");
+        }
+        let off = line("25556");
+        assert!(
+            off.ends_with("sys_exit") && !off.contains("runs"),
+            "{off:?}"
+        );
+        assert!(program_table(&[]).contains("none"));
+    }
+}

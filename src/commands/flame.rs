@@ -40,18 +40,11 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
         true => Format::Folded,
         false => Format::Svg,
     });
-    let stdout_tty = opts.output.is_none() && std::io::stdout().is_terminal();
-    if stdout_tty && format.is_binary() {
-        return Err(usage(
-            "a pprof profile is binary: give -o FILE (for example -o prof.pb.gz) or a pipe",
-        ));
-    }
-    let to_terminal = stdout_tty && format == Format::Svg;
-    let output = match (&opts.output, to_terminal) {
-        (Some(p), _) => Some(p.clone()),
-        (None, true) => Some(PathBuf::from(DEFAULT_SVG)),
-        (None, false) => None,
-    };
+    let output = destination(
+        opts.output.as_deref(),
+        std::io::stdout().is_terminal(),
+        format,
+    )?;
     let mut p = if opts.lines {
         crate::flame::lines::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?
     } else {
@@ -62,17 +55,42 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
     }
     let bytes = encode(format, opts, &p)?;
     match output {
-        Some(path) => {
+        Destination::File(path) => write_file(&path, &bytes, opts.force, 0o644),
+        Destination::InsteadOfTerminal(path) => {
             write_file(&path, &bytes, opts.force, 0o644)?;
-            if to_terminal {
-                say(format!(
-                    "wrote {} (stdout is a terminal; -o FILE or a pipe to choose)",
-                    path.display()
-                ));
-            }
+            say(format!(
+                "wrote {} (stdout is a terminal; -o FILE or a pipe to choose)",
+                path.display()
+            ));
             Ok(())
         }
-        None => crate::out::stdout_bytes(&bytes),
+        Destination::Stdout => crate::out::stdout_bytes(&bytes),
+    }
+}
+
+/// Where `flame`'s output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// The file `-o` names.
+    File(PathBuf),
+    /// [`DEFAULT_SVG`], because stdout is a terminal (and `flame` says so).
+    InsteadOfTerminal(PathBuf),
+    /// Standard output: a pipe or a file, or a terminal for text formats.
+    Stdout,
+}
+
+/// Where the output goes, from `-o`, whether stdout is a terminal and the format: an SVG is
+/// not printed into a terminal (it goes to `flame.svg`), a binary format is refused there.
+pub fn destination(output: Option<&Path>, stdout_tty: bool, format: Format) -> Result<Destination> {
+    match (output, stdout_tty) {
+        (Some(p), _) => Ok(Destination::File(p.to_path_buf())),
+        (None, true) if format.is_binary() => Err(usage(
+            "a pprof profile is binary: give -o FILE (for example -o prof.pb.gz) or a pipe",
+        )),
+        (None, true) if format == Format::Svg => {
+            Ok(Destination::InsteadOfTerminal(PathBuf::from(DEFAULT_SVG)))
+        }
+        _ => Ok(Destination::Stdout),
     }
 }
 
@@ -142,4 +160,38 @@ fn keep_bpf_only(folded: &str, input: &Path) -> Result<String> {
         )));
     }
     Ok(cut.to_text())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destination_table() {
+        let file = |p: &str| Destination::File(PathBuf::from(p));
+        let svg = Destination::InsteadOfTerminal(PathBuf::from("flame.svg"));
+        // (-o, stdout is a terminal, format, where it goes; None: refused)
+        let cases = [
+            (Some("x.svg"), true, Format::Svg, Some(file("x.svg"))),
+            (Some("p.pb.gz"), true, Format::Pprof, Some(file("p.pb.gz"))),
+            (Some("x.svg"), false, Format::Svg, Some(file("x.svg"))),
+            (None, true, Format::Svg, Some(svg)),
+            (None, false, Format::Svg, Some(Destination::Stdout)),
+            (None, true, Format::Folded, Some(Destination::Stdout)),
+            (None, true, Format::Speedscope, Some(Destination::Stdout)),
+            (None, false, Format::Pprof, Some(Destination::Stdout)),
+            (None, true, Format::Pprof, None),
+        ];
+        for (o, tty, format, want) in cases {
+            let got = destination(o.map(Path::new), tty, format);
+            match want {
+                Some(w) => assert_eq!(got.unwrap(), w, "{o:?} {tty} {format:?}"),
+                None => {
+                    let e = got.unwrap_err();
+                    assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+                    assert!(e.to_string().contains("-o FILE"), "{e}");
+                }
+            }
+        }
+    }
 }

@@ -77,9 +77,12 @@ pub(super) fn kallsyms_check(host: &Host) -> Check {
 
 /// Whether `record` with the same `--filter` would find programs to profile ([`gate`]); the
 /// loaded programs themselves are listed apart from the checks.
+/// `listing`: whether /proc/kallsyms lists BPF programs now (`bpf_jit_kallsyms=1`); when it does
+/// not, `record` turns it on first, so programs without a listed symbol are not held against it.
 pub(super) fn programs(
     loaded: &Result<Vec<InventoryProgram>, String>,
     filter: Option<&regex::Regex>,
+    listing: bool,
 ) -> Check {
     let name = "bpf programs";
     let all = match loaded {
@@ -94,6 +97,10 @@ pub(super) fn programs(
     };
     match gate::decide(all, None, filter) {
         gate::Verdict::Refused(why) => fail(name, format!("record will refuse: {why}"), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter"),
+        gate::Verdict::Programs(p) if listing && gate::unnamed(&p).is_some() => {
+            let why = gate::unnamed(&p).unwrap_or_default();
+            fail(name, format!("record will refuse: {why}"), "sudo sysctl -w net.core.bpf_jit_harden=0")
+        }
         gate::Verdict::Programs(p) => {
             let names: Vec<String> = p.iter().map(|p| format!("{} (id {})", p.name, p.id)).collect();
             let how = filter.map_or(String::new(), |f| format!(" matching /{}/", f.as_str()));
@@ -324,25 +331,45 @@ mod tests {
     fn programs_fail_exactly_when_record_would_refuse() {
         let f = |s: &str| regex::Regex::new(s).unwrap();
         let none: Result<Vec<InventoryProgram>, String> = Ok(Vec::new());
-        assert_eq!(programs(&none, None).status, Status::Fail);
+        assert_eq!(programs(&none, None, true).status, Status::Fail);
         let only_xdp = Ok(vec![prog(3, "xdp_pass", "xdp")]);
-        let c = programs(&only_xdp, None);
+        let c = programs(&only_xdp, None, true);
         assert_eq!(c.status, Status::Fail, "{}", c.detail);
         assert!(c.detail.contains("xdp_pass"), "{}", c.detail);
         let hook = Ok(vec![
             prog(3, "xdp_pass", "xdp"),
             prog(7, "on_enter", "raw_tracepoint"),
         ]);
-        let c = programs(&hook, None);
+        let c = programs(&hook, None, true);
         assert_eq!(c.status, Status::Ok, "{}", c.detail);
         assert!(c.detail.contains("on_enter (id 7)"), "{}", c.detail);
-        assert_eq!(programs(&hook, Some(&f("^on_"))).status, Status::Ok);
+        assert_eq!(programs(&hook, Some(&f("^on_")), true).status, Status::Ok);
         assert_eq!(
-            programs(&hook, Some(&f("zzz_nomatch"))).status,
+            programs(&hook, Some(&f("zzz_nomatch")), true).status,
             Status::Fail
         );
         let denied: Result<Vec<InventoryProgram>, String> = Err("Operation not permitted".into());
-        assert_eq!(programs(&denied, None).status, Status::Fail);
+        assert_eq!(programs(&denied, None, true).status, Status::Fail);
+    }
+
+    /// Issue 15.1: record's second refusal — programs that would show up, none with a listed
+    /// `bpf_prog_` symbol (hardened or not JIT-ed) — fails doctor too, once the listing is on;
+    /// with `bpf_jit_kallsyms=0` record turns the listing on first, so doctor does not hold it.
+    #[test]
+    fn programs_without_symbols_fail_as_record_refuses_them() {
+        let mut p = prog(7, "on_enter", "raw_tracepoint");
+        p.symbol = None;
+        p.functions.clear();
+        let unnamed = Ok(vec![p]);
+        let c = programs(&unnamed, None, true);
+        assert_eq!(c.status, Status::Fail, "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("none of the programs has a bpf_prog_ symbol"),
+            "{}",
+            c.detail
+        );
+        assert_eq!(programs(&unnamed, None, false).status, Status::Ok);
     }
 
     #[test]

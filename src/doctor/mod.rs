@@ -108,7 +108,9 @@ pub fn checks(
     let mut v = vec![privileges(host)];
     v.extend(jit_sysctls(host));
     v.push(kallsyms_check(host));
-    v.push(programs(loaded, filter.as_ref()));
+    let listing =
+        crate::host::sysctl::read(host, "net.core.bpf_jit_kallsyms").is_ok_and(|v| v == "1");
+    v.push(programs(loaded, filter.as_ref(), listing));
     v.push(perf_check(&opts.perf));
     v.extend(perf_choice_and_annotate(&opts.perf));
     v.push(pmu(host));

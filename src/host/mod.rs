@@ -7,7 +7,6 @@ pub mod cpu;
 pub mod kallsyms;
 pub mod lock;
 pub mod mounts;
-pub mod pending;
 pub mod recovery;
 pub mod security;
 pub mod sysctl;

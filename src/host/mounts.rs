@@ -13,15 +13,18 @@ use std::ffi::CStr;
 use std::io;
 use std::path::Path;
 
+use super::Host;
+
 /// Where libbpf looks for tracepoint ids.
 pub const TRACEFS: &CStr = c"/sys/kernel/tracing";
 /// Where the lockdown mode and the active LSM list are.
 pub const SECURITYFS: &CStr = c"/sys/kernel/security";
 
-/// Whether libbpf can find tracepoint ids (tracefs or the old debugfs location is mounted).
-pub fn tracefs_visible() -> bool {
-    Path::new("/sys/kernel/tracing/events").is_dir()
-        || Path::new("/sys/kernel/debug/tracing/events").is_dir()
+/// Whether libbpf can find tracepoint ids (tracefs or the old debugfs location is mounted)
+/// on `host`.
+pub fn tracefs_visible(host: &Host) -> bool {
+    host.path("sys/kernel/tracing/events").is_dir()
+        || host.path("sys/kernel/debug/tracing/events").is_dir()
 }
 
 /// Runs `f` on a thread that sees a private mount of `fstype` at `target`. If the mount fails
@@ -84,4 +87,25 @@ pub fn read_securityfs(name: &str) -> Option<String> {
     with_private_mount(c"securityfs", SECURITYFS, || {
         std::fs::read_to_string(&path).ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracefs_visible_at_either_place_on_a_fixture_tree() {
+        for (dir, visible) in [
+            (None, false),
+            (Some("sys/kernel/tracing/events"), true),
+            (Some("sys/kernel/debug/tracing/events"), true),
+            (Some("sys/kernel/tracing"), false), // mounted point, no tracefs in it
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            if let Some(dir) = dir {
+                std::fs::create_dir_all(d.path().join(dir)).unwrap();
+            }
+            assert_eq!(tracefs_visible(&Host::at(d.path())), visible, "{dir:?}");
+        }
+    }
 }

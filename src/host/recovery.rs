@@ -55,7 +55,7 @@ fn tagged_path(host: &Host, pid: u32, tag: Option<&str>) -> PathBuf {
     host.path(STATE_DIR).join(name)
 }
 
-pub(super) fn start_time(host: &Host, pid: u32) -> Option<u64> {
+pub(crate) fn start_time(host: &Host, pid: u32) -> Option<u64> {
     let stat = host.read(&format!("proc/{pid}/stat")).ok()?;
     // Field 22, counted after the parenthesised command name (which may hold spaces).
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -69,7 +69,7 @@ fn euid() -> u32 {
 
 /// Why the state directory cannot be trusted, if it cannot: not a real directory, owned by
 /// someone else, or writable by group or others.
-pub(super) fn dir_problem(dir: &Path) -> Option<String> {
+pub(crate) fn dir_problem(dir: &Path) -> Option<String> {
     let m = std::fs::symlink_metadata(dir).ok()?;
     let why = if !m.file_type().is_dir() {
         "is not a directory (a link or a file)".to_string()
@@ -116,7 +116,7 @@ pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<
 
 /// Write `bytes` to `path` in the state directory atomically: the directory created 0700 and
 /// checked, a temp file created 0600 without following links, then renamed.
-pub(super) fn write_state_file(host: &Host, path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_state_file(host: &Host, path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = host.path(STATE_DIR);
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -176,7 +176,7 @@ fn read_state(path: &Path) -> Result<State> {
 }
 
 /// The bytes of a file in the state directory, read as root should (see [`read_state`]).
-pub(super) fn read_checked(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_checked(path: &Path) -> Result<Vec<u8>> {
     let mut f: File = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -256,7 +256,6 @@ pub fn recover(host: &Host) -> Vec<String> {
             let _ = std::fs::remove_dir(host.path(STATE_DIR));
         }
     }
-    lines.extend(super::pending::recover(host));
     lines
 }
 

@@ -216,9 +216,12 @@ impl Engaged<'_> {
                 .iter()
                 .map(|p| (p.id, p.name.clone()))
                 .collect(),
-            Engaged::Command { programs, .. } => {
-                programs.iter().map(|p| (p.id, p.name.clone())).collect()
-            }
+            // Someone else's loader: the names from the programs' BTF, as bpftool shows them
+            // (opensnoop's four programs share one 15-byte kernel name).
+            Engaged::Command { programs, .. } => programs
+                .iter()
+                .map(|p| (p.id, bpf::full_name(p.id).unwrap_or_else(|| p.name.clone())))
+                .collect(),
         }
     }
 

@@ -495,4 +495,89 @@ mod tests {
             assert!(d.sentence.contains(text), "{}", d.sentence);
         }
     }
+
+    /// A report over seeded synthetic rounds: the treatment ~300 ns slower.
+    fn synthetic_report() -> Report {
+        let mut rng = crate::stats::rng::Rng::new(14);
+        let mut arm = |shift: f64| -> Vec<Vec<u64>> {
+            (0..12)
+                .map(|_| {
+                    (0..400)
+                        .map(|_| (1000.0 + shift + 200.0 * -rng.uniform().ln()) as u64)
+                        .collect()
+                })
+                .collect()
+        };
+        let (base, treat) = (arm(0.0), arm(300.0));
+        let comparison = stats::compare(&base, &treat, &stats::CompareOptions::default());
+        let arm_report = |label: &str| ArmReport {
+            label: label.into(),
+            rounds: Vec::new(),
+            started_s: Vec::new(),
+            pooled: None,
+        };
+        Report {
+            schema: crate::out::JSON_SCHEMA,
+            mode: "load".into(),
+            cpu: 1,
+            priority: Some(50),
+            rounds: comparison.rounds,
+            iterations: 400,
+            ended: Ended {
+                reason: "rounds",
+                pairs: 12,
+                seconds: 1.5,
+                p50_width_ns: Some(20.0),
+                target_ns: None,
+                max_time_s: None,
+            },
+            bench: "400 openats of /etc/hostname".into(),
+            base: arm_report("baseline"),
+            treat: arm_report("attached: hook.bpf.o"),
+            verdict: stats::verdict(&comparison, 10.0),
+            comparison,
+            clock: ClockCost {
+                read_ns: 20.0,
+                step_ns: 10,
+            },
+            kernel: KernelView::default(),
+            dispatch_gap_ns: None,
+            dispatch: None,
+            gates: Vec::new(),
+            maps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn markdown_export_is_a_table_of_every_quantile_with_the_verdict() {
+        let r = synthetic_report();
+        let md = r.markdown();
+        let first = md.lines().next().unwrap();
+        assert_eq!(
+            first,
+            "**overhead (load)**: baseline vs attached: hook.bpf.o, 12 pairs of rounds of 400 openats of /etc/hostname, CPU 1"
+        );
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 2 + r.comparison.diffs.len(), "{md}");
+        assert!(rows[0].contains("| 95% interval (ns) |"), "{}", rows[0]);
+        assert_eq!(rows[1], "|---|---:|---:|---:|---|---:|");
+        for (row, d) in rows[2..].iter().zip(&r.comparison.diffs) {
+            assert_eq!(row.matches('|').count(), 7, "six columns: {row}");
+            let want = format!(
+                "| p{} | {:.0} | {:.0} | {:+.0} |",
+                trim(d.q),
+                d.base,
+                d.treat,
+                d.delta
+            );
+            assert!(row.starts_with(&want), "{row} vs {want}");
+        }
+        let p50 = r.comparison.diff(50.0).unwrap();
+        assert!(
+            p50.delta > 200.0 && p50.lo > 0.0,
+            "the seeded shift shows: {p50:?}"
+        );
+        assert!(md.contains(&r.ended.sentence()), "{md}");
+        assert!(md.ends_with(&format!("\nverdict: {}\n", r.verdict)), "{md}");
+    }
 }

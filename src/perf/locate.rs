@@ -252,7 +252,12 @@ fn search_list(loc: &Locator) -> Vec<Candidate> {
         }
     }
     let (same, other) = super::nearest::nearest_linux_tools(&loc.root, &loc.kernel_release);
-    list.extend(same);
+    let nearest = |(path, note)| Candidate {
+        path,
+        source: Source::LinuxToolsNearest,
+        note: Some(note),
+    };
+    list.extend(same.into_iter().map(nearest));
     if let Some((major, minor)) = kernel_major_minor(&loc.kernel_release) {
         list.extend(on_path(
             loc,
@@ -261,7 +266,7 @@ fn search_list(loc: &Locator) -> Vec<Candidate> {
         ));
     }
     list.extend(on_path(loc, "perf", Source::Path));
-    list.extend(other);
+    list.extend(other.into_iter().map(nearest));
     list
 }
 

@@ -11,7 +11,6 @@
 //! the user built, is then as good a guess, and Ubuntu's wrapper on `PATH` fails and passes
 //! the search on to them).
 
-use super::locate::{Candidate, Source};
 use super::version::kernel_major_minor;
 use std::path::{Path, PathBuf};
 
@@ -61,9 +60,12 @@ fn scan(root: &Path) -> Vec<(PathBuf, String)> {
     found
 }
 
-/// The candidates, best first, each with why it is where it is: those of the running kernel's
+/// A linux-tools perf and why it is ranked where it is.
+pub(super) type Ranked = (PathBuf, String);
+
+/// The perfs, best first, each with why it is where it is: those of the running kernel's
 /// major.minor, and the others.
-pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Candidate>, Vec<Candidate>) {
+pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Ranked>, Vec<Ranked>) {
     let kernel = kernel_major_minor(release);
     let mut found = scan(root);
     found.sort_by(|(pa, a), (pb, b)| {
@@ -78,18 +80,13 @@ pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Candidate>
         .into_iter()
         .map(|(path, version)| {
             let same = kernel.is_some() && kernel_major_minor(&version) == kernel;
-            let c = Candidate {
-                note: Some(note(&version, release, kernel, &all)),
-                path,
-                source: Source::LinuxToolsNearest,
-            };
-            (same, c)
+            (same, (path, note(&version, release, kernel, &all)))
         })
         .partition(|(same, _)| *same);
     (strip(same), strip(other))
 }
 
-fn strip(v: Vec<(bool, Candidate)>) -> Vec<Candidate> {
+fn strip(v: Vec<(bool, Ranked)>) -> Vec<Ranked> {
     v.into_iter().map(|(_, c)| c).collect()
 }
 

@@ -1,3 +1,6 @@
+//! Tests of the plotter: both plots (the CDFs and the sweep) are well-formed XML with their text
+//! escaped (held by a small checker, itself tested), markers sit on their values, long curves
+//! are downsampled, and the sweep marks its cliff.
 use super::*;
 
 /// A small XML well-formedness check: balanced, properly nested tags, one root, quoted

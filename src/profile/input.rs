@@ -5,6 +5,7 @@
 //! (hung `report`) and `INPUT.json → /dev/zero` (read 530 MB).
 
 use crate::error::usage;
+use crate::out::plain;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Read;
@@ -94,15 +95,6 @@ pub fn open_regular(path: &Path, role: Role, nofollow: bool) -> Result<(File, u6
             clear_nonblock(&file);
             Ok((file, n))
         }
-    }
-}
-
-/// An OS error without Rust's "(os error N)" tail.
-pub fn plain(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
     }
 }
 

@@ -10,7 +10,7 @@ pub mod perfdata;
 pub mod perfheader;
 pub mod scan;
 
-pub use input::{open_regular, plain, read_sidecar, Role};
+pub use input::{open_regular, read_sidecar, Role};
 
 use crate::error::usage;
 use crate::out::say;

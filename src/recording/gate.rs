@@ -44,6 +44,15 @@ pub fn decide<'a>(
     Verdict::Refused(refusal(all, &candidates, object.is_some(), filter))
 }
 
+/// The second refusal, once the JIT sysctls are on (`net.core.bpf_jit_kallsyms=1`): none of
+/// the programs that would show up has a `bpf_prog_` symbol listed in /proc/kallsyms, so perf
+/// could name none of them (hardened JIT, or programs that were never JIT-ed).
+pub fn unnamed(shown: &[&InventoryProgram]) -> Option<String> {
+    (!shown.is_empty() && shown.iter().all(|p| p.functions.is_empty())).then(|| {
+        "none of the programs has a bpf_prog_ symbol in /proc/kallsyms, so perf cannot name any: set net.core.bpf_jit_harden=0 (sudo sysctl -w net.core.bpf_jit_harden=0) and check the JIT is on".to_string()
+    })
+}
+
 /// Whether `filter` matches the program's name, its symbol or one of its functions' symbols.
 pub fn matches(filter: &regex::Regex, p: &InventoryProgram) -> bool {
     filter.is_match(&p.name)

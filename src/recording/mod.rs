@@ -334,8 +334,8 @@ fn matching_programs(
             });
         }
     }
-    if !allow_none && !shown.is_empty() && seen.is_empty() {
-        return Err(check("none of the programs has a bpf_prog_ symbol in /proc/kallsyms, so perf cannot name any: set net.core.bpf_jit_harden=0 (sudo sysctl -w net.core.bpf_jit_harden=0) and check the JIT is on"));
+    if let Some(why) = gate::unnamed(&shown).filter(|_| !allow_none) {
+        return Err(check(why));
     }
     Ok((seen, all))
 }
@@ -366,6 +366,7 @@ fn base_record(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     RunRecord {
+        schema: crate::out::JSON_SCHEMA,
         tool: format!("ebpf-prof {}", env!("CARGO_PKG_VERSION")),
         started_at: now,
         kernel: host.kernel_release(),
@@ -423,9 +424,9 @@ fn run_perf(
     let mut private = PrivateDir::beside(&files.data)?;
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
-    crate::host::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
+    crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
     let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec);
-    crate::host::pending::clear(host);
+    crate::runfiles::pending::clear(host);
     result
 }
 

@@ -3,9 +3,9 @@
 //! (the same normalisation the differential flame graph uses). Sorted by the move in self share,
 //! as `perf diff` does: that is where the extra time goes; inclusive moves are shown beside.
 
-use super::pct;
 use crate::profile::folded::{bare, Folded};
 use crate::profile::frames::{self, display, Kind};
+use crate::stats::pct;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;

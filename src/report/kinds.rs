@@ -5,7 +5,11 @@
 //! - map element allocation: an allocator frame (`alloc_htab_elem`, `free_htab_elem`,
 //!   `bpf_mem_*`, `unit_alloc`/`unit_free`, `check_and_free_fields`, `kmalloc`/`kfree`, `pcpu_*`,
 //!   …) below a map update or delete: a hash map without preallocation (`BPF_F_NO_PREALLOC`)
-//!   allocates an element on every new key and frees it on delete;
+//!   allocates an element on every new key and frees it on delete. Not when the sample passes
+//!   through a preallocated map's free list (`pcpu_freelist_push`, `__pcpu_freelist_pop`):
+//!   its elements are recycled, nothing is allocated, and "preallocate" would be wrong advice
+//!   (libbpf-tools' `opensnoop` shows `htab_map_delete_elem → free_htab_elem →
+//!   pcpu_freelist_push` on its preallocated `start` map): that is map access;
 //! - map hashing: `htab_map_hash`, `jhash*` (a hash-map look-up hashing its key);
 //! - map access: any other map function (`__htab_map_lookup_elem`, `lookup_nulls_elem_raw`,
 //!   `bpf_map_*`, `*array_map*`, `trie_*`, …);
@@ -94,7 +98,7 @@ pub fn of_sample<'a>(below: impl Iterator<Item = &'a str> + Clone, in_program: b
         };
     }
     let any = |f: fn(&str) -> bool| names.clone().any(f);
-    if any(is_map_change) && any(is_alloc) {
+    if any(is_map_change) && any(is_alloc) && !any(is_prealloc_pool) {
         Category::Alloc
     } else if any(is_map_hash) {
         Category::MapHash
@@ -115,6 +119,9 @@ fn is_map_change(n: &str) -> bool {
 /// The allocator under map element updates and deletes (bpf_mem_alloc's caches and what they
 /// call, the slab and per-CPU allocators).
 fn is_alloc(n: &str) -> bool {
+    if is_prealloc_pool(n) {
+        return false;
+    }
     const PREFIXES: [&str; 16] = [
         "alloc_htab_elem",
         "free_htab_elem",
@@ -134,6 +141,12 @@ fn is_alloc(n: &str) -> bool {
         "bpf_map_kzalloc",
     ];
     PREFIXES.iter().any(|p| n.starts_with(p))
+}
+
+/// A preallocated hash map's free list, where its elements return on delete and come from on
+/// insert (`kernel/bpf/percpu_freelist.c`): not an allocation.
+fn is_prealloc_pool(n: &str) -> bool {
+    n.contains("pcpu_freelist")
 }
 
 fn is_map_hash(n: &str) -> bool {
@@ -312,6 +325,35 @@ mod tests {
         );
         assert_eq!(sample(&["htab_map_update_elem"]), Category::MapAccess);
         assert_eq!(of_function("free_htab_elem"), Some(Category::Alloc));
+    }
+
+    #[test]
+    fn a_preallocated_maps_free_list_is_map_access_not_allocation() {
+        // opensnoop's preallocated `start` map, deleted on every sys_exit_openat.
+        assert_eq!(
+            sample(&[
+                "htab_map_delete_elem",
+                "free_htab_elem",
+                "pcpu_freelist_push"
+            ]),
+            Category::MapAccess
+        );
+        assert_eq!(
+            sample(&[
+                "htab_map_update_elem",
+                "alloc_htab_elem",
+                "__pcpu_freelist_pop"
+            ]),
+            Category::MapAccess
+        );
+        for f in [
+            "pcpu_freelist_push",
+            "__pcpu_freelist_pop",
+            "___pcpu_freelist_pop",
+        ] {
+            assert_ne!(of_function(f), Some(Category::Alloc), "{f}");
+        }
+        assert_eq!(of_function("pcpu_alloc_noprof"), Some(Category::Alloc));
     }
 
     #[test]

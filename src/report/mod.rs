@@ -28,6 +28,7 @@ use crate::profile::folded::Folded;
 use crate::profile::{read_sidecar, Profile};
 use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
+use crate::stats::pct;
 use serde::Serialize;
 use std::path::Path;
 
@@ -288,12 +289,4 @@ impl Report {
     pub fn to_text(&self) -> String {
         text::render(self)
     }
-}
-
-/// `part` as a percentage of `whole`, to two decimals.
-pub(crate) fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        return 0.0;
-    }
-    (part as f64 * 10000.0 / whole as f64).round() / 100.0
 }

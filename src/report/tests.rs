@@ -353,6 +353,29 @@ fn allocation_under_map_updates_is_named_with_its_hint() {
 }
 
 #[test]
+fn allocation_under_an_in_place_update_is_named_without_any_delete() {
+    // The issue's profile (upstream syscount: BPF_F_NO_PREALLOC, the same key updated on every
+    // sys_enter, never deleted): the update allocates the new element and frees the old one,
+    // both under htab_map_update_elem. Debian's build preallocates and shows neither
+    // (tests/real_tools.rs).
+    let stack = "b;perf_trace_sys_enter_[k];trace_call_bpf_[k];bpf_prog_1111111111111111_sys_enter";
+    let f = format!(
+        "{stack};htab_map_update_elem_[k];free_htab_elem_[k];unit_free_[k] 300\n\
+         {stack};htab_map_update_elem_[k];alloc_htab_elem_[k];bpf_mem_cache_alloc_[k] 200\n\
+         {stack};htab_map_update_elem_[k] 400\n\
+         {stack} 100\n"
+    );
+    let r = report(&f, None, None);
+    assert_eq!(kfunc(&r, "unit_free").category, Some(Category::Alloc));
+    assert_eq!(kfunc(&r, "alloc_htab_elem").category, Some(Category::Alloc));
+    let alloc = r.hints.iter().find(|h| h.category == Category::Alloc);
+    let alloc = alloc.unwrap_or_else(|| panic!("{:#?}", r.hints));
+    assert!((alloc.share_of_bpf - 50.0).abs() < 1e-9, "{alloc:?}");
+    assert!(alloc.text.contains("preallocate") && alloc.text.contains("per-CPU"));
+    assert_eq!(r.hints[0].category, Category::Alloc, "{:#?}", r.hints);
+}
+
+#[test]
 fn an_attach_points_share_of_its_ancestors_never_passes_100() {
     // The hook runs under sys_enter and sys_exit: trace_call_bpf weighs more than either
     // perf_trace_sys_enter or perf_trace_sys_exit.

@@ -4,6 +4,7 @@
 
 mod handover;
 mod output;
+pub mod pending;
 
 pub use handover::{give_path, PrivateDir};
 pub use output::{write_file, Output};

@@ -131,7 +131,7 @@ pub fn write_error(target: &Path, e: &std::io::Error) -> anyhow::Error {
     anyhow::anyhow!(
         "cannot write {}: {} ({why}); nothing was left behind and any old file is as it was",
         target.display(),
-        crate::profile::plain(e)
+        crate::out::plain(e)
     )
 }
 
@@ -143,7 +143,7 @@ fn cannot_create(dir: &Path, target: &Path, e: anyhow::Error) -> anyhow::Error {
             "cannot write {}: {} is not writable for you ({}); pick another -o",
             target.display(),
             dir.display(),
-            io.map(crate::profile::plain).unwrap_or_default()
+            io.map(crate::out::plain).unwrap_or_default()
         )),
         _ => e,
     }

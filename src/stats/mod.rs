@@ -98,6 +98,14 @@ pub struct Summary {
     pub max: u64,
 }
 
+/// `part` as a percentage of `whole`, to two decimals (0 when `whole` is 0).
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    (part as f64 * 10000.0 / whole as f64).round() / 100.0
+}
+
 impl Summary {
     /// Summarise samples (any order); `None` when empty.
     pub fn of(samples: &[u64]) -> Option<Summary> {
@@ -162,5 +170,60 @@ mod tests {
         let a = Summary::of(&[5, 1, 4, 2, 3]).unwrap();
         assert_eq!((a.n, a.min, a.p50, a.max), (5, 1, 3, 5));
         assert_eq!(Summary::of(&[]), None);
+    }
+
+    #[test]
+    fn pct_rounds_to_two_decimals_and_zero_of_nothing() {
+        assert_eq!(pct(1, 3), 33.33);
+        assert_eq!(pct(2, 3), 66.67);
+        assert_eq!(pct(5, 5), 100.0);
+        assert_eq!(pct(7, 0), 0.0);
+    }
+
+    fn round(n: usize, p50: f64, max: u64) -> RoundSummary {
+        RoundSummary {
+            n,
+            quantiles: vec![p50, p50 + 10.0, p50 + 100.0, p50 + 1000.0],
+            max,
+        }
+    }
+
+    #[test]
+    /// The notes a comparison carries (stats/notes.rs), through [`compare_summaries`].
+    fn comparison_notes_table() {
+        let ok = |p| round(1000, p, 9000);
+        let steady: Vec<RoundSummary> = (0..8).map(|i| ok(1200.0 + i as f64)).collect();
+        let mut stalls = steady.clone();
+        stalls[1].max = 48_000_000;
+        stalls[2].max = 12_000_000;
+        let mut empty = steady.clone();
+        empty[4].n = 0;
+        // (what, base, treat, fragments the notes hold, how many notes)
+        type Case<'a> = (
+            &'a str,
+            &'a [RoundSummary],
+            &'a [RoundSummary],
+            &'a [&'a str],
+        );
+        let cases: &[Case] = &[
+            ("steady", &steady, &steady, &[]),
+            (
+                "stalls",
+                &steady,
+                &stalls,
+                &["attached: 2 of 8 rounds (round 2–3) had a sample of 10 ms or more (longest 48.0 ms)"],
+            ),
+            ("an empty round", &empty, &steady, &["Round 5 is left out"]),
+            ("unequal arms", &steady, &steady[..6], &["only the first 6 pairs"]),
+            ("few pairs", &steady[..3], &steady[..3], &["With 3 pairs no interval reaches 95%: each interval shown spans the whole range of the pair differences, a 75% interval"]),
+        ];
+        let opts = CompareOptions::default();
+        for (what, b, t, want) in cases {
+            let c = compare_summaries(b, t, &opts);
+            assert_eq!(c.notes.len(), want.len(), "{what}: {:?}", c.notes);
+            for (n, w) in c.notes.iter().zip(*want) {
+                assert!(n.contains(w), "{what}: {n}");
+            }
+        }
     }
 }

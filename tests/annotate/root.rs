@@ -341,8 +341,7 @@ fn record_files_annotate_as_nobody_with_kptr_restrict() {
     let r = run(c);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let mut c = ebpf_prof(&["annotate", "--json", "perf.data"], d.path());
-    // As under sudo: root reads back the files `record` gave to the invoking user (65534).
-    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534");
+    c.env("SUDO_UID", "65534").env("SUDO_GID", "65534"); // root reads the user's files back
     let as_root = run(c);
     assert_eq!(as_root.code(), Some(0), "{as_root:?}");
     let _restrict = SysctlSet::new("kernel.kptr_restrict", "1");

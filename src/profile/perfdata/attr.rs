@@ -185,14 +185,15 @@ impl Attribution {
         })
     }
 
-    /// The attribute index of a record with this type and body (after the 8-byte header);
-    /// `None` when perf would drop it (an id it does not know).
-    pub(crate) fn attr_of(&self, kind: u32, body: &[u8], e: Endian) -> Option<usize> {
+    /// The attribute index of a record with this body (after the 8-byte header): a sample
+    /// (`PERF_RECORD_SAMPLE`, its id at a fixed place) or another record (its id in the
+    /// `sample_id` trailer); `None` when perf would drop it (an id it does not know).
+    pub(crate) fn attr_of(&self, is_sample: bool, body: &[u8], e: Endian) -> Option<usize> {
         if self.single {
             return Some(0);
         }
         let words = body.len() / 8;
-        let id = if kind == super::record::SAMPLE {
+        let id = if is_sample {
             u64_at(body, self.id_pos.checked_mul(8)?, e)?
         } else {
             if !self.first_sample_id_all {
@@ -284,16 +285,16 @@ mod tests {
         let e = Endian::Little;
         let mut body = vec![0u8; 8 * 6];
         body[24..32].copy_from_slice(&20u64.to_le_bytes());
-        assert_eq!(at.attr_of(super::super::record::SAMPLE, &body, e), Some(1));
+        assert_eq!(at.attr_of(true, &body, e), Some(1));
         body[24..32].copy_from_slice(&99u64.to_le_bytes());
-        assert_eq!(at.attr_of(super::super::record::SAMPLE, &body, e), None);
+        assert_eq!(at.attr_of(true, &body, e), None);
         // A COMM whose trailer's id (2nd word from the end) is 11, then 0 (synthesized).
         let mut comm = vec![0u8; 8 * 5];
         comm[24..32].copy_from_slice(&11u64.to_le_bytes());
-        assert_eq!(at.attr_of(3, &comm, e), Some(0));
+        assert_eq!(at.attr_of(false, &comm, e), Some(0));
         comm[24..32].copy_from_slice(&0u64.to_le_bytes());
-        assert_eq!(at.attr_of(3, &comm, e), Some(0));
-        assert_eq!(at.attr_of(3, &[0u8; 4], e), None, "too short for an id");
+        assert_eq!(at.attr_of(false, &comm, e), Some(0));
+        assert_eq!(at.attr_of(false, &[0u8; 4], e), None, "too short for an id");
     }
 
     #[test]

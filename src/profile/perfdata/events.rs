@@ -53,7 +53,8 @@ pub(crate) fn index(data: &PerfData) -> Result<Vec<Entry>, PerfDataError> {
         if !wanted(r.kind) {
             continue;
         }
-        let Some(attr) = data.attribution().attr_of(r.kind, r.body, data.endian()) else {
+        let is_sample = r.kind == record::SAMPLE;
+        let Some(attr) = data.attribution().attr_of(is_sample, r.body, data.endian()) else {
             continue;
         };
         let time = time_of(data, &r, attr).unwrap_or(last);

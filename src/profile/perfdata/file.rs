@@ -172,7 +172,9 @@ impl PerfData {
     /// The index in [`PerfData::attrs`] of the event a record belongs to, as perf decides it
     /// (by sample id; synthesized records go to the first); `None` for an unknown id.
     pub fn attr_of(&self, r: &RawRecord<'_>) -> Option<usize> {
-        self.attribution.attr_of(r.kind, r.body, self.header.endian)
+        let is_sample = r.kind == super::record::SAMPLE;
+        self.attribution
+            .attr_of(is_sample, r.body, self.header.endian)
     }
 
     /// Decode a record of this file.

@@ -5,9 +5,9 @@
 //! the sysctl recovery, hands a dead run's files over as the run would have: by fd, with their
 //! modes, replacing nothing. The note is read with the same suspicion as the sysctl state.
 
-use super::recovery::{dir_problem, read_checked, start_time, write_state_file, STATE_DIR};
-use super::Host;
-use crate::runfiles::{Owner, PrivateDir};
+use super::{Owner, PrivateDir};
+use crate::host::recovery::{dir_problem, read_checked, start_time, write_state_file, STATE_DIR};
+use crate::host::Host;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -68,7 +68,7 @@ fn alive(host: &Host, p: &Pending) -> bool {
 pub fn recover(host: &Host) -> Vec<String> {
     let dir = host.path(STATE_DIR);
     if dir_problem(&dir).is_some() {
-        return Vec::new(); // recovery::recover has said why
+        return Vec::new(); // host::recovery::recover has said why
     }
     let Ok(list) = std::fs::read_dir(&dir) else {
         return Vec::new();
