@@ -194,7 +194,12 @@ fn key_at(info: &BpfInfo, frames: &[Frame<'_>], i: usize) -> Option<Key> {
         IpKind::Return
     };
     let addr = effective_addr(frame.ip, kind);
-    let (p, f) = info.func_at_named(addr, frame.name, frame.prog)?;
+    let seen = super::lookup::Seen {
+        name: frame.name,
+        prog: frame.prog,
+        time: None,
+    };
+    let (p, f) = info.func_at_named(addr, seen)?;
     let func = &info.progs[p].funcs[f];
     Some(match line_index(func, addr) {
         Some(j) => {

@@ -69,18 +69,27 @@ pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     Ok(agg)
 }
 
-/// The program of BPF frame `depth` (0: the sample IP) that the perf.data reader could not
-/// name (no KSYMBOL: a per-task recording of a program another process loaded): by the
-/// sample's `time`, when programs overlap ([`BpfInfo::loaded_at`]).
+/// Where programs overlap (one JIT-ed over another's place while recording), BPF frame
+/// `depth` (0: the sample IP) of a sample at `time` gets the id of the program that was there
+/// ([`BpfInfo::func_at_named`]: by the reader's id, the tag, the time), so that the aggregator,
+/// which sees no times, looks it up in that program.
 pub fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
-    let named = f.name.is_some_and(|s| s.starts_with("bpf_prog_"));
-    if let (FrameKind::Bpf, None, false, Some(t)) = (f.kind, f.prog, named, time) {
-        let kind = if depth == 0 {
-            IpKind::Sample
-        } else {
-            IpKind::Return
-        };
-        f.prog = info.loaded_at(super::lookup::effective_addr(f.ip, kind), t);
+    if !info.overlaps() || f.kind != FrameKind::Bpf {
+        return;
+    }
+    let kind = if depth == 0 {
+        IpKind::Sample
+    } else {
+        IpKind::Return
+    };
+    let seen = super::Seen {
+        name: f.name,
+        prog: f.prog,
+        time,
+    };
+    let addr = super::lookup::effective_addr(f.ip, kind);
+    if let Some((p, _)) = info.func_at_named(addr, seen) {
+        f.prog = Some(info.progs[p].id);
     }
 }
 

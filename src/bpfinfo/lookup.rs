@@ -39,6 +39,18 @@ pub struct BpfInfo {
     overlaps: bool,
 }
 
+/// What is known of a BPF frame, to choose among programs JIT-ed at one place in turn
+/// ([`BpfInfo::func_at_named`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen<'a> {
+    /// The KSYMBOL name perf gave the frame (`bpf_prog_<tag>_<name>`).
+    pub name: Option<&'a str>,
+    /// The program the perf.data reader found there ([`crate::profile::perfdata::Frame::bpf_prog`]).
+    pub prog: Option<u32>,
+    /// The sample's `perf_clock` time.
+    pub time: Option<u64>,
+}
+
 /// A source line, resolved against the program's BTF.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceLine {
@@ -145,7 +157,7 @@ impl BpfInfo {
     /// programs overlap (one unloaded and another JIT-ed at its address while recording), the
     /// higher program id, the later load, wins: [`BpfInfo::func_at_named`] tells them apart.
     pub fn func_at(&self, addr: u64) -> Option<(usize, usize)> {
-        self.func_at_named(addr, None, None)
+        self.func_at_named(addr, Seen::default())
     }
 
     /// Program id → the start of each of its functions, for the perf.data reader to name the
@@ -157,34 +169,10 @@ impl BpfInfo {
             .collect()
     }
 
-    /// Among several programs whose functions hold `addr` (one unloaded, another JIT-ed over
-    /// its place while recording), the one loaded last at or before `time`, a sample's
-    /// `perf_clock` time, against the programs' `load_time`s (`CLOCK_BOOTTIME`); `None` when
-    /// one program or none holds it, or none was loaded by then. Only for frames the perf.data
-    /// reader could not name (a per-task recording has no KSYMBOL of a program another
-    /// process loaded): the two clocks agree only to some milliseconds (13 ms on this
-    /// project's VM), so a sample that close to a reload may go to the wrong load.
-    pub fn loaded_at(&self, addr: u64, time: u64) -> Option<u32> {
-        if !self.overlaps || !self.spans(addr) {
-            return None;
-        }
-        let upto = self.index.partition_point(|&(s, ..)| s <= addr);
-        let floor = addr.saturating_sub(self.max_len);
-        let holding: Vec<&ProgInfo> = self.index[..upto]
-            .iter()
-            .rev()
-            .take_while(|&&(s, ..)| s >= floor)
-            .filter(|&&(_, e, ..)| addr < e)
-            .map(|&(_, _, p, _)| &self.progs[p])
-            .collect();
-        if holding.len() < 2 {
-            return None;
-        }
-        holding
-            .into_iter()
-            .filter(|p| p.load_time <= time)
-            .max_by_key(|p| (p.load_time, p.id))
-            .map(|p| p.id)
+    /// Whether any two functions overlap (a program JIT-ed where an unloaded one was): only
+    /// then does [`BpfInfo::func_at_named`] have a choice to make.
+    pub fn overlaps(&self) -> bool {
+        self.overlaps
     }
 
     /// Whether `addr` lies between the lowest and the highest known BPF function: false means
@@ -196,63 +184,75 @@ impl BpfInfo {
 
     /// As [`BpfInfo::func_at`], but when several functions hold `addr` (programs unloaded and
     /// others JIT-ed over their place while recording), the one that was there at the
-    /// sample's time: the one of program `prog` (the id the perf.data reader found for the
-    /// frame from the recording's BPF_EVENTs), else the one whose tag `name` carries (the
-    /// KSYMBOL name perf gave the frame, `bpf_prog_<tag>_<name>`: it cannot tell two loads of
-    /// one object apart), else the highest program id.
-    pub fn func_at_named(
-        &self,
-        addr: u64,
-        name: Option<&str>,
-        prog: Option<u32>,
-    ) -> Option<(usize, usize)> {
+    /// sample's time, from what is known of the frame ([`Seen`]), in this order:
+    /// 1. program `prog`, the id the perf.data reader found for the frame from the recording's
+    ///    BPF_EVENTs, unless a later load over this place happened before the sample (by
+    ///    `time` against the programs' `load_time`): a per-task recording has no KSYMBOL of
+    ///    what another process loads or unloads, so the reader's map there can be stale;
+    /// 2. the one whose tag `name` carries (the KSYMBOL name perf gave the frame,
+    ///    `bpf_prog_<tag>_<name>`; it cannot tell two loads of one object apart);
+    /// 3. the one loaded last at or before `time` (a sample's `perf_clock` time against
+    ///    `load_time`, `CLOCK_BOOTTIME`: the clocks agree to some milliseconds, 13 ms on this
+    ///    project's VM, so a sample that close to a reload may go to the wrong load);
+    /// 4. the highest program id.
+    pub fn func_at_named(&self, addr: u64, seen: Seen<'_>) -> Option<(usize, usize)> {
         if !self.spans(addr) {
             return None;
         }
         let upto = self.index.partition_point(|&(s, ..)| s <= addr);
         let floor = addr.saturating_sub(self.max_len);
-        let name_tag = name.and_then(tag_of_symbol);
-        let tagged = |p: usize, f: usize| {
-            let prog = &self.progs[p];
-            name_tag.is_some_and(|t| prog.tag == t || prog.funcs[f].tag == Some(t))
-        };
         let mut holding = self.index[..upto]
             .iter()
             .rev()
             .take_while(|&&(s, ..)| s >= floor)
-            .filter(|&&(_, e, ..)| addr < e);
+            .filter(|&&(_, e, ..)| addr < e)
+            .map(|&(_, _, p, f)| (p, f));
         let first = holding.next()?;
         let Some(second) = holding.next() else {
-            // One function holds it (the usual case): no names to compare.
-            return Some((first.2, first.3));
+            // One function holds it (the usual case): nothing to choose.
+            return Some(first);
         };
-        [first, second]
-            .into_iter()
-            .chain(holding)
-            .max_by_key(|&&(_, _, p, f)| {
-                let id = self.progs[p].id;
-                (prog == Some(id), tagged(p, f), id)
-            })
-            .map(|&(_, _, p, f)| (p, f))
+        let all: Vec<(usize, usize)> = [first, second].into_iter().chain(holding).collect();
+        Some(self.choose(&all, seen))
+    }
+
+    /// Rules 1–4 of [`BpfInfo::func_at_named`] among the functions `all` that hold an address.
+    fn choose(&self, all: &[(usize, usize)], seen: Seen<'_>) -> (usize, usize) {
+        let load = |p: usize| self.progs[p].load_time;
+        let by_then = |p: usize| seen.time.is_some_and(|t| load(p) <= t);
+        let named = all
+            .iter()
+            .find(|&&(p, _)| Some(self.progs[p].id) == seen.prog);
+        let trusted =
+            named.filter(|&&(r, _)| !all.iter().any(|&(q, _)| by_then(q) && load(q) > load(r)));
+        let name_tag = seen.name.and_then(tag_of_symbol);
+        let tagged = |p: usize, f: usize| {
+            let prog = &self.progs[p];
+            name_tag.is_some_and(|t| prog.tag == t || prog.funcs[f].tag == Some(t))
+        };
+        let key = |&&(p, f): &&(usize, usize)| {
+            let trust = trusted.is_some_and(|&(r, _)| r == p);
+            (
+                trust,
+                tagged(p, f),
+                by_then(p).then(|| load(p)),
+                self.progs[p].id,
+            )
+        };
+        all.iter().max_by_key(key).copied().unwrap_or(all[0])
     }
 
     /// Program, function and source line of `ip`; a [`IpKind::Return`] address is looked up
     /// at `ip - 1`. `None` when no known BPF function holds it.
     pub fn lookup(&self, ip: u64, kind: IpKind) -> Option<Location<'_>> {
-        self.lookup_named(ip, kind, None, None)
+        self.lookup_named(ip, kind, Seen::default())
     }
 
-    /// As [`BpfInfo::lookup`], choosing among overlapping programs by the frame's program id
-    /// and KSYMBOL name ([`BpfInfo::func_at_named`]).
-    pub fn lookup_named(
-        &self,
-        ip: u64,
-        kind: IpKind,
-        name: Option<&str>,
-        prog: Option<u32>,
-    ) -> Option<Location<'_>> {
+    /// As [`BpfInfo::lookup`], choosing among overlapping programs by what is known of the
+    /// frame ([`BpfInfo::func_at_named`]).
+    pub fn lookup_named(&self, ip: u64, kind: IpKind, seen: Seen<'_>) -> Option<Location<'_>> {
         let addr = effective_addr(ip, kind);
-        let (p, f) = self.func_at_named(addr, name, prog)?;
+        let (p, f) = self.func_at_named(addr, seen)?;
         let prog = &self.progs[p];
         let func = &prog.funcs[f];
         let line = line_index(func, addr).map(|j| self.source_line(prog, f, j));

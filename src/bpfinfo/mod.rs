@@ -37,6 +37,6 @@ pub use aggregate::{aggregate_lines, Aggregator, Frame, FrameKind, LineCost, Lin
 pub use btf::{parse_btf_section, Btf, BtfSet, KIND_FUNC};
 pub use disasm::{disassemble, Insn};
 pub use error::BpfInfoError;
-pub use lookup::{entry_range, line_index, BpfInfo, IpKind, Location, SourceLine};
+pub use lookup::{entry_range, line_index, BpfInfo, IpKind, Location, Seen, SourceLine};
 pub use model::{FuncInfo, LineEntry, LineMapping, ProgInfo, ProgParts, RawFuncInfo, RawLineInfo};
 pub use proginfo::parse_prog_info;

@@ -464,7 +464,12 @@ const NAME: &str = "bpf_prog_1111111111111111_main_fn";
 fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     let info = two_loads();
     let line = |prog| {
-        let l = info.lookup_named(BOTH, IpKind::Sample, Some(NAME), prog)?;
+        let seen = Seen {
+            name: Some(NAME),
+            prog,
+            time: None,
+        };
+        let l = info.lookup_named(BOTH, IpKind::Sample, seen)?;
         Some((l.prog.id, l.offset, l.line?.line))
     };
     assert_eq!(line(Some(42)), Some((42, 0x18, 6)));
@@ -472,7 +477,12 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     // Without the reader's id (perf script's text): the later load, as before.
     assert_eq!(line(None), Some((43, 0x8, 5)));
     // Only the first load holds BASE + 0x8, whatever the id says.
-    let low = info.lookup_named(BASE + 8, IpKind::Sample, Some(NAME), Some(43));
+    let seen = Seen {
+        name: Some(NAME),
+        prog: Some(43),
+        time: None,
+    };
+    let low = info.lookup_named(BASE + 8, IpKind::Sample, seen);
     assert_eq!(low.map(|l| l.prog.id), Some(42));
     let frame = |prog| Frame {
         ip: BOTH,
@@ -493,18 +503,40 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     assert_eq!(got, [(42, 6, 7), (43, 5, 3)]);
 }
 
-/// A frame the reader could not name (no KSYMBOL: a per-task recording of a program another
-/// process loaded): by the sample's time against the loads' load_time (1000 and 5000).
+/// A per-task recording has no KSYMBOL of what another process loads or unloads: a frame
+/// the reader could not name goes by the sample's time against the loads' load_time (1000
+/// and 5000), and so does one the reader named from a map that went stale (the first load,
+/// synthesized at the start, unloaded and replaced unseen).
 #[test]
 fn regression_a_reload_without_ksymbols_is_told_apart_by_time() {
     let info = two_loads();
-    assert_eq!(info.loaded_at(BOTH, 3_000), Some(42));
-    assert_eq!(info.loaded_at(BOTH, 6_000), Some(43));
-    assert_eq!(info.loaded_at(BOTH, 500), None, "before both: no answer");
+    let at = |addr, name, prog, time| {
+        let seen = Seen { name, prog, time };
+        info.func_at_named(addr, seen)
+            .map(|(p, _)| info.progs[p].id)
+    };
+    assert_eq!(at(BOTH, None, None, Some(3_000)), Some(42));
+    assert_eq!(at(BOTH, None, None, Some(6_000)), Some(43));
     assert_eq!(
-        info.loaded_at(BASE + 8, 6_000),
-        None,
-        "one holder: no question"
+        at(BOTH, None, None, Some(500)),
+        Some(43),
+        "before both: the later"
+    );
+    assert_eq!(at(BOTH, Some(NAME), Some(42), Some(3_000)), Some(42));
+    assert_eq!(
+        at(BOTH, Some(NAME), Some(42), Some(6_000)),
+        Some(43),
+        "stale"
+    );
+    assert_eq!(
+        at(BOTH, Some(NAME), Some(43), Some(3_000)),
+        Some(43),
+        "the reader's"
+    );
+    assert_eq!(
+        at(BASE + 8, None, None, Some(6_000)),
+        Some(42),
+        "one holder"
     );
     let mut agg = Aggregator::default();
     for (time, weight) in [(3_000, 2), (6_000, 1)] {

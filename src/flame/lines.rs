@@ -45,7 +45,12 @@ fn line_name(
         0 => IpKind::Sample,
         _ => IpKind::Return,
     };
-    let l = info.lookup_named(ip, kind, sym, prog)?.line?;
+    let seen = crate::bpfinfo::Seen {
+        name: sym,
+        prog,
+        time: None,
+    };
+    let l = info.lookup_named(ip, kind, seen)?.line?;
     let file = basename(&l.file);
     let file = if file.is_empty() { "?" } else { file };
     Some(format!("{file}:{}", l.line))

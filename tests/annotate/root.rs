@@ -392,15 +392,16 @@ fn a_program_loaded_twice_while_recording_is_shown_per_id() {
         return;
     }
     let _serial = serial();
-    for all_cpus in [false, true] {
-        two_loads_apart(all_cpus);
+    // (-a, the first load before perf starts: its KSYMBOL synthesized, its unload unseen)
+    for (all_cpus, first_before) in [(false, false), (true, false), (false, true)] {
+        two_loads_apart(all_cpus, first_before);
     }
 }
 
-fn two_loads_apart(all_cpus: bool) {
+fn two_loads_apart(all_cpus: bool, first_before: bool) {
     let d = open_tempdir();
     let data = d.path().join("perf.data");
-    let loads = record_two_loads(&data, all_cpus);
+    let loads = record_two_loads(&data, all_cpus, first_before);
     let r = run(ebpf_prof(&["annotate", data.to_str().unwrap()], d.path()));
     assert_eq!(r.code(), Some(0), "{r:?}");
     let out = r.stdout();
@@ -427,7 +428,7 @@ fn two_loads_apart(all_cpus: bool) {
     };
     let (first, second) = (share(&loads[0]), share(&loads[1]));
     let half = first / (first + second);
-    eprintln!("-a {all_cpus}: first load {first:.2}%, second {second:.2}%: {half:.2} of the two");
+    eprintln!("-a {all_cpus}, first before {first_before}: first load {first:.2}%, second {second:.2}%: {half:.2} of the two");
     assert!(
         (0.25..=0.75).contains(&half),
         "each load held 1 s: {first}% vs {second}%: {v}"
@@ -449,10 +450,10 @@ fn two_loads_apart(all_cpus: bool) {
 }
 
 /// perf records the bench for 5 s (or every CPU) while `every_syscall` is loaded twice, 1 s
-/// each; the program ids of each load. A first load before perf starts takes libbpf's feature probes
+/// each (the first from before perf starts with `first_before`); the program ids of each load. A first load before perf starts takes libbpf's feature probes
 /// (cached for the process after), so the two recorded loads meet the same free JIT space:
 /// the second then lands on (or next to) the first's place.
-fn record_two_loads(data: &Path, all_cpus: bool) -> Vec<Vec<u32>> {
+fn record_two_loads(data: &Path, all_cpus: bool, first_before: bool) -> Vec<Vec<u32>> {
     let every_syscall = || {
         attach(ObjectSource::Bytes {
             name: "every_syscall",
@@ -461,6 +462,10 @@ fn record_two_loads(data: &Path, all_cpus: bool) -> Vec<Vec<u32>> {
         .unwrap()
     };
     drop(every_syscall());
+    // Its JIT space is freed a little later (the kernel frees programs deferred).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut loads = Vec::new();
+    let mut held = first_before.then(|| noted(every_syscall(), &mut loads));
     let bin = env!("CARGO_BIN_EXE_ebpf-prof");
     let mut perf = Command::new("perf")
         .args([
@@ -479,22 +484,29 @@ fn record_two_loads(data: &Path, all_cpus: bool) -> Vec<Vec<u32>> {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut loads = Vec::new();
+    let second = std::time::Duration::from_millis(1000);
     for _ in 0..2 {
-        std::thread::sleep(std::time::Duration::from_millis(1000));
-        let hook = every_syscall();
-        let ids = hook.program_ids();
-        let at: Vec<String> = ids
-            .iter()
-            .map(|&id| format!("{id} at {:x?}", jited_ksyms(id)))
-            .collect();
-        eprintln!("loaded: {}", at.join(", "));
-        loads.push(ids);
-        std::thread::sleep(std::time::Duration::from_millis(1000));
-        drop(hook);
+        if held.is_none() {
+            std::thread::sleep(second);
+            held = Some(noted(every_syscall(), &mut loads));
+        }
+        std::thread::sleep(second);
+        drop(held.take());
     }
     perf.wait().unwrap();
     loads
+}
+
+/// `hook`, its program ids added to `loads`, their addresses printed.
+fn noted(hook: ebpf_prof::bpf::Attached, loads: &mut Vec<Vec<u32>>) -> ebpf_prof::bpf::Attached {
+    let ids = hook.program_ids();
+    let at: Vec<String> = ids
+        .iter()
+        .map(|&id| format!("{id} at {:x?}", jited_ksyms(id)))
+        .collect();
+    eprintln!("loaded: {}", at.join(", "));
+    loads.push(ids);
+    hook
 }
 
 /// A program without line info (the sample hook with its `.BTF.ext` removed, as if built
