@@ -10,7 +10,7 @@
 //! at that width, as `overhead --target-ns`; `--runs 0`: only the timing.)
 //!
 //! The model, calibrated on rounds kept with `overhead --keep` on the test VM (2 vCPUs, kernel
-//! 6.18): a round is 9,000 kept openats whose latency is the level (≈1840 ns) plus an excess
+//! 6.18): a round is 4,500 kept openats (the default 5,000 less the warm-up) whose latency is the level (≈1840 ns) plus an excess
 //! drawn from the median per-round excess quantiles (a ±20 ns body, 3% from +120 ns, p99 +506,
 //! p99.9 +11 µs: interrupts), in 10% of rounds with 30% of the body lifted by 190 ns (the
 //! bimodal rounds seen there); each reading is the difference of two clock readings with a
@@ -23,7 +23,7 @@
 //! Bursts strike a round at a rate per unit of its time, so the treat arm's slightly longer
 //! rounds are struck slightly more often; the last line multiplies the treat arm's rate by 2.5
 //! besides (a hook that attracts interference: a stress case, not a target). The treatment
-//! shifts every latency by the effect. A round takes 9 ms + 2.7 µs × 10,000
+//! shifts every latency by the effect. A round takes 9 ms + 2.7 µs × 5,000
 //! iterations of simulated time, and `overhead::Stop` decides when a run ends, as on the
 //! machine: at the default, when the next pair would not fit in the 12 s budget.
 //!
@@ -104,8 +104,8 @@ const fn scenario(
 }
 
 const LEVEL_NS: f64 = 1840.0;
-const KEPT: usize = 9_000;
-const ITERATIONS: f64 = 10_000.0;
+const KEPT: usize = 4_500;
+const ITERATIONS: f64 = 5_000.0;
 /// Median per-round excess over the round's p50 at these probabilities (ns), test VM.
 const EXCESS: [(f64, f64); 20] = [
     (0.0, -35.0),
@@ -332,7 +332,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// Wall time of the comparison on a long run: 160 pairs of 9,000-sample rounds.
+/// Wall time of the comparison on a long run: 160 pairs of 4,500-sample rounds.
 fn timing() {
     let mut rng = Rng::new(9);
     let opts = CompareOptions::default();
@@ -347,7 +347,7 @@ fn timing() {
     let c = compare_summaries(&sums[..160], &sums[160..], &opts);
     std::hint::black_box(&c);
     println!(
-        "speed: summarising a 9,000-sample round {summarise:.2} ms; comparing 160 pairs, 4 quantiles {:.1} ms",
+        "speed: summarising a 4,500-sample round {summarise:.2} ms; comparing 160 pairs, 4 quantiles {:.1} ms",
         t1.elapsed().as_secs_f64() * 1e3
     );
 }
@@ -391,7 +391,7 @@ fn main() {
         return;
     }
     println!(
-        "\n{} simulated runs per line, {}, 9,000 kept samples a round, {:.0}% intervals",
+        "\n{} simulated runs per line, {}, 4,500 kept samples a round, {:.0}% intervals",
         cfg.runs,
         stop_text(&cfg.stop),
         100.0 * cfg.confidence

@@ -40,7 +40,7 @@ pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(12);
 /// learn to ignore. The intervals are 1.3× as wide; `--confidence 0.95` gives the usual level.
 pub const DEFAULT_CONFIDENCE: f64 = 0.99;
 /// The default iterations of one round of the built-in bench.
-pub const DEFAULT_ITERATIONS: usize = 10_000;
+pub const DEFAULT_ITERATIONS: usize = 5_000;
 /// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
 pub const MAX_PAIRS: usize = 2000;
 
