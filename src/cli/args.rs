@@ -30,39 +30,10 @@ pub struct InputArgs {
 impl InputArgs {
     /// The input given either way, else `perf.data`.
     pub fn path(&self) -> PathBuf {
-        chosen_input(&self.input, &self.positional)
-    }
-}
-
-/// `-i INPUT`, else the positional INPUT, else `perf.data`.
-fn chosen_input(input: &Option<PathBuf>, positional: &Option<PathBuf>) -> PathBuf {
-    input
-        .clone()
-        .or_else(|| positional.clone())
-        .unwrap_or_else(|| PathBuf::from("perf.data"))
-}
-
-/// A perf.data to read (`annotate`): positional or `-i/--input`.
-#[derive(Debug, Args, Clone)]
-pub struct PerfDataInputArgs {
-    /// A perf.data with BPF program info in its header (`ebpf-prof record`, `overhead
-    /// --profile`, `perf record` of perf ≥ 5.1 as root) [default: perf.data]
-    #[arg(value_name = "INPUT")]
-    pub positional: Option<PathBuf>,
-    /// The same, as an option (`perf report -i` style).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "INPUT",
-        conflicts_with = "positional"
-    )]
-    pub input: Option<PathBuf>,
-}
-
-impl PerfDataInputArgs {
-    /// The input given either way, else `perf.data`.
-    pub fn path(&self) -> PathBuf {
-        chosen_input(&self.input, &self.positional)
+        self.input
+            .clone()
+            .or_else(|| self.positional.clone())
+            .unwrap_or_else(|| PathBuf::from("perf.data"))
     }
 }
 
@@ -274,10 +245,15 @@ pub struct FlameArgs {
     pub perf: PerfArgs,
 }
 
+/// `annotate` reads only a perf.data: the shared INPUT, with its own help.
 #[derive(Debug, Args)]
+#[command(mut_arg("positional", |a| a.help(
+    "A perf.data with BPF program info in its header (`ebpf-prof record`, `overhead --profile`, \
+     `perf record` of perf ≥ 5.1 as root) [default: perf.data]"
+)))]
 pub struct AnnotateArgs {
     #[command(flatten)]
-    pub input: PerfDataInputArgs,
+    pub input: InputArgs,
     /// Only this BPF function (name without `bpf_prog_<tag>_`, full symbol, or program id).
     #[arg(long, value_name = "NAME")]
     pub prog: Option<String>,

@@ -97,15 +97,14 @@ pub(super) fn programs(
     };
     match gate::decide(all, None, filter) {
         gate::Verdict::Refused(why) => fail(name, format!("record will refuse: {why}"), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter"),
-        gate::Verdict::Programs(p) if listing && gate::unnamed(&p).is_some() => {
-            let why = gate::unnamed(&p).unwrap_or_default();
-            fail(name, format!("record will refuse: {why}"), "sudo sysctl -w net.core.bpf_jit_harden=0")
-        }
-        gate::Verdict::Programs(p) => {
-            let names: Vec<String> = p.iter().map(|p| format!("{} (id {})", p.name, p.id)).collect();
-            let how = filter.map_or(String::new(), |f| format!(" matching /{}/", f.as_str()));
-            ok(name, format!("{} of {} loaded{how} would show up: {}", p.len(), all.len(), names.join(", ")))
-        }
+        gate::Verdict::Programs(p) => match gate::unnamed(&p).filter(|_| listing) {
+            Some(why) => fail(name, format!("record will refuse: {why}"), "sudo sysctl -w net.core.bpf_jit_harden=0"),
+            None => {
+                let names: Vec<String> = p.iter().map(|p| format!("{} (id {})", p.name, p.id)).collect();
+                let how = filter.map_or(String::new(), |f| format!(" matching /{}/", f.as_str()));
+                ok(name, format!("{} of {} loaded{how} would show up: {}", p.len(), all.len(), names.join(", ")))
+            }
+        },
     }
 }
 

@@ -193,28 +193,14 @@ fn two_guards_of_one_process_keep_separate_files() {
     assert!(!dir.join(format!("{pid}-stats.json")).exists());
 }
 
-/// Whether this test may go on: root runs it; elsewhere it is skipped, and under CI=true (where
-/// the runner gives root) a skip is a failure.
-fn root_or_skip(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "{test}: needs root, and CI=true: it must run, not skip"
-    );
-    eprintln!("SKIP {test}: needs root");
-    false
-}
-
 /// Issue 12.5: a state directory or file another user owns is not trusted, even when its mode
 /// is tight (they could have planted it before we created the directory).
 #[test]
 #[ignore = "needs root (chown): scripts/test.sh runs it"]
 fn a_state_directory_or_file_another_user_owns_is_ignored() {
-    if !root_or_skip("a_state_directory_or_file_another_user_owns_is_ignored") {
+    if !crate::host::security::root_or_skip(
+        "a_state_directory_or_file_another_user_owns_is_ignored",
+    ) {
         return;
     }
     let (_d, host, dir) = tree("1");

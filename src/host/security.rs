@@ -52,6 +52,22 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// For unit tests that need root: whether `test` may go on. Root runs it; elsewhere it is
+/// skipped, and under CI=true (where the runner gives root) a skip is a failure.
+#[cfg(test)]
+pub(crate) fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "{test}: needs root, and CI=true: it must run, not skip"
+    );
+    eprintln!("SKIP {test}: needs root");
+    false
+}
+
 /// Kernel lockdown as securityfs shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lockdown {

@@ -135,11 +135,9 @@ fn give_path_does_not_follow_a_link() {
 #[test]
 #[ignore = "needs root (chown): scripts/test.sh runs it"]
 fn as_root_the_files_and_only_they_are_handed_to_the_user() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "needs root, and CI=true: it must run, not skip");
-        eprintln!("SKIP as_root_the_files_and_only_they_are_handed_to_the_user: needs root");
+    if !crate::host::security::root_or_skip(
+        "as_root_the_files_and_only_they_are_handed_to_the_user",
+    ) {
         return;
     }
     let d = tempfile::tempdir().unwrap();
