@@ -10,7 +10,8 @@
 //! at that width, as `overhead --target-ns`; `--runs 0`: only the timing.)
 //!
 //! The model, calibrated on rounds kept with `overhead --keep` on the test VM (2 vCPUs, kernel
-//! 6.18): a round is 4,500 kept openats (the default 5,000 less the warm-up) whose latency is the level (≈1840 ns) plus an excess
+//! 6.18): a round is 225 kept openats (the default 250 of `--compare` and `--aa` less the
+//! warm-up) whose latency is the level (≈1840 ns) plus an excess
 //! drawn from the median per-round excess quantiles (a ±20 ns body, 3% from +120 ns, p99 +506,
 //! p99.9 +11 µs: interrupts), in 10% of rounds with 30% of the body lifted by 190 ns (the
 //! bimodal rounds seen there); each reading is the difference of two clock readings with a
@@ -19,11 +20,14 @@
 //! each slot a shift: AR(1) drift, an independent shift, bursts that lift a round by 150–700 ns
 //! and dips that lower it by 100–500 ns (per arm), state changes of ±400 ns that last 10–40
 //! slots, a steady trend, interference with a period of four slots (which strict ABBA
-//! alternation would resonate with).
+//! alternation would resonate with). The scenarios' rates and durations are per slot of 22.5 ms
+//! (the rounds of 5,000 openats, a process each, they were measured on) and are rescaled to the
+//! default round's time ([`Scenario::per_slot`]). Tail quantiles are compared as `overhead`
+//! does, over blocks of pairs pooled ([`compare`]).
 //! Bursts strike a round at a rate per unit of its time, so the treat arm's slightly longer
 //! rounds are struck slightly more often; the last line multiplies the treat arm's rate by 2.5
 //! besides (a hook that attracts interference: a stress case, not a target). The treatment
-//! shifts every latency by the effect. A round takes 9 ms + 2.7 µs × 5,000
+//! shifts every latency by the effect. A round takes 1.5 ms + 2.7 µs × 250
 //! iterations of simulated time, and `overhead::Stop` decides when a run ends, as on the
 //! machine: at the default, when the next pair would not fit in the 12 s budget.
 //!
@@ -33,9 +37,11 @@
 //! wrong sign, and whose intervals hold the true effect. P(≥19/20) and P(≥9/10) turn the rates
 //! into the odds of passing the 20-run and 10-run targets.
 
-use ebpf_prof::overhead::{Stop, DEFAULT_CONFIDENCE, DEFAULT_MAX_TIME};
+use ebpf_prof::overhead::{
+    is_look, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_MAX_TIME,
+};
 use ebpf_prof::stats::rng::Rng;
-use ebpf_prof::stats::{compare_summaries, shift_interval, CompareOptions, RoundSummary};
+use ebpf_prof::stats::{compare, shift_interval, CompareOptions, RoundSummary};
 use std::time::{Duration, Instant};
 
 /// How the machine moves between rounds.
@@ -76,6 +82,20 @@ const SCENARIOS: [Scenario; 7] = [
     scenario("stress: treat bursts 2.5x",      6.0, 0.7,  5.0, 0.04,  2.5,   0.03, 0.0,   0.0,  0.0),
 ];
 
+impl Scenario {
+    /// The scenario on slots [`SLOWER`] times shorter than those it was written for.
+    fn per_slot(&self) -> Scenario {
+        Scenario {
+            rho: self.rho.powf(1.0 / SLOWER),
+            burst: self.burst / SLOWER,
+            dip: self.dip / SLOWER,
+            state: self.state / SLOWER,
+            trend: self.trend / SLOWER,
+            ..*self
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 const fn scenario(
     name: &'static str,
@@ -104,8 +124,17 @@ const fn scenario(
 }
 
 const LEVEL_NS: f64 = 1840.0;
-const KEPT: usize = 4_500;
-const ITERATIONS: f64 = 5_000.0;
+/// `overhead --compare`'s default rounds, less the 10% warm-up.
+const KEPT: usize = DEFAULT_ITERATIONS * 9 / 10;
+const ITERATIONS: f64 = DEFAULT_ITERATIONS as f64;
+/// A round's time: the bench's loop and what a switch of arms and the pipe round trip cost
+/// (2,771 pairs of rounds of 250 in 12 s with `--compare` on the test VM).
+const ROUND_S: f64 = 0.0015 + 2.7e-6 * ITERATIONS;
+/// The scenarios' figures were calibrated on slots of 22.5 ms (rounds of 5,000 in a process
+/// each); a slot of `ROUND_S` is this many times shorter, and [`Scenario::per_slot`] rescales
+/// what depends on time: the drift's correlation from slot to slot, the chance per slot of a
+/// burst, a dip or a state change, how many slots a state lasts, the trend.
+const SLOWER: f64 = 0.0225 / ROUND_S;
 /// Median per-round excess over the round's p50 at these probabilities (ns), test VM.
 const EXCESS: [(f64, f64); 20] = [
     (0.0, -35.0),
@@ -170,7 +199,7 @@ impl Machine<'_> {
         let s = self.s;
         self.ar = s.rho * self.ar + (1.0 - s.rho * s.rho).sqrt() * s.ar_sd * rng.normal();
         if self.state_left == 0 && rng.uniform() < s.state {
-            self.state_left = 10 + rng.below(31);
+            self.state_left = ((10 + rng.below(31)) as f64 * SLOWER) as usize;
             self.state_shift = if rng.uniform() < 0.5 { 400.0 } else { -400.0 };
         }
         let state = if self.state_left > 0 {
@@ -197,6 +226,7 @@ impl Machine<'_> {
 /// One simulated run of `overhead` with the stop rule of `cfg`.
 fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, usize) {
     let mut rng = Rng::new(seed);
+    let s = &s.per_slot();
     let mut m = Machine {
         s,
         ar: s.ar_sd * rng.normal(),
@@ -208,8 +238,9 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
         confidence: cfg.confidence,
         ..CompareOptions::default()
     };
-    let round_time = Duration::from_secs_f64(0.009 + 2.7e-6 * ITERATIONS);
-    let mut arms: [Vec<RoundSummary>; 2] = [Vec::new(), Vec::new()];
+    let round_time = Duration::from_secs_f64(ROUND_S);
+    let mut arms: [Vec<Vec<u64>>; 2] = [Vec::new(), Vec::new()];
+    let mut sums: [Vec<RoundSummary>; 2] = [Vec::new(), Vec::new()];
     let mut spent = Duration::ZERO;
     let mut pairs = 0;
     loop {
@@ -221,15 +252,19 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
         for arm in order {
             let d = m.next(&mut rng, arm, effect);
             let plus = if arm == 1 { effect } else { 0.0 };
-            arms[arm].push(RoundSummary::of(&round(&mut rng, d, plus), &opts.quantiles));
+            let r = round(&mut rng, d, plus);
+            sums[arm].push(RoundSummary::of(&r, &[50.0]));
+            arms[arm].push(r);
             spent += round_time;
         }
-        let width = shift_interval(&arms[0], &arms[1], 0, opts.confidence).map(|i| i.hi - i.lo);
-        if cfg.stop.after_pair(pairs, width).is_some() {
-            break;
+        if is_look(pairs) {
+            let width = shift_interval(&sums[0], &sums[1], 0, opts.confidence).map(|i| i.hi - i.lo);
+            if cfg.stop.after_pair(pairs, width).is_some() {
+                break;
+            }
         }
     }
-    let c = compare_summaries(&arms[0], &arms[1], &opts);
+    let c = compare(&arms[0], &arms[1], &opts);
     let intervals = c.diffs.iter().map(|d| (d.lo, d.hi)).collect();
     let p50 = c.diffs[0].delta;
     (RunResult { intervals, p50 }, pairs)
@@ -332,23 +367,28 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// Wall time of the comparison on a long run: 160 pairs of 4,500-sample rounds.
+/// Wall time of the comparison on a long run: 3,000 pairs of default rounds.
 fn timing() {
+    const PAIRS: usize = 3_000;
     let mut rng = Rng::new(9);
     let opts = CompareOptions::default();
-    let rounds: Vec<Vec<u64>> = (0..320).map(|_| round(&mut rng, 0.0, 0.0)).collect();
+    let rounds: Vec<Vec<u64>> = (0..2 * PAIRS).map(|_| round(&mut rng, 0.0, 0.0)).collect();
     let t0 = Instant::now();
     let sums: Vec<RoundSummary> = rounds
         .iter()
         .map(|r| RoundSummary::of(r, &opts.quantiles))
         .collect();
-    let summarise = t0.elapsed().as_secs_f64() * 1e3 / 320.0;
+    let summarise = t0.elapsed().as_secs_f64() * 1e6 / (2 * PAIRS) as f64;
     let t1 = Instant::now();
-    let c = compare_summaries(&sums[..160], &sums[160..], &opts);
+    let width = shift_interval(&sums[..PAIRS], &sums[PAIRS..], 0, opts.confidence);
+    let look = t1.elapsed().as_secs_f64() * 1e3;
+    std::hint::black_box(&width);
+    let t2 = Instant::now();
+    let c = compare(&rounds[..PAIRS], &rounds[PAIRS..], &opts);
     std::hint::black_box(&c);
     println!(
-        "speed: summarising a 4,500-sample round {summarise:.2} ms; comparing 160 pairs, 4 quantiles {:.1} ms",
-        t1.elapsed().as_secs_f64() * 1e3
+        "speed: summarising a {KEPT}-sample round {summarise:.0} µs; the p50 interval of {PAIRS} pairs {look:.2} ms; comparing {PAIRS} pairs, 4 quantiles (tails pooled) {:.0} ms",
+        t2.elapsed().as_secs_f64() * 1e3
     );
 }
 
@@ -391,7 +431,7 @@ fn main() {
         return;
     }
     println!(
-        "\n{} simulated runs per line, {}, 4,500 kept samples a round, {:.0}% intervals",
+        "\n{} simulated runs per line, {}, {KEPT} kept samples a round, {:.0}% intervals",
         cfg.runs,
         stop_text(&cfg.stop),
         100.0 * cfg.confidence
@@ -414,7 +454,7 @@ fn stop_text(stop: &Stop) -> String {
             target_ns: Some(t),
             budget,
         } => format!(
-            "--target-ns {t}: p50 interval ≤ {t} ns at 30, 45, 67… pairs, or {} s of rounds",
+            "--target-ns {t}: p50 interval ≤ {t} ns at 500, 750, 1125… pairs, or {} s of rounds",
             budget.as_secs()
         ),
     }

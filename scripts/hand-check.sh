@@ -8,12 +8,12 @@
 # minute. Each side's figure is the median of its pair differences of p50 over all blocks.
 # Target: the tool's Δp50 within 10% of the hand figure.
 #
-# Usage: sudo scripts/hand-check.sh [BLOCKS=6] [ROUNDS_PER_BLOCK=8] [N=5000, overhead's default] [CPU=highest online]
+# Usage: sudo scripts/hand-check.sh [BLOCKS=6] [ROUNDS_PER_BLOCK=8] [N=2000, overhead's default with --load] [CPU=highest online]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 blocks=${1:-6}
 rounds=${2:-8}
-n=${3:-5000}
+n=${3:-2000}
 cpu=${4:-$(awk -F'[-,]' '{print $NF}' /sys/devices/system/cpu/online)}
 path=/etc/hostname
 

@@ -254,6 +254,11 @@ fn aa_and_compare_and_attach_cmd_run() {
         &["--load", "a.bpf.o", "--compare", "b.bpf.o", "--json"],
     );
     assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stderr()
+            .contains("holding syscalls/sys_enter_openat registered for the whole measurement"),
+        "both hooks attach sys_enter_openat: it is held, and rounds wait on its program array: {r:?}"
+    );
     let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
     let arms: Vec<&str> = v["kernel"]["programs"]
         .as_array()
@@ -294,7 +299,7 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     // A loose target: met at the first look, after MIN_PAIRS pairs.
-    let v = aa_json(d.path(), &["--target-ns", "1000"]);
+    let v = short_aa_target(d.path(), "1000");
     assert_eq!(v["ended"]["reason"], "target", "{v}");
     assert_eq!(v["rounds"], ebpf_prof::overhead::MIN_PAIRS, "{v}");
     assert_eq!(
@@ -319,6 +324,82 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
         1,
         "{r:?}"
     );
+}
+
+/// `overhead --aa -n 250 --target-ns T --json --stats-rounds 0`: its document.
+fn short_aa_target(dir: &Path, target: &str) -> serde_json::Value {
+    let args = ["overhead", "--aa", "-n", "250", "--target-ns", target];
+    let r = run(ebpf_prof(
+        &[&args[..], &["--json", "--stats-rounds", "0"]].concat(),
+        dir,
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"))
+}
+
+/// `overhead --aa --rounds 40 -n 250 EXTRA… --json --stats-rounds 0`: its document.
+fn short_aa(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["overhead", "--aa", "--rounds", "40", "-n", "250"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", "--stats-rounds", "0"]);
+    let r = run(ebpf_prof(&args, dir));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {r:?}"))
+}
+
+/// Which arm ran first in each pair.
+fn first_arms(v: &serde_json::Value) -> Vec<bool> {
+    let at = |arm: &str| -> Vec<f64> {
+        v[arm]["started_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    at("base")
+        .iter()
+        .zip(at("treat"))
+        .map(|(b, t)| *b < t)
+        .collect()
+}
+
+/// `--seed` repeats a run's coin, and without it every run draws its own (and says which);
+/// rounds of 250 compare p99 and p99.9 over pooled blocks of 5 and 45 pairs.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn fresh_coins_unless_seeded_and_pooled_tails_of_short_rounds() {
+    if !need_root("fresh_coins_unless_seeded_and_pooled_tails_of_short_rounds") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        short_aa(d.path(), &["--seed", "7"]),
+        short_aa(d.path(), &["--seed", "7"]),
+    );
+    assert_eq!((a["seed"].as_u64(), b["seed"].as_u64()), (Some(7), Some(7)));
+    assert_eq!(
+        first_arms(&a),
+        first_arms(&b),
+        "the same seed, the same coin"
+    );
+    let (x, y) = (short_aa(d.path(), &[]), short_aa(d.path(), &[]));
+    assert_ne!(x["seed"], y["seed"], "a fresh coin each run");
+    assert_ne!(
+        first_arms(&x),
+        first_arms(&y),
+        "40 coin flips alike by chance: 2^-40"
+    );
+    assert_eq!(a["iterations"], 250);
+    let diffs = a["comparison"]["diffs"].as_array().unwrap();
+    let blocks: Vec<u64> = diffs.iter().map(|d| d["block"].as_u64().unwrap()).collect();
+    let counts: Vec<usize> = diffs
+        .iter()
+        .map(|d| d["pair_deltas"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(blocks, [1, 1, 5, 45]);
+    assert_eq!(counts, [40, 40, 8, 1]);
 }
 
 /// The programs' own time counts only their runs inside the timed span, and the dispatch gap

@@ -8,6 +8,7 @@ mod buffer;
 mod connect;
 pub mod op;
 pub mod pinned;
+pub mod serve;
 mod workers;
 pub mod workingset;
 

@@ -83,6 +83,10 @@ pub struct BenchArgs {
     /// how often a hook runs outside it).
     #[arg(long)]
     pub untimed_only: bool,
+    /// Run a round per byte read from stdin, answering on stdout in binary (`overhead`'s
+    /// worker; see bench/serve.rs).
+    #[arg(long, hide = true)]
+    pub serve: bool,
 }
 
 #[derive(Debug, Args)]
@@ -355,15 +359,16 @@ pub struct OverheadArgs {
     /// Run exactly N pairs of rounds (default: as many as --max-time holds).
     #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"])]
     pub rounds: Option<usize>,
-    /// Stop early once the p50 interval is at most N ns wide (looked at after 30, 45, 67… pairs).
+    /// Stop early once the p50 interval is at most N ns wide (looked at after 500, 750, 1125… pairs).
     #[arg(long, value_name = "N")]
     pub target_ns: Option<f64>,
     /// Time budget of the rounds: 12s, 1m, 500ms (no pair starts that would end past it).
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub max_time: Option<f64>,
-    /// Iterations per round of the built-in bench.
-    #[arg(short = 'n', long = "iterations", default_value_t = crate::overhead::DEFAULT_ITERATIONS)]
-    pub iterations: usize,
+    /// Iterations per round of the built-in bench [default: 250 with --compare or --aa, 2000
+    /// against nothing attached].
+    #[arg(short = 'n', long = "iterations")]
+    pub iterations: Option<usize>,
     /// Operation of the built-in bench.
     #[arg(long, value_enum, default_value = "openat")]
     pub op: OpName,
@@ -427,9 +432,10 @@ pub struct OverheadArgs {
     /// Also watch the maps of the loaded programs of this name (repeatable).
     #[arg(long = "prog-name", value_name = "NAME")]
     pub prog_names: Vec<String>,
-    /// Seed of the coin that orders the two arms within each pair of rounds.
-    #[arg(long, default_value_t = 0x5eed)]
-    pub seed: u64,
+    /// Seed of the coin that orders the two arms within each pair of rounds [default: a fresh
+    /// one each run, printed with the results, to repeat a run's coin].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Two-sided confidence of the intervals (0.95 for the conventional 95%).
     #[arg(long, value_name = "C", default_value_t = crate::overhead::DEFAULT_CONFIDENCE)]
     pub confidence: f64,

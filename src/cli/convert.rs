@@ -23,6 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let lock = root_run_lock(&cli.command)?;
     recover_stale(lock.is_some());
     match cli.command {
+        Command::Bench(a) if a.serve => commands::bench::serve(&a.into()),
         Command::Bench(a) => commands::bench::run(&a.into()),
         Command::Doctor(a) => commands::doctor::run(&a.into()),
         Command::Record(a) => commands::record::run(&record_options(a)),
@@ -184,6 +185,9 @@ impl From<DiffArgs> for commands::diff::DiffOptions {
 }
 
 fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
+    let iterations = a
+        .iterations
+        .unwrap_or_else(|| crate::overhead::default_iterations(a.compare.is_some(), a.aa));
     commands::overhead::OverheadOptions {
         load: a.load,
         attach_cmd: a.attach_cmd,
@@ -198,7 +202,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
                     .map_or(crate::overhead::DEFAULT_MAX_TIME, Duration::from_secs_f64),
             },
         },
-        iterations: a.iterations,
+        iterations,
         op: a.op.kind(a.path),
         cpu: a.cpu,
         priority: (!a.no_fifo).then_some(a.priority),
@@ -213,7 +217,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
             max_p99_pct: a.max_p99_pct,
         },
         bench: a.bench,
-        seed: a.seed,
+        seed: a.seed.unwrap_or_else(crate::stats::rng::fresh_seed),
         confidence: a.confidence,
         paths: a.paths,
         workers: a.workers,

@@ -31,3 +31,9 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     }
     Ok(())
 }
+
+/// `bench --serve`: rounds on demand for `overhead` (bench/serve.rs).
+pub fn serve(opts: &BenchOptions) -> Result<()> {
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    bench::serve::serve(opts, &mut stdin.lock(), &mut stdout.lock())
+}

@@ -4,21 +4,20 @@
 //! An object is loaded once per measurement ([`Arm::prepare`]) and its programs are attached
 //! for each of its rounds and detached after ([`Arm::engage`], [`Engaged::disengage`]), so its
 //! maps live for the whole measurement, as a deployed hook's do, and a round costs no load
-//! and verification. Taking a tracepoint program off its hook is immediate, but closing its
-//! perf event then waits for RCU grace periods (`tracepoint_synchronize_unregister`: 60–80 ms
-//! on the test VM, as long as a round), whose IPIs slow whatever runs meanwhile: measured,
-//! a detached round overlapping it ran ~20 ns slower at p50. So:
-//! - when both arms attach objects (`--compare`), every round is followed by a teardown, the
-//!   same for both arms: the links are dropped on a helper thread while the next round runs
-//!   (once the kernel shows them gone: `bpf_link_free` releases a link's id and detaches its
-//!   program before that wait), and a time budget holds about twice as many rounds;
+//! and verification. Taking a tracepoint program off its hook waits in `close` for grace
+//! periods (17–90 ms on the test VM, longer than a round), whose IPIs slow whatever runs
+//! meanwhile: measured, a detached round overlapping it ran ~20 ns slower at p50. So:
+//! - when both arms attach objects (`--compare`) to the same tracepoints, every round is
+//!   followed by a teardown, the same for both arms: the links are closed on a helper thread
+//!   while the next round runs, which starts once the tracepoint's own program array, read
+//!   through a perf event held on it ([`super::anchor`]), no longer holds them;
 //! - otherwise a teardown would fall only on rounds after an attached one, mostly detached
 //!   ones, and bias the difference down: links are dropped in place, before the next round.
 //!
-//! Where the kernel has no link objects for them (perf-event attachments before 5.15), links
-//! are dropped in place too. After every detached round no kernel link may still attach the
-//! object's programs; at the end the object is unloaded and its programs must be gone.
+//! After every detached round no kernel link may still attach the object's programs; at the
+//! end the object is unloaded and its programs must be gone.
 
+use super::anchor::Anchors;
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
 use crate::error::{child, usage};
 use crate::signals;
@@ -28,6 +27,7 @@ use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -60,10 +60,30 @@ impl ArmSpec {
 pub enum Arm {
     Detached,
     /// The reaper (dropped first: it joins its threads, so no link outlives the object), the
-    /// object, and whether its links are dropped on the reaper's threads (the kernel shows its
-    /// attachments as link objects, and the other arm tears down after its rounds too).
-    Object(Reaper, Attached, bool),
+    /// object, and, when its links are closed on the reaper's threads, the held tracepoints that
+    /// tell when its programs are off them (every one of its programs is on one).
+    Object(Reaper, Attached, Option<Arc<Anchors>>),
     Command(Vec<String>),
+}
+
+/// Hold the tracepoints both arms' objects attach (anchor.rs) for as long as the returned
+/// value lives, and, when they cover every program of both arms, close each round's links on
+/// helper threads from now on — both arms or neither: a teardown overlapping the rounds of one
+/// arm only would bias the difference.
+pub fn overlap_teardowns(base: &mut Arm, treat: &mut Arm) -> Result<Arc<Anchors>> {
+    let (b, t) = (base.attached_sections(), treat.attached_sections());
+    let anchors = Arc::new(super::anchor::hold(&super::anchor::common(&b, &t))?);
+    if anchors.cover(&b)
+        && anchors.cover(&t)
+        && base.overlap_with(&anchors)
+        && treat.overlap_with(&anchors)
+    {
+        crate::out::say(format!(
+            "holding {} registered for the whole measurement (both objects attach it): each round starts once the other arm's programs are off it, while their teardown goes on",
+            anchors.names().join(", ")
+        ));
+    }
+    Ok(anchors)
 }
 
 /// Drops detached links on threads of their own — one per round, as each teardown waits for
@@ -101,22 +121,42 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Arm {
     /// Make `spec` ready: load its object (checking it attaches), or just keep the loader's
-    /// argv. `overlap_teardown`: whether detaching may overlap the next round (both arms tear
-    /// down after their rounds, see the module docs).
-    pub fn prepare(spec: &ArmSpec, overlap_teardown: bool) -> Result<Arm> {
+    /// argv. Its links are dropped in place until [`Arm::overlap_with`].
+    pub fn prepare(spec: &ArmSpec) -> Result<Arm> {
         match spec {
             ArmSpec::Detached => Ok(Arm::Detached),
             ArmSpec::Object(p) => {
                 let mut a = bpf::attach(ObjectSource::Path(p))?;
-                let linked = !bpf::links_to(&a.program_ids())?.is_empty();
                 a.detach();
-                Ok(Arm::Object(
-                    Reaper::default(),
-                    a,
-                    linked && overlap_teardown,
-                ))
+                Ok(Arm::Object(Reaper::default(), a, None))
             }
             ArmSpec::Command(argv) => Ok(Arm::Command(argv.clone())),
+        }
+    }
+
+    /// Close the object's links on helper threads from now on, when `anchors` hold every
+    /// tracepoint its programs attach to (see the module docs); whether they do.
+    pub fn overlap_with(&mut self, anchors: &Arc<Anchors>) -> bool {
+        let sections = self.attached_sections();
+        match self {
+            Arm::Object(_, _, held) if anchors.cover(&sections) => {
+                *held = Some(Arc::clone(anchors));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The sections of the programs the arm attaches (an object's; none for the others).
+    pub fn attached_sections(&self) -> Vec<String> {
+        match self {
+            Arm::Object(_, a, _) => a
+                .programs()
+                .iter()
+                .filter(|p| p.attached)
+                .map(|p| p.section.clone())
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -144,12 +184,12 @@ impl Arm {
     pub fn engage(&mut self) -> Result<Engaged<'_>> {
         match self {
             Arm::Detached => Ok(Engaged::Nothing),
-            Arm::Object(reaper, attached, overlap) => {
+            Arm::Object(reaper, attached, held) => {
                 attached.attach_again()?;
                 Ok(Engaged::Object {
                     attached,
                     reaper,
-                    overlap: *overlap,
+                    held: held.as_deref(),
                 })
             }
             Arm::Command(argv) => start_command(argv),
@@ -171,7 +211,7 @@ pub enum Engaged<'a> {
     Object {
         attached: &'a mut Attached,
         reaper: &'a Reaper,
-        overlap: bool,
+        held: Option<&'a Anchors>,
     },
     Command {
         child: Option<Child>,
@@ -233,14 +273,16 @@ impl Engaged<'_> {
             Engaged::Object {
                 attached,
                 reaper,
-                overlap,
+                held,
             } => {
                 let ids = attached.program_ids();
                 let links = attached.take_links();
-                if *overlap {
-                    reaper.drop_later(links);
-                } else {
-                    drop(links);
+                match held {
+                    Some(anchors) => {
+                        reaper.drop_later(links);
+                        anchors.wait_off(&ids)?;
+                    }
+                    None => drop(links),
                 }
                 ensure_unlinked(&ids)
             }
@@ -363,8 +405,10 @@ pub fn ensure_unlinked(ids: &[u32]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
-    // The id goes first in `bpf_link_free`, and the program comes off its hook right after: a
-    // few µs, within the bench's warm-up even if the next round started at once.
+    // Links closed in place are gone; a link closed on a reaper thread gives up its id
+    // before its program comes off the hook (`bpf_link_free`), which is why those rounds wait
+    // on the tracepoint's own program array first (anchor.rs): this finds a link that someone
+    // else holds.
     wait_until_none(
         Duration::from_micros(100),
         || bpf::links_to(ids),

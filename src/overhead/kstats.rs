@@ -102,6 +102,11 @@ impl KernelView {
     }
 }
 
+/// Iterations at least of the built-in bench in a stats round: each round is a process of its
+/// own, whose start-up makes system calls of its own (the loader's openats), a few dozen that
+/// rounds of a few hundred iterations would count as a third more runs per iteration.
+pub const MIN_ITERATIONS: usize = 5_000;
+
 /// Run `rounds` stats rounds for every attached arm (and one `--untimed-only` round of the
 /// built-in bench, to take off the runs outside the timed span).
 pub fn collect(

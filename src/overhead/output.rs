@@ -37,6 +37,8 @@ pub struct Report {
     /// Pairs of rounds compared.
     pub rounds: usize,
     pub iterations: usize,
+    /// Seed of the coin that ordered each pair (`--seed` repeats it).
+    pub seed: u64,
     /// Why the rounds ended: the count asked for, the target width, or the time budget.
     pub ended: Ended,
     pub bench: String,
@@ -171,6 +173,7 @@ impl Report {
             priority: o.priority,
             rounds: comparison.rounds,
             iterations: o.iterations,
+            seed: o.seed,
             ended: r.ended.clone(),
             bench: bench_label(o),
             base: arm(base, &r.base),
@@ -279,8 +282,8 @@ impl Report {
     fn explanations(&self) -> Vec<String> {
         let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
         let mut v = vec![format!(
-            "method: per-round mid-quantiles, paired in time; the median of the {} pair differences with its sign-test {conf} interval",
-            self.rounds
+            "method: per-round mid-quantiles, paired in time (coin seed {}); the median of the {} pair differences with its sign-test {conf} interval",
+            self.seed, self.rounds
         )];
         v.extend(
             self.comparison
@@ -523,6 +526,7 @@ mod tests {
             priority: Some(50),
             rounds: comparison.rounds,
             iterations: 400,
+            seed: 7,
             ended: Ended {
                 reason: "rounds",
                 pairs: 12,

@@ -11,8 +11,13 @@ use crate::recording::{self as record, Load, RecordOptions};
 use anyhow::Result;
 use std::path::Path;
 
+/// Iterations of the built-in bench in each profile, as `record`'s default: the latency rounds
+/// are far too short for a profile (250 openats take under a millisecond: a few samples at 4999 Hz).
+pub const PROFILE_ITERATIONS: usize = 200_000;
+
 /// Record one profile per arm into `dir` (new or empty; checked before measuring).
 pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) -> Result<()> {
+    let bench = &bench.with_iterations(PROFILE_ITERATIONS);
     for (name, spec) in arms {
         let load = match spec {
             ArmSpec::Object(p) => Load::Object(p.clone()),
@@ -21,7 +26,7 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
         // The user's loader runs for the recording; objects are loaded by record itself (after
         // the JIT sysctls, so their programs get symbols).
         let mut loader = match spec {
-            ArmSpec::Command(_) => Some(Arm::prepare(spec, false)?),
+            ArmSpec::Command(_) => Some(Arm::prepare(spec)?),
             _ => None,
         };
         let active = match loader.as_mut() {

@@ -1,11 +1,15 @@
 //! Running one round of the benchmark, pinned and at SCHED_FIFO as in `record`, and reading
-//! back its samples; and measuring what one clock reading costs.
+//! back its samples: the user's benchmark a process per round, the built-in one a process kept
+//! for all rounds ([`Served`], `bench --serve`); and measuring what one clock reading costs.
 
-use crate::bench::{now_ns, parse_samples};
+use crate::bench::{now_ns, parse_samples, serve};
 use crate::error::child;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
-use std::process::{Command, Stdio};
+use std::io::{BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// How the benchmark is run each round.
 #[derive(Debug, Clone)]
@@ -35,6 +39,20 @@ impl BenchRun {
         })
     }
 
+    /// The same run with `n` iterations per round of the built-in bench (a user's benchmark is
+    /// left as it is).
+    pub fn with_iterations(&self, n: usize) -> BenchRun {
+        let mut b = self.clone();
+        if self.builtin {
+            if let Some(i) = b.command.iter().position(|a| a == "-n") {
+                if let Some(v) = b.command.get_mut(i + 1) {
+                    *v = n.to_string().into();
+                }
+            }
+        }
+        b
+    }
+
     /// The full command line, for messages.
     pub fn line(&self) -> String {
         self.argv()
@@ -42,6 +60,39 @@ impl BenchRun {
             .map(|a| a.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// Start the built-in bench as a server of rounds; `None` for a user's benchmark.
+    pub fn serve(&self) -> Result<Option<Served>> {
+        if !self.builtin {
+            return Ok(None);
+        }
+        let mut b = self.clone();
+        b.command.push("--serve".into());
+        let argv = b.argv();
+        // A process group of its own: a Ctrl-C on the terminal reaches ebpf-prof, which stops
+        // between rounds and ends the server by closing its stdin, not the server mid-round.
+        let mut worker = Command::new(&argv[0])
+            .args(&argv[1..])
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start taskset (install util-linux)")?;
+        let (Some(stdin), Some(stdout)) = (worker.stdin.take(), worker.stdout.take()) else {
+            let _ = worker.kill();
+            let _ = worker.wait();
+            return Err(child(
+                "the benchmark's pipes could not be set up".to_string(),
+            ));
+        };
+        Ok(Some(Served {
+            stdin: Some(stdin),
+            stdout: BufReader::with_capacity(1 << 16, stdout),
+            child: worker,
+            run: b,
+        }))
     }
 
     /// Run one round; the samples in loop order.
@@ -69,6 +120,76 @@ impl BenchRun {
             &String::from_utf8_lossy(&out.stdout),
             &format!("benchmark output of round {label}"),
         )
+    }
+}
+
+/// The built-in bench kept running for all rounds: a byte on its stdin runs a round, its
+/// samples come back on its stdout (bench/serve.rs). Dropping it closes the stdin, which ends
+/// the server after the round it may be in; a server still there after a second is killed by
+/// its pid.
+pub struct Served {
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    child: Child,
+    run: BenchRun,
+}
+
+impl Served {
+    /// Run one round; the samples in loop order.
+    pub fn round(&mut self, label: &str) -> Result<Vec<u64>> {
+        let asked = match self.stdin.as_mut() {
+            Some(i) => i.write_all(b"r").and_then(|()| i.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        let answer = asked.and_then(|()| serve::decode(&mut self.stdout));
+        match answer {
+            Ok(Some(samples)) if !samples.is_empty() => Ok(samples),
+            Ok(Some(_)) => Err(child(format!(
+                "the benchmark kept no samples in round {label}: `{}`",
+                self.run.line()
+            ))),
+            _ => Err(self.failed(label)),
+        }
+    }
+
+    /// The error of a server that stopped answering: its exit status and stderr.
+    fn failed(&mut self, label: &str) -> anyhow::Error {
+        self.stdin = None;
+        let status = self.wait_or_kill();
+        let mut err = String::new();
+        if let Some(e) = self.child.stderr.as_mut() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let err = err.trim();
+        if let Some(e) = crate::bench::pinned::refused(err, &self.run.cpus, self.run.priority) {
+            return e;
+        }
+        let status = status.map_or_else(|| "killed".to_string(), |s| s.to_string());
+        child(format!(
+            "the benchmark failed ({status}) in round {label}: `{}`: {err}",
+            self.run.line()
+        ))
+    }
+
+    /// Wait up to a second for the server to exit, then kill it by its pid.
+    fn wait_or_kill(&mut self) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(1) {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(_) => break,
+            }
+        }
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stdin = None;
+        let _ = self.wait_or_kill();
     }
 }
 
@@ -128,7 +249,20 @@ mod tests {
             r.untimed().is_none(),
             "a user's bench cannot leave its operation out"
         );
-        let own = BenchRun { builtin: true, ..r };
+        let longer = r.with_iterations(9);
+        assert_eq!(longer.command, r.command, "a user's bench is left as it is");
+        let own = BenchRun {
+            builtin: true,
+            command: vec![
+                "ebpf-prof".into(),
+                "bench".into(),
+                "-n".into(),
+                "250".into(),
+            ],
+            ..r
+        };
+        let longer = own.with_iterations(200_000);
+        assert_eq!(longer.command[3], "200000");
         let u = own.untimed().unwrap();
         assert_eq!(u.command.last().unwrap(), "--untimed-only");
     }

@@ -41,8 +41,27 @@ impl RoundSummary {
     }
 }
 
+/// Samples a round should hold beyond a compared quantile for its own estimate of it; where
+/// rounds hold fewer (p99.9 needs 10,000 samples a round, `overhead`'s hold a few hundred),
+/// consecutive pairs are pooled ([`block_pairs`]).
+pub const TAIL_SAMPLES: f64 = 10.0;
+
+/// How many consecutive pairs to pool for percentile `q` when rounds keep `kept` samples: 1
+/// when a round holds [`TAIL_SAMPLES`] beyond `q`, else enough rounds to hold them together.
+pub fn block_pairs(kept: usize, q: f64) -> usize {
+    let beyond = kept as f64 * (1.0 - q / 100.0);
+    if kept == 0 || beyond >= TAIL_SAMPLES {
+        return 1;
+    }
+    (TAIL_SAMPLES / beyond.max(1e-9)).ceil().min(1e6) as usize
+}
+
 /// Baseline vs treatment from raw rounds: `base[i]` and `treat[i]` are the samples of round i
-/// of each arm (paired by adjacency in time), in any order.
+/// of each arm (paired by adjacency in time), in any order. A quantile the rounds are too short
+/// to estimate alone ([`block_pairs`]) is compared over blocks of consecutive pairs, each arm's
+/// rounds of a block pooled: the block's difference is as likely positive as negative under no
+/// effect for the same reason a pair's is (each pair's order is a coin's; flipping them all
+/// negates it), so the sign-test interval over blocks keeps its coverage.
 pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> Comparison {
     let sum = |rounds: &[Vec<u64>]| -> Vec<RoundSummary> {
         rounds
@@ -50,7 +69,45 @@ pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> 
             .map(|r| RoundSummary::of(r, &opts.quantiles))
             .collect()
     };
-    compare_summaries(&sum(base), &sum(treat), opts)
+    let mut c = compare_summaries(&sum(base), &sum(treat), opts);
+    let pairs: Vec<(&Vec<u64>, &Vec<u64>)> = base
+        .iter()
+        .zip(treat)
+        .filter(|(b, t)| !b.is_empty() && !t.is_empty())
+        .collect();
+    let mut kept: Vec<usize> = pairs.iter().map(|(b, t)| b.len().min(t.len())).collect();
+    kept.sort_unstable();
+    let kept = kept.get(kept.len() / 2).copied().unwrap_or(0);
+    for (k, &q) in opts.quantiles.iter().enumerate() {
+        let g = block_pairs(kept, q);
+        if g > 1 {
+            c.diffs[k] = pooled_diff(&pairs, g, q, opts.confidence);
+        }
+    }
+    c
+}
+
+/// The difference at `q` over blocks of `g` consecutive pairs, each arm's rounds pooled.
+fn pooled_diff(
+    pairs: &[(&Vec<u64>, &Vec<u64>)],
+    g: usize,
+    q: f64,
+    confidence: f64,
+) -> QuantileDiff {
+    let pool = |block: &[(&Vec<u64>, &Vec<u64>)], side: usize| -> RoundSummary {
+        let all: Vec<u64> = block
+            .iter()
+            .flat_map(|p| if side == 0 { p.0 } else { p.1 }.iter().copied())
+            .collect();
+        RoundSummary::of(&all, &[q])
+    };
+    let blocks: Vec<(RoundSummary, RoundSummary)> =
+        pairs.chunks(g).map(|b| (pool(b, 0), pool(b, 1))).collect();
+    let refs: Vec<(&RoundSummary, &RoundSummary)> = blocks.iter().map(|(b, t)| (b, t)).collect();
+    QuantileDiff {
+        block: g,
+        ..quantile_diff(&refs, 0, q, confidence)
+    }
 }
 
 /// Baseline vs treatment from round summaries made with the same `opts.quantiles`: per
@@ -147,6 +204,7 @@ fn quantile_diff(
         pct_lo: pct(s.lo),
         pct_hi: pct(s.hi),
         pair_deltas,
+        block: 1,
         method: METHOD,
     }
 }
@@ -260,7 +318,11 @@ mod tests {
     /// Rounds of 10 ns-stepped readings with a 1 ns jitter (1833/1834, 1843/1844 as on the
     /// test VM), the latency shifted by `plus` ns.
     fn stepped(rng: &mut Rng, plus: f64) -> Vec<u64> {
-        (0..9_000)
+        stepped_n(rng, plus, 9_000)
+    }
+
+    fn stepped_n(rng: &mut Rng, plus: f64, n: usize) -> Vec<u64> {
+        (0..n)
             .map(|_| {
                 let lat = 1820.0 + plus + 5.0 * rng.gamma(4.0);
                 let t0 = rng.uniform() * 1e6;
@@ -280,6 +342,56 @@ mod tests {
             assert!(
                 (p50.delta - plus).abs() < 1.0 && p50.lo > 0.0,
                 "+{plus} ns: {p50:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_shift_below_the_clock_step_is_resolved_in_short_rounds() {
+        // overhead's default with --compare: rounds of 250 less the warm-up, thousands of pairs.
+        let mut rng = Rng::new(9);
+        for plus in [3.0, 5.0] {
+            let base: Vec<Vec<u64>> = (0..2000).map(|_| stepped_n(&mut rng, 0.0, 225)).collect();
+            let treat: Vec<Vec<u64>> = (0..2000).map(|_| stepped_n(&mut rng, plus, 225)).collect();
+            let p50 = compare(&base, &treat, &CompareOptions::default()).diffs[0].clone();
+            assert!(
+                (p50.delta - plus).abs() < 1.0 && p50.lo > 0.0,
+                "+{plus} ns: {p50:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tails_of_short_rounds_are_compared_over_pooled_blocks() {
+        // Rounds of 225: p99 and p99.9 hold 2.25 and 0.225 samples beyond them, so blocks of 5
+        // and 45 pairs are pooled; a shift of the whole distribution shows at every quantile.
+        assert_eq!(
+            [50.0, 90.0, 99.0, 99.9].map(|q| block_pairs(225, q)),
+            [1, 1, 5, 45]
+        );
+        assert_eq!(block_pairs(20_000, 99.9), 1);
+        assert_eq!(block_pairs(0, 99.9), 1);
+        let mut rng = Rng::new(10);
+        let base: Vec<Vec<u64>> = (0..900).map(|_| stepped_n(&mut rng, 0.0, 225)).collect();
+        let same: Vec<Vec<u64>> = (0..900).map(|_| stepped_n(&mut rng, 0.0, 225)).collect();
+        let plus: Vec<Vec<u64>> = (0..900).map(|_| stepped_n(&mut rng, 40.0, 225)).collect();
+        let opts = CompareOptions::default();
+        let aa = compare(&base, &same, &opts);
+        let shifted = compare(&base, &plus, &opts);
+        for (k, want_block) in [(0, 1), (1, 1), (2, 5), (3, 45)] {
+            let (a, d) = (&aa.diffs[k], &shifted.diffs[k]);
+            assert_eq!((a.block, d.block), (want_block, want_block), "p{}", d.q);
+            assert_eq!(
+                d.pair_deltas.len(),
+                900usize.div_ceil(want_block),
+                "p{}",
+                d.q
+            );
+            assert!(a.lo <= 0.0 && 0.0 <= a.hi, "A/A p{}: {a:?}", a.q);
+            assert!(
+                d.lo > 0.0 && d.lo <= 40.0 && 40.0 <= d.hi,
+                "+40 p{}: {d:?}",
+                d.q
             );
         }
     }

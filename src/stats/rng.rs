@@ -10,6 +10,22 @@ pub struct Rng {
     state: u64,
 }
 
+/// A seed no two runs share: 64 bits from the kernel's random pool (`getrandom`), or the clock
+/// and pid should that fail. `overhead` draws its coin from one per run unless `--seed` is given,
+/// so that repeated runs are independent draws of the coin, as the interval's coverage assumes.
+pub fn fresh_seed() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom(2) writes at most b.len() bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == b.len() as isize {
+        return u64::from_le_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(t ^ u64::from(std::process::id()) << 32).next_u64()
+}
+
 impl Rng {
     /// A generator whose stream is fixed by `seed`.
     pub fn new(seed: u64) -> Rng {

@@ -159,6 +159,7 @@ mod tests {
             pct_hi: pct(hi),
             confidence: 0.95,
             pair_deltas: vec![],
+            block: 1,
             method: crate::stats::METHOD,
         }
     }
