@@ -38,7 +38,7 @@
 //! into the odds of passing the 20-run and 10-run targets.
 
 use ebpf_prof::overhead::{
-    is_look, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_MAX_TIME,
+    first_look, is_look, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_MAX_TIME,
 };
 use ebpf_prof::stats::rng::Rng;
 use ebpf_prof::stats::{compare, shift_interval, CompareOptions, RoundSummary};
@@ -257,9 +257,10 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
             arms[arm].push(r);
             spent += round_time;
         }
-        if is_look(pairs) {
+        let first = first_look(KEPT, &opts.quantiles, opts.confidence);
+        if is_look(pairs, first) {
             let width = shift_interval(&sums[0], &sums[1], 0, opts.confidence).map(|i| i.hi - i.lo);
-            if cfg.stop.after_pair(pairs, width).is_some() {
+            if cfg.stop.after_pair(pairs, first, width).is_some() {
                 break;
             }
         }
@@ -454,7 +455,7 @@ fn stop_text(stop: &Stop) -> String {
             target_ns: Some(t),
             budget,
         } => format!(
-            "--target-ns {t}: p50 interval ≤ {t} ns at 500, 750, 1125… pairs, or {} s of rounds",
+            "--target-ns {t}: p50 interval ≤ {t} ns at 360, 540, 810… pairs at 99% (270… at 95%), or {} s of rounds",
             budget.as_secs()
         ),
     }

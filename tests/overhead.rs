@@ -270,6 +270,14 @@ fn aa_and_compare_and_attach_cmd_run() {
         arms.contains(&"base") && arms.contains(&"treat"),
         "both hooks' own view: {arms:?}"
     );
+    // Two versions of one hook share their programs' names: neither is someone else's.
+    std::fs::write(d.path().join("a2.bpf.o"), ebpf_prof::bpf::HOOK_LOOKUPS_A).unwrap();
+    let r = overhead(d.path(), &["--load", "a.bpf.o", "--compare", "a2.bpf.o"]);
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "regression: refused as loaded by someone else: {r:?}"
+    );
     let cmd = format!("{} hook --load hook.bpf.o", bin().display());
     let r = overhead(d.path(), &["--attach-cmd", &cmd, "--stats-rounds", "0"]);
     assert_eq!(r.code(), Some(0), "{r:?}");
@@ -298,14 +306,12 @@ fn the_default_run_adds_pairs_until_a_target_or_the_budget() {
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
-    // A loose target: met at the first look, after MIN_PAIRS pairs.
+    // A loose target: met at the first look (rounds of 250 keep 225 samples).
+    let first = ebpf_prof::overhead::first_look(225, &[50.0, 90.0, 99.0, 99.9], 0.99);
     let v = short_aa_target(d.path(), "1000");
     assert_eq!(v["ended"]["reason"], "target", "{v}");
-    assert_eq!(v["rounds"], ebpf_prof::overhead::MIN_PAIRS, "{v}");
-    assert_eq!(
-        v["base"]["started_s"].as_array().unwrap().len(),
-        ebpf_prof::overhead::MIN_PAIRS
-    );
+    assert_eq!(v["rounds"], first, "{v}");
+    assert_eq!(v["base"]["started_s"].as_array().unwrap().len(), first);
     // An unreachable target: the budget ends it, before the budget is spent.
     let t = std::time::Instant::now();
     let v = aa_json(d.path(), &["--target-ns", "0.001", "--max-time", "2s"]);
@@ -394,12 +400,25 @@ fn fresh_coins_unless_seeded_and_pooled_tails_of_short_rounds() {
     assert_eq!(a["iterations"], 250);
     let diffs = a["comparison"]["diffs"].as_array().unwrap();
     let blocks: Vec<u64> = diffs.iter().map(|d| d["block"].as_u64().unwrap()).collect();
-    let counts: Vec<usize> = diffs
-        .iter()
-        .map(|d| d["pair_deltas"].as_array().unwrap().len())
-        .collect();
+    let count = |key: &str| -> Vec<usize> {
+        diffs
+            .iter()
+            .map(|d| d[key].as_array().unwrap().len())
+            .collect()
+    };
     assert_eq!(blocks, [1, 1, 5, 45]);
-    assert_eq!(counts, [40, 40, 8, 1]);
+    assert_eq!(count("pair_deltas"), [40, 40, 40, 40]);
+    assert_eq!(count("block_deltas"), [0, 0, 8, 1]);
+    let p999 = &diffs[3];
+    assert!(p999["confidence"].as_f64().unwrap() < 0.99, "{p999}");
+    let notes = a["comparison"]["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("p99.9 is compared over blocks of 45 pairs")),
+        "one block of 45 reaches no 99% interval, and a note says so: {notes:?}"
+    );
 }
 
 /// The programs' own time counts only their runs inside the timed span, and the dispatch gap

@@ -31,6 +31,11 @@ pub struct Anchors {
 }
 
 impl Anchors {
+    /// Nothing held.
+    pub fn none() -> Anchors {
+        Anchors { held: Vec::new() }
+    }
+
     /// The tracepoints held, as `category/name`.
     pub fn names(&self) -> Vec<&str> {
         self.held.iter().map(|(n, _)| n.as_str()).collect()
@@ -77,8 +82,10 @@ impl Anchors {
     }
 }
 
-/// `PERF_EVENT_IOC_QUERY_BPF`: `_IOWR('$', 10, struct perf_event_query_bpf *)`.
-const QUERY_BPF: libc::c_ulong = (3 << 30) | (8 << 16) | (0x24 << 8) | 10;
+/// `PERF_EVENT_IOC_QUERY_BPF`: `_IOWR('$', 10, struct perf_event_query_bpf *)` (the size field
+/// is a pointer's; the direction bits are those of x86 and arm64).
+const QUERY_BPF: libc::c_ulong =
+    (3 << 30) | ((std::mem::size_of::<*mut u32>() as libc::c_ulong) << 16) | (0x24 << 8) | 10;
 /// Program ids one query reads at most (the kernel's limit on a tracepoint is 64).
 const MAX_IDS: usize = 64;
 
@@ -166,7 +173,9 @@ const FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// `disabled`, the first bit of the flags.
 const DISABLED: u64 = 1;
 
-/// A disabled perf event on tracepoint `id`, for this process on any CPU.
+/// A disabled perf event on tracepoint `id`, on CPU 0 for every task, as libbpf opens the
+/// events it attaches programs to: a per-task event would switch on perf's context-switch
+/// hooks for the whole machine while it is open.
 fn open_disabled(id: u64) -> Result<OwnedFd> {
     let attr = PerfEventAttrV0 {
         kind: PERF_TYPE_TRACEPOINT,
@@ -181,8 +190,8 @@ fn open_disabled(id: u64) -> Result<OwnedFd> {
         libc::syscall(
             libc::SYS_perf_event_open,
             &attr as *const PerfEventAttrV0,
-            0,
             -1,
+            0,
             -1,
             FD_CLOEXEC,
         )

@@ -72,7 +72,15 @@ pub enum Arm {
 /// arm only would bias the difference.
 pub fn overlap_teardowns(base: &mut Arm, treat: &mut Arm) -> Result<Arc<Anchors>> {
     let (b, t) = (base.attached_sections(), treat.attached_sections());
-    let anchors = Arc::new(super::anchor::hold(&super::anchor::common(&b, &t))?);
+    let anchors = match super::anchor::hold(&super::anchor::common(&b, &t)) {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            crate::out::say(format!(
+                "warning: cannot hold the tracepoints both objects attach ({e:#}): detaching in place, each round waits for its teardown"
+            ));
+            return Ok(Arc::new(Anchors::none()));
+        }
+    };
     if anchors.cover(&b)
         && anchors.cover(&t)
         && base.overlap_with(&anchors)

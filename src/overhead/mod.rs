@@ -1,6 +1,7 @@
 //! The overhead engine: what the hook costs, as baseline vs attached latency with its
 //! uncertainty. The arms interleave in pairs of rounds, the order within a pair by a coin, each
-//! round a fresh pinned SCHED_FIFO benchmark, so drift of the machine hits both alike; pairs are
+//! round of a pinned SCHED_FIFO benchmark (the built-in one kept running for all rounds), so
+//! drift of the machine hits both alike; pairs are
 //! added until the p50 interval is narrow enough or the time budget runs out (the method is in
 //! [`crate::stats`]); extra attached rounds read the kernel's own run stats, never during the
 //! latency rounds.
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use output::Report;
-pub use rounds::{is_look, Ended, Rounds, Stop, MIN_PAIRS};
+pub use rounds::{first_look, is_look, Ended, Rounds, Stop, MIN_PAIRS};
 
 /// The default time budget of the latency rounds.
 pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(12);
@@ -46,7 +47,7 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.99;
 /// `docs/overhead-method.md` for the measurements behind it).
 pub const DEFAULT_ITERATIONS: usize = 250;
 /// The default when one arm is nothing attached (`--load`, `--attach-cmd`): taking a tracepoint
-/// program off its hook waits for grace periods in place (60–80 ms, see `arms.rs`), which
+/// program off its hook waits for grace periods in place (17–90 ms, see `arms.rs`), which
 /// dwarfs a round; longer rounds then cost almost nothing and give each pair more samples.
 pub const DEFAULT_ITERATIONS_DETACHED: usize = 2_000;
 
@@ -302,10 +303,11 @@ fn watched_maps(o: &OverheadOptions) -> Result<Vec<u32>> {
 }
 
 /// Before measuring: no program of the same name as one of the prepared arms' may be loaded
-/// by someone else (the baseline would not be one).
+/// by someone else (the baseline would not be one). Both arms' programs are ours: two versions
+/// of one hook (`--load v1.bpf.o --compare v2.bpf.o`) share their programs' names.
 fn preflight(arms: &[&Arm], specs: &[&ArmSpec]) -> Result<()> {
+    let ours: Vec<u32> = arms.iter().flat_map(|a| a.program_ids()).collect();
     for (arm, spec) in arms.iter().zip(specs) {
-        let ours = arm.program_ids();
         let names: Vec<String> = arm
             .program_names()
             .into_iter()
@@ -460,7 +462,12 @@ fn measure(
         seed: o.seed,
     };
     let (rounds, maps) = rounds::measure([&mut base, &mut treat], &plan, ints)?;
-    let n = o.iterations.max(kstats::MIN_ITERATIONS);
+    // A user's benchmark runs as it is: its iterations are the -n given.
+    let n = if bench.builtin {
+        o.iterations.max(kstats::MIN_ITERATIONS)
+    } else {
+        o.iterations
+    };
     let kernel = kstats::collect(
         [&mut base, &mut treat],
         &bench.with_iterations(n),

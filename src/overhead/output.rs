@@ -126,7 +126,7 @@ impl Dispatch {
     }
 }
 
-/// "10000 openats of /etc/hostname", or the user's bench command line.
+/// "250 openats of /etc/hostname", or the user's bench command line.
 fn bench_label(o: &OverheadOptions) -> String {
     if !o.bench.is_empty() {
         return o
@@ -282,8 +282,10 @@ impl Report {
     fn explanations(&self) -> Vec<String> {
         let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
         let mut v = vec![format!(
-            "method: per-round mid-quantiles, paired in time (coin seed {}); the median of the {} pair differences with its sign-test {conf} interval",
-            self.seed, self.rounds
+            "method: per-round mid-quantiles, paired in time (coin seed {}); the median of the {} pair differences with its sign-test {conf} interval{}",
+            self.seed,
+            self.rounds,
+            pooled_clause(&self.comparison)
         )];
         v.extend(
             self.comparison
@@ -429,6 +431,30 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 /// sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::runfiles::write_file(path, bytes, false, 0o644)
+}
+
+/// "; p99.9 over 61 blocks of 45 pairs, each arm's rounds pooled" for the pooled quantiles.
+fn pooled_clause(c: &stats::Comparison) -> String {
+    let pooled: Vec<String> = c
+        .diffs
+        .iter()
+        .filter(|d| d.block > 1)
+        .map(|d| {
+            format!(
+                "{} over {} blocks of {} pairs",
+                stats::q_label(d.q),
+                d.block_deltas.len(),
+                d.block
+            )
+        })
+        .collect();
+    if pooled.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {}, each arm's rounds of a block pooled (too few samples beyond them in a round)",
+        pooled.join(", ")
+    )
 }
 
 /// Check `--keep DIR` before measuring: it may exist (empty) or will be created.

@@ -16,6 +16,8 @@ use super::pressure::{self, RoundMaps};
 use super::runner::{BenchRun, Served};
 use crate::error::usage;
 use crate::signals::Interrupts;
+use crate::stats::compare::block_pairs;
+use crate::stats::rank::critical_rank;
 use crate::stats::rng::Rng;
 use crate::stats::{shift_interval, RoundSummary};
 use anyhow::Result;
@@ -23,12 +25,27 @@ use serde::Serialize;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-/// Pairs before a target may end a run: the first look ([`is_look`]). 500: p99.9 of rounds of
-/// 250 is compared over blocks of 45 pairs, and a 99% sign interval needs 8 blocks at least;
-/// and the width of fewer pairs is so noisy that stopping on it favoured runs whose spread came
-/// out small (simulated A/A coverage at a 95% level 91.5–94.8% with a first look at 30 pairs,
-/// 95.5–98.0% at 500; `examples/stats_coverage.rs --target-ns 3 --confidence 0.95`).
-pub const MIN_PAIRS: usize = 500;
+/// The fewest pairs before a target may end a run ([`first_look`]).
+pub const MIN_PAIRS: usize = 100;
+
+/// Pairs fitted to stop in no less than 2 s even for a short --max-time (the "too short"
+/// hint).
+const HINT_PAIRS: usize = 30;
+
+/// The first pair count at which a run with a target looks at its width: enough pairs for every
+/// compared quantile to reach the asked confidence — the tail of rounds of `kept` samples is
+/// compared over blocks of pairs ([`block_pairs`]), and a sign interval needs a few of them (8
+/// for 99%) — and at least [`MIN_PAIRS`], as the width of fewer pairs is too noisy to stop on:
+/// stopping on it favours runs whose spread came out small (simulated A/A coverage at a 95%
+/// level, p50: 91.5–94.8% looking from 30 pairs, 94.8–97.2% from these looks;
+/// `examples/stats_coverage.rs --target-ns 3 --confidence 0.95`). Rounds of 225 samples at 99%: 360 pairs; of 1800: 100.
+pub fn first_look(kept: usize, quantiles: &[f64], confidence: f64) -> usize {
+    let tail = quantiles.iter().copied().fold(50.0, f64::max);
+    let blocks = (1..64)
+        .find(|&n| critical_rank(n, confidence).1 >= confidence)
+        .unwrap_or(64);
+    MIN_PAIRS.max(blocks * block_pairs(kept, tail))
+}
 
 /// How often the progress line on a terminal is redrawn.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
@@ -45,8 +62,8 @@ pub enum Stop {
     /// never on what the pairs showed, and the interval keeps its exact coverage. Stopping on the
     /// interval's width favours runs whose spread came out small, so intervals that can be a
     /// little too narrow: in the simulation of `examples/stats_coverage.rs` at a 95% level, A/A
-    /// coverage 95.5–98.0% at p50 and 93.5–98.5% at the other quantiles with the looks of
-    /// [`is_look`]; 91.5–94.8% at p50 with looks from 30 pairs.
+    /// coverage 94.8–97.2% at p50 and 93.5–98.8% at the other quantiles with the looks of
+    /// [`first_look`] and [`is_look`]; 91.5–94.8% at p50 with looks from 30 pairs.
     Adaptive {
         target_ns: Option<f64>,
         budget: Duration,
@@ -96,25 +113,25 @@ impl Stop {
     }
 
     /// Whether to stop after `done` pairs whose p50 interval is `width` ns wide: adaptive runs
-    /// stop once it is within the target at one of the looks ([`is_look`]).
-    pub fn after_pair(self, done: usize, width: Option<f64>) -> Option<&'static str> {
+    /// stop once it is within the target at one of the looks from `first` ([`is_look`]).
+    pub fn after_pair(self, done: usize, first: usize, width: Option<f64>) -> Option<&'static str> {
         match self {
             Stop::Adaptive {
                 target_ns: Some(target),
                 ..
-            } if is_look(done) && width.is_some_and(|w| w <= target) => Some("target"),
+            } if is_look(done, first) && width.is_some_and(|w| w <= target) => Some("target"),
             _ => None,
         }
     }
 }
 
-/// The pair counts at which a run with a target looks at it: [`MIN_PAIRS`], then half as many
-/// again each time (500, 750, 1125, 1687, …). A look after every pair would stop at the first
+/// The pair counts at which a run with a target looks at it: `first` ([`first_look`]), then half
+/// as many again each time (360, 540, 810, 1215, … for rounds of 250 at 99%). A look after every pair would stop at the first
 /// pair whose noisy width dips under the target — favouring runs whose spread came out small,
 /// and so intervals that are too narrow; a few looks far apart, as in group-sequential designs
 /// (Pocock 1977), keep that small.
-pub fn is_look(pairs: usize) -> bool {
-    let mut look = MIN_PAIRS;
+pub fn is_look(pairs: usize, first: usize) -> bool {
+    let mut look = first.max(1);
     while look < pairs {
         look += look / 2;
     }
@@ -244,8 +261,8 @@ pub fn measure(
     let k50 = plan.quantiles.iter().position(|&q| q == 50.0).unwrap_or(0);
     let mut coin = Rng::new(plan.seed);
     let mut server = plan.bench.serve()?;
-    let tty = std::io::stderr().is_terminal();
-    let mut last_shown = start;
+    // Whether progress is shown, when it last was, and the first look (after the first round).
+    let (tty, mut last_shown, mut first) = (std::io::stderr().is_terminal(), start, MIN_PAIRS);
     let mut pair = 0;
     let reason = loop {
         if let Some(reason) = plan.stop.before_pair(pair, start.elapsed()) {
@@ -266,11 +283,12 @@ pub fn measure(
             out[side].push(samples, plan.quantiles, began);
             if pair == 1 && out[0].samples.len() + out[1].samples.len() == 1 {
                 check_two_rounds_fit(plan.stop, start.elapsed())?;
+                first = first_look(out[side].samples[0].len(), plan.quantiles, plan.confidence);
             }
         }
         // The interval over thousands of pairs is worth computing only when it is looked at
         // (a target's looks) or shown (the progress line, a few times a second).
-        let look = plan.stop.has_target() && is_look(pair);
+        let look = plan.stop.has_target() && is_look(pair, first);
         let show = tty && last_shown.elapsed() >= PROGRESS_EVERY;
         let width = (look || show)
             .then(|| p50_width(&out, k50, plan.confidence))
@@ -279,7 +297,7 @@ pub fn measure(
             last_shown = Instant::now();
             progress(pair, start, width, plan.stop);
         }
-        if let Some(reason) = plan.stop.after_pair(pair, width) {
+        if let Some(reason) = plan.stop.after_pair(pair, first, width) {
             break reason;
         }
     };
@@ -300,7 +318,7 @@ fn check_two_rounds_fit(stop: Stop, one: Duration) -> Result<()> {
             "--max-time {:.2}s is too short for two rounds: one round took {:.2}s here; give at least {:.0}s, or fewer iterations per round (-n)",
             budget.as_secs_f64(),
             one.as_secs_f64(),
-            (one.as_secs_f64() * 2.0 * MIN_PAIRS as f64).ceil()
+            (one.as_secs_f64() * 2.0 * HINT_PAIRS as f64).ceil()
         ))),
         _ => Ok(()),
     }
@@ -384,21 +402,21 @@ mod tests {
             (MIN_PAIRS, Some(9.9), true),
             (MIN_PAIRS, Some(10.1), false),
             (MIN_PAIRS + 1, Some(3.0), false),
-            (750, Some(3.0), true),
-            (750, None, false),
+            (150, Some(3.0), true),
+            (150, None, false),
         ] {
             assert_eq!(
-                long.after_pair(pairs, width).is_some(),
+                long.after_pair(pairs, MIN_PAIRS, width).is_some(),
                 stops,
                 "{pairs} {width:?}"
             );
         }
-        assert_eq!(Stop::Pairs(3).after_pair(30, Some(1.0)), None);
+        assert_eq!(Stop::Pairs(3).after_pair(30, 30, Some(1.0)), None);
         let no_target = Stop::Adaptive {
             target_ns: None,
             budget: Duration::from_secs(60),
         };
-        assert_eq!(no_target.after_pair(MIN_PAIRS, Some(0.1)), None);
+        assert_eq!(no_target.after_pair(MIN_PAIRS, MIN_PAIRS, Some(0.1)), None);
         let one = Duration::from_millis(600);
         assert!(check_two_rounds_fit(short, one).is_err());
         assert!(check_two_rounds_fit(short, Duration::from_millis(400)).is_ok());
@@ -407,8 +425,14 @@ mod tests {
 
     #[test]
     fn looks_grow_by_half() {
-        let looks: Vec<usize> = (0..10_000).filter(|&p| is_look(p)).collect();
-        assert_eq!(looks, [500, 750, 1125, 1687, 2530, 3795, 5692, 8538]);
+        let looks: Vec<usize> = (0..2_000).filter(|&p| is_look(p, 360)).collect();
+        assert_eq!(looks, [360, 540, 810, 1215, 1822]);
+        // The first look: enough blocks for p99.9 at the level, and never under MIN_PAIRS.
+        let q = [50.0, 90.0, 99.0, 99.9];
+        assert_eq!(first_look(225, &q, 0.99), 8 * 45);
+        assert_eq!(first_look(225, &q, 0.95), 6 * 45);
+        assert_eq!(first_look(1800, &q, 0.99), MIN_PAIRS);
+        assert_eq!(first_look(225, &[50.0], 0.99), MIN_PAIRS);
     }
 
     #[test]

@@ -7,7 +7,6 @@ use crate::error::child;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::io::{BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -70,11 +69,10 @@ impl BenchRun {
         let mut b = self.clone();
         b.command.push("--serve".into());
         let argv = b.argv();
-        // A process group of its own: a Ctrl-C on the terminal reaches ebpf-prof, which stops
-        // between rounds and ends the server by closing its stdin, not the server mid-round.
+        // In ebpf-prof's process group: a Ctrl-C on the terminal ends a round in progress too,
+        // and the rounds then report the interrupt (rounds.rs), not a failed benchmark.
         let mut worker = Command::new(&argv[0])
             .args(&argv[1..])
-            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -94,6 +94,8 @@ pub struct SweepReport {
     pub base: String,
     pub treat: String,
     pub iterations: usize,
+    /// Seed of the coin that ordered each pair, at every point (`--seed` repeats it).
+    pub seed: u64,
     pub points: Vec<SweepPoint>,
     pub cliff: Option<Cliff>,
 }
@@ -140,6 +142,7 @@ pub fn run(
         base: arms.0.label(),
         treat: arms.1.label(),
         iterations: o.iterations,
+        seed: o.seed,
         cliff: cliff(&points),
         points,
     };
@@ -224,11 +227,12 @@ fn cell(d: Option<&QuantileDiff>) -> String {
 /// The terminal table.
 pub fn table(r: &SweepReport) -> String {
     let mut s = format!(
-        "sweep {}: {} vs {}, rounds of {} iterations\n",
+        "sweep {}: {} vs {}, rounds of {} iterations, coin seed {}\n",
         name(r.param),
         r.base,
         r.treat,
-        r.iterations
+        r.iterations,
+        r.seed
     );
     let conf = r
         .points

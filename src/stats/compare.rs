@@ -5,7 +5,7 @@
 use super::comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
 use super::modes::{self, Mode};
 use super::notes::comparison_notes;
-use super::rank::{median_interval, ShiftInterval};
+use super::rank::{critical_rank, median_interval, ShiftInterval};
 
 /// What to compare.
 #[derive(Debug, Clone)]
@@ -81,10 +81,38 @@ pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> 
     for (k, &q) in opts.quantiles.iter().enumerate() {
         let g = block_pairs(kept, q);
         if g > 1 {
-            c.diffs[k] = pooled_diff(&pairs, g, q, opts.confidence);
+            let per_pair = std::mem::take(&mut c.diffs[k].pair_deltas);
+            c.diffs[k] = QuantileDiff {
+                pair_deltas: per_pair,
+                ..pooled_diff(&pairs, g, q, opts.confidence)
+            };
+            c.notes.extend(pooled_note(&c.diffs[k], kept, c.confidence));
         }
     }
     c
+}
+
+/// A sentence for a quantile compared over blocks whose count reaches no interval at the asked
+/// `confidence`: what the interval shown achieves, and how many pairs would do.
+fn pooled_note(d: &QuantileDiff, kept: usize, confidence: f64) -> Option<String> {
+    if d.confidence >= confidence - 1e-9 {
+        return None;
+    }
+    let enough = (1..64)
+        .find(|&n| critical_rank(n, confidence).1 >= confidence)
+        .unwrap_or(64);
+    Some(format!(
+        "{} is compared over blocks of {} pairs (a round of {kept} samples holds too few beyond \
+         it): {} blocks reach no {:.0}% interval, the one shown is a {:.0}% interval; give at \
+         least {} pairs for {:.0}%.",
+        super::q_label(d.q),
+        d.block,
+        d.block_deltas.len(),
+        100.0 * confidence,
+        100.0 * d.confidence,
+        enough * d.block,
+        100.0 * confidence
+    ))
 }
 
 /// The difference at `q` over blocks of `g` consecutive pairs, each arm's rounds pooled.
@@ -101,13 +129,29 @@ fn pooled_diff(
             .collect();
         RoundSummary::of(&all, &[q])
     };
-    let blocks: Vec<(RoundSummary, RoundSummary)> =
-        pairs.chunks(g).map(|b| (pool(b, 0), pool(b, 1))).collect();
+    let blocks: Vec<(RoundSummary, RoundSummary)> = blocks_of(pairs.len(), g)
+        .map(|r| (pool(&pairs[r.clone()], 0), pool(&pairs[r], 1)))
+        .collect();
     let refs: Vec<(&RoundSummary, &RoundSummary)> = blocks.iter().map(|(b, t)| (b, t)).collect();
+    let d = quantile_diff(&refs, 0, q, confidence);
     QuantileDiff {
         block: g,
-        ..quantile_diff(&refs, 0, q, confidence)
+        block_deltas: d.pair_deltas.clone(),
+        ..d
     }
+}
+
+/// `n` consecutive pairs cut into blocks of `g`; a remainder under half a block joins the
+/// block before it (a block of a pair or two would estimate a tail from far fewer samples).
+fn blocks_of(n: usize, g: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut count = n / g;
+    if n % g >= g.div_ceil(2) || count == 0 {
+        count += 1;
+    }
+    (0..count).map(move |i| {
+        let end = if i + 1 == count { n } else { (i + 1) * g };
+        i * g..end.min(n)
+    })
 }
 
 /// Baseline vs treatment from round summaries made with the same `opts.quantiles`: per
@@ -205,6 +249,7 @@ fn quantile_diff(
         pct_hi: pct(s.hi),
         pair_deltas,
         block: 1,
+        block_deltas: Vec::new(),
         method: METHOD,
     }
 }
@@ -381,12 +426,9 @@ mod tests {
         for (k, want_block) in [(0, 1), (1, 1), (2, 5), (3, 45)] {
             let (a, d) = (&aa.diffs[k], &shifted.diffs[k]);
             assert_eq!((a.block, d.block), (want_block, want_block), "p{}", d.q);
-            assert_eq!(
-                d.pair_deltas.len(),
-                900usize.div_ceil(want_block),
-                "p{}",
-                d.q
-            );
+            assert_eq!(d.pair_deltas.len(), 900, "p{}: per pair, always", d.q);
+            let blocks = if want_block > 1 { 900 / want_block } else { 0 };
+            assert_eq!(d.block_deltas.len(), blocks, "p{}", d.q);
             assert!(a.lo <= 0.0 && 0.0 <= a.hi, "A/A p{}: {a:?}", a.q);
             assert!(
                 d.lo > 0.0 && d.lo <= 40.0 && 40.0 <= d.hi,
@@ -394,6 +436,47 @@ mod tests {
                 d.q
             );
         }
+    }
+
+    #[test]
+    fn blocks_cover_every_pair_and_a_short_remainder_joins_the_last() {
+        // (pairs, block, the blocks' lengths)
+        let cases: &[(usize, usize, &[usize])] = &[
+            (90, 45, &[45, 45]),
+            (100, 45, &[45, 55]),
+            (80, 45, &[45, 35]),
+            (20, 45, &[20]),
+            (0, 45, &[0]),
+            (11, 5, &[5, 6]),
+            (13, 5, &[5, 5, 3]),
+        ];
+        for (n, g, want) in cases {
+            let lens: Vec<usize> = blocks_of(*n, *g).map(|r| r.len()).collect();
+            assert_eq!(lens, *want, "{n} pairs in blocks of {g}");
+        }
+    }
+
+    #[test]
+    fn a_pooled_tail_short_of_the_level_is_noted() {
+        let mut rng = Rng::new(11);
+        let base: Vec<Vec<u64>> = (0..40).map(|_| stepped_n(&mut rng, 0.0, 225)).collect();
+        let treat: Vec<Vec<u64>> = (0..40).map(|_| stepped_n(&mut rng, 0.0, 225)).collect();
+        let c = compare(&base, &treat, &CompareOptions::default());
+        let p999 = c.diff(99.9).unwrap();
+        assert_eq!((p999.block, p999.block_deltas.len()), (45, 1));
+        assert!(p999.confidence < 0.95, "{p999:?}");
+        assert!(
+            c.notes.iter().any(
+                |n| n.starts_with("p99.9 is compared over blocks of 45 pairs")
+                    && n.contains("give at least 270 pairs")
+            ),
+            "{:?}",
+            c.notes
+        );
+        assert!(
+            !c.notes.iter().any(|n| n.starts_with("p99 is")),
+            "p99: 8 blocks, 95%"
+        );
     }
 
     #[test]

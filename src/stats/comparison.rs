@@ -40,12 +40,14 @@ pub struct QuantileDiff {
     pub pct_lo: f64,
     /// `hi` in percent of `base`.
     pub pct_hi: f64,
-    /// Per pair of rounds (per block of `block` pairs): treat quantile − base quantile (ns),
-    /// in round order.
+    /// Per pair of rounds: treat quantile − base quantile (ns), in round order.
     pub pair_deltas: Vec<f64>,
     /// Consecutive pairs pooled into each difference: 1 where a round alone holds enough
     /// samples beyond the quantile, more for the tails of short rounds.
     pub block: usize,
+    /// With `block` > 1, the differences the shift and its interval come from: per block of
+    /// consecutive pairs, each arm's rounds pooled, in round order (empty otherwise).
+    pub block_deltas: Vec<f64>,
     /// The method ([`METHOD`]).
     pub method: &'static str,
 }

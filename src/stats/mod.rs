@@ -59,11 +59,12 @@
 //! **How many pairs** (`overhead` without `--rounds`): as many as the time budget holds, so
 //! that the count depends on the clock and never on what the pairs showed, which keeps the
 //! coverage exact. `--target-ns` stops early once the p50 interval is that narrow, looked at
-//! after 500, 750, 1125, … pairs; stopping on the *width* depends on the spread of the `D_i` and
+//! once every quantile's interval can reach the level (360 pairs of rounds of 250 at 99%, at
+//! least 100), then every half as many again; stopping on the *width* depends on the spread of the `D_i` and
 //! hardly on where they lie (Chow & Robbins, "On the asymptotic theory of fixed-width
 //! sequential confidence intervals for the mean", Ann. Math. Statist. 1965), but a little:
 //! runs whose spread came out small stop first, and their intervals can be slightly too
-//! narrow (simulated A/A coverage at a 95% level: 95.5–98.0% at p50, 93.5–98.5% at the other
+//! narrow (simulated A/A coverage at a 95% level: 94.8–97.2% at p50, 93.5–98.8% at the other
 //! quantiles, with those looks; 91.5–94.8% at p50 with looks from 30 pairs). `cargo run --release --example stats_coverage` checks all of it — the coverage of
 //! every quantile and the power, on rounds with bursts, clock steps, drift and state changes.
 

@@ -10,20 +10,22 @@ pub struct Rng {
     state: u64,
 }
 
-/// A seed no two runs share: 64 bits from the kernel's random pool (`getrandom`), or the clock
-/// and pid should that fail. `overhead` draws its coin from one per run unless `--seed` is given,
+/// A seed no two runs share: 53 bits from the kernel's random pool (`getrandom`), or the clock
+/// and pid should that fail; 53 so that a JSON reader holding numbers as doubles (JavaScript,
+/// jq 1.6) gives back the seed exactly. `overhead` draws its coin from one per run unless `--seed` is given,
 /// so that repeated runs are independent draws of the coin, as the interval's coverage assumes.
 pub fn fresh_seed() -> u64 {
     let mut b = [0u8; 8];
     // SAFETY: getrandom(2) writes at most b.len() bytes into b.
     let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    const BITS53: u64 = (1 << 53) - 1;
     if n == b.len() as isize {
-        return u64::from_le_bytes(b);
+        return u64::from_le_bytes(b) & BITS53;
     }
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    Rng::new(t ^ u64::from(std::process::id()) << 32).next_u64()
+    Rng::new(t ^ u64::from(std::process::id()) << 32).next_u64() & BITS53
 }
 
 impl Rng {

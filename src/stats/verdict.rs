@@ -160,6 +160,7 @@ mod tests {
             confidence: 0.95,
             pair_deltas: vec![],
             block: 1,
+            block_deltas: vec![],
             method: crate::stats::METHOD,
         }
     }
