@@ -123,6 +123,14 @@ pub fn collect(
     if rounds == 0 {
         return Ok(view);
     }
+    // The built-in bench runs at least MIN_ITERATIONS a stats round; a user's runs as it is,
+    // its iterations the -n given.
+    let iterations = if bench.builtin {
+        iterations.max(MIN_ITERATIONS)
+    } else {
+        iterations
+    };
+    let bench = &bench.with_iterations(iterations);
     for (i, spec) in arms.into_iter().enumerate() {
         if matches!(spec, Arm::Detached) {
             continue;

@@ -462,22 +462,21 @@ fn measure(
         seed: o.seed,
     };
     let (rounds, maps) = rounds::measure([&mut base, &mut treat], &plan, ints)?;
-    // A user's benchmark runs as it is: its iterations are the -n given.
-    let n = if bench.builtin {
-        o.iterations.max(kstats::MIN_ITERATIONS)
-    } else {
-        o.iterations
-    };
     let kernel = kstats::collect(
         [&mut base, &mut treat],
-        &bench.with_iterations(n),
+        bench,
         stats_rounds,
-        n,
+        o.iterations,
         ints,
     )?;
     base.finish()?;
     treat.finish()?;
-    let comparison = stats::compare(&rounds.base.samples, &rounds.treat.samples, &opts);
+    let (b, t) = (&rounds.base, &rounds.treat);
+    let comparison = stats::compare_rounds(
+        (&b.samples, &b.summaries),
+        (&t.samples, &t.summaries),
+        &opts,
+    );
     Ok(Measured {
         rounds,
         comparison,

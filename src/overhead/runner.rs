@@ -68,14 +68,11 @@ impl BenchRun {
         }
         let mut b = self.clone();
         b.command.push("--serve".into());
-        let argv = b.argv();
         // In ebpf-prof's process group: a Ctrl-C on the terminal ends a round in progress too,
         // and the rounds then report the interrupt (rounds.rs), not a failed benchmark.
-        let mut worker = Command::new(&argv[0])
-            .args(&argv[1..])
+        let mut worker = b
+            .command()
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .spawn()
             .context("cannot start taskset (install util-linux)")?;
         let (Some(stdin), Some(stdout)) = (worker.stdin.take(), worker.stdout.take()) else {
@@ -93,26 +90,39 @@ impl BenchRun {
         }))
     }
 
+    /// The pinned command, its stdout and stderr piped.
+    fn command(&self) -> Command {
+        let argv = self.argv();
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The error of a round that failed with `status` and said `stderr`: SCHED_FIFO or the
+    /// CPU refused, or the benchmark's own failure.
+    fn failure(&self, label: &str, status: &str, stderr: &str) -> anyhow::Error {
+        let err = stderr.trim();
+        if let Some(e) = crate::bench::pinned::refused(err, &self.cpus, self.priority) {
+            return e;
+        }
+        child(format!(
+            "the benchmark failed ({status}) in round {label}: `{}`: {err}",
+            self.line()
+        ))
+    }
+
     /// Run one round; the samples in loop order.
     pub fn run(&self, label: &str) -> Result<Vec<u64>> {
-        let argv = self.argv();
-        let out = Command::new(&argv[0])
-            .args(&argv[1..])
+        let out = self
+            .command()
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .output()
             .context("cannot start taskset (install util-linux)")?;
-        let line = self.line();
         if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            if let Some(e) = crate::bench::pinned::refused(&err, &self.cpus, self.priority) {
-                return Err(e);
-            }
-            return Err(child(format!(
-                "the benchmark failed ({}) in round {label}: `{line}`: {err}",
-                out.status
-            )));
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(self.failure(label, &out.status.to_string(), &err));
         }
         parse_samples(
             &String::from_utf8_lossy(&out.stdout),
@@ -158,15 +168,8 @@ impl Served {
         if let Some(e) = self.child.stderr.as_mut() {
             let _ = e.read_to_string(&mut err);
         }
-        let err = err.trim();
-        if let Some(e) = crate::bench::pinned::refused(err, &self.run.cpus, self.run.priority) {
-            return e;
-        }
         let status = status.map_or_else(|| "killed".to_string(), |s| s.to_string());
-        child(format!(
-            "the benchmark failed ({status}) in round {label}: `{}`: {err}",
-            self.run.line()
-        ))
+        self.run.failure(label, &status, &err)
     }
 
     /// Wait up to a second for the server to exit, then kill it by its pid.

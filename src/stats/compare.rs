@@ -69,7 +69,17 @@ pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> 
             .map(|r| RoundSummary::of(r, &opts.quantiles))
             .collect()
     };
-    let mut c = compare_summaries(&sum(base), &sum(treat), opts);
+    compare_rounds((base, &sum(base)), (treat, &sum(treat)), opts)
+}
+
+/// [`compare`] of rounds already summarised at `opts.quantiles` (as `overhead` summarises each
+/// round when it ends).
+pub fn compare_rounds(
+    (base, base_sums): (&[Vec<u64>], &[RoundSummary]),
+    (treat, treat_sums): (&[Vec<u64>], &[RoundSummary]),
+    opts: &CompareOptions,
+) -> Comparison {
+    let mut c = compare_summaries(base_sums, treat_sums, opts);
     let pairs: Vec<(&Vec<u64>, &Vec<u64>)> = base
         .iter()
         .zip(treat)

@@ -77,7 +77,7 @@ pub mod rank;
 pub mod rng;
 mod verdict;
 
-pub use compare::{compare, compare_summaries, shift_interval, CompareOptions};
+pub use compare::{compare, compare_rounds, compare_summaries, shift_interval, CompareOptions};
 pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
 pub use modes::Mode;
 pub use notes::STALL_NS;

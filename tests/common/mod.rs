@@ -144,3 +144,49 @@ pub fn bpf_symbol_loaded(part: &str) -> bool {
         .lines()
         .any(|l| l.ends_with("[bpf]") && l.contains(part))
 }
+
+/// The dispatch split follows from the p50 difference and the programs' own time: a gap is
+/// shown (as `dispatch_gap_ns` too) exactly when its interval reaches 0 or above, and is
+/// `Δp50 − own` with the interval moved by the same amount; never a negative cost.
+pub fn assert_dispatch_split(v: &serde_json::Value) {
+    let dispatch = &v["dispatch"];
+    let own = dispatch["own_ns"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("the built-in bench separates the runs: {dispatch}"));
+    let p50 = v["comparison"]["diffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["q"] == 50.0)
+        .unwrap();
+    let (delta, lo, hi) = (
+        p50["delta"].as_f64().unwrap(),
+        p50["lo"].as_f64().unwrap(),
+        p50["hi"].as_f64().unwrap(),
+    );
+    assert_eq!(v["dispatch_gap_ns"], dispatch["gap_ns"], "{dispatch}");
+    let sentence = dispatch["sentence"].as_str().unwrap();
+    if hi - own < 0.0 {
+        assert!(
+            dispatch["gap_ns"].is_null(),
+            "a negative gap shown: {dispatch}"
+        );
+        assert!(dispatch["gap_hi"].is_null(), "{dispatch}");
+        assert!(sentence.contains("cannot be separated"), "{dispatch}");
+    } else {
+        let close = |k: &str, want: f64| {
+            let got = dispatch[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k}: {dispatch}"));
+            assert!((got - want).abs() < 1e-6, "{k} {got} != {want}: {dispatch}");
+        };
+        close("gap_ns", delta - own);
+        close("gap_lo", lo - own);
+        close("gap_hi", hi - own);
+        assert!(dispatch["gap_hi"].as_f64().unwrap() >= 0.0, "{dispatch}");
+        assert!(
+            sentence.contains("beyond the programs' own time"),
+            "{dispatch}"
+        );
+    }
+}

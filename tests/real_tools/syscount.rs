@@ -155,41 +155,6 @@ fn syscount_held_by_hand_is_recorded_without_load_and_its_map_updates_named() {
     eprintln!("syscount maps: {flags:?}\n{}", text.stdout());
 }
 
-/// The dispatch split is consistent with the p50 difference and never a negative cost.
-fn check_dispatch(v: &Value) {
-    let p50 = v["comparison"]["diffs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["q"] == 50.0)
-        .unwrap();
-    let (delta, hi) = (p50["delta"].as_f64().unwrap(), p50["hi"].as_f64().unwrap());
-    let dispatch = &v["dispatch"];
-    let own = dispatch["own_ns"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("the built-in bench separates the runs: {dispatch}"));
-    assert_eq!(v["dispatch_gap_ns"], dispatch["gap_ns"], "{v}");
-    match dispatch["gap_ns"].as_f64() {
-        Some(gap) => {
-            let gap_hi = dispatch["gap_hi"].as_f64().unwrap();
-            assert!(
-                gap_hi >= 0.0,
-                "a negative residual shown as a cost: {dispatch}"
-            );
-            assert!((gap - (delta - own)).abs() < 1e-6, "{dispatch} vs {p50}");
-            assert!((gap_hi - (hi - own)).abs() < 1e-6, "{dispatch} vs {p50}");
-        }
-        None => {
-            assert!(
-                hi - own < 0.0,
-                "a gap hidden that was not negative: {dispatch}"
-            );
-            let s = dispatch["sentence"].as_str().unwrap();
-            assert!(s.contains("cannot be separated"), "{s}");
-        }
-    }
-}
-
 /// Item 5: `overhead --attach-cmd 'syscount -L'`: its programs run on every system call, the
 /// bench's close(2) outside the timed span included; only the runs inside count.
 #[test]
@@ -236,7 +201,7 @@ fn syscount_overhead_counts_only_its_runs_inside_the_timed_span() {
         own < 0.8 * all,
         "only the runs inside the span: {own} of {all}"
     );
-    check_dispatch(&v);
+    assert_dispatch_split(&v);
     let ids: Vec<u32> = progs
         .iter()
         .map(|p| p["id"].as_u64().unwrap() as u32)
