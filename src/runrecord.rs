@@ -37,6 +37,11 @@ pub struct RunRecord {
     /// Unix time (s) the recording started.
     pub started_at: u64,
     pub kernel: String,
+    /// The running kernel's build id in hex, as perf records it for `[kernel.kallsyms]`: the
+    /// kallsyms snapshot beside the recording is of this build. `None` in a record written
+    /// before it had the field, or where the kernel shows no build id.
+    #[serde(default)]
+    pub kernel_build_id: Option<String>,
     pub perf: PerfUsed,
     /// The event asked for, and the one perf actually sampled (cpu-clock without a PMU).
     pub event_requested: String,

@@ -47,7 +47,7 @@ fn fixture_lines_add_up_and_name_the_helper() {
         .find(|p| p["name"] == "path_check_callback")
         .unwrap();
     assert_eq!(callback["subprogram_of"], "enforce_access_policy");
-    assert_eq!(callback["id"], 9602);
+    assert_eq!(callback["id"], 821);
     // Every function's lines add up to the function, the functions to the BPF share.
     let mut sum_all = 0.0;
     for p in progs {
@@ -108,7 +108,7 @@ fn fixture_text_prog_top_and_asm() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let out = r.stdout();
     assert!(
-        out.contains("path_check_callback (prog id 9602, sub-program of enforce_access_policy)"),
+        out.contains("path_check_callback (prog id 821, sub-program of enforce_access_policy)"),
         "{out}"
     );
     assert!(
@@ -214,7 +214,7 @@ fn report_lists_hot_lines_and_flame_draws_them() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let folded = r.stdout();
     assert!(
-        folded.contains("bpf_prog_abb7fedfb7f3aa07_path_check_callback;openat_hook_common.h:99;__htab_map_lookup_elem_[k]"),
+        folded.contains("bpf_prog_02d72532ae93c2b5_path_check_callback;openat_hook_common.h:99;__htab_map_lookup_elem_[k]"),
         "the line sits between the BPF frame and its helper: {folded}"
     );
     let plain = run(ebpf_prof(&["flame", "--folded", FIXTURE], dir)).stdout();

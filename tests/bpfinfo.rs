@@ -42,21 +42,21 @@ fn fixture() -> BpfInfo {
 /// `(prog id, function symbol, address, size)` as `perf report --header-only` prints them.
 const PERF_HEADER: [(u32, &str, u64, u32); 3] = [
     (
-        9602,
+        821,
         "bpf_prog_e03e9930c8521773_enforce_access_policy",
-        0xffffffffc0000810,
+        0xffffffffc0027454,
         123,
     ),
     (
-        9602,
-        "bpf_prog_abb7fedfb7f3aa07_path_check_callback",
-        0xffffffffc00008ec,
+        821,
+        "bpf_prog_02d72532ae93c2b5_path_check_callback",
+        0xffffffffc002752c,
         521,
     ),
     (
-        9603,
+        822,
         "bpf_prog_1307ade3162da109_tail_call_security_check",
-        0xffffffffc0000b34,
+        0xffffffffc0027774,
         177,
     ),
 ];
@@ -82,7 +82,7 @@ fn fixture_programs_are_named_as_perf_names_them() {
     for p in &info.progs {
         assert_eq!(
             (p.btf_id, p.line_mapping, &p.problems),
-            (12486, LineMapping::JitedAddresses, &vec![]),
+            (918, LineMapping::JitedAddresses, &vec![]),
             "{}",
             p.id
         );
@@ -91,9 +91,9 @@ fn fixture_programs_are_named_as_perf_names_them() {
             p.jited_insns.len()
         );
     }
-    assert_eq!(info.btfs.ids().collect::<Vec<_>>(), [12486]);
+    assert_eq!(info.btfs.ids().collect::<Vec<_>>(), [918]);
     assert_eq!(
-        info.prog(9602).map(|p| p.name.as_str()),
+        info.prog(821).map(|p| p.name.as_str()),
         Some("enforce_access_")
     );
 }
@@ -193,7 +193,7 @@ fn fixture_disassembly_covers_each_function() {
 #[test]
 fn fixture_return_addresses_are_charged_to_the_calling_line() {
     let info = fixture();
-    let p = info.prog(9602).expect("prog 9602");
+    let p = info.prog(821).expect("prog 821");
     let helper = last_call_of_line(&info, p, 1, 89);
     assert_eq!(lines_of(&info, helper, IpKind::Return), Some(89));
     let l = line_of(&info, p, 1, 89);

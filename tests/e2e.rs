@@ -203,7 +203,12 @@ fn read_without_the_snapshot(dir: &Path, copy: &Path) {
     std::fs::rename(dir.join("perf.data.kallsyms"), dir.join("moved")).unwrap();
     let r = flame_as_nobody(dir, copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
-    assert!(r.stderr().contains("no kallsyms snapshot"), "{r:?}");
+    assert!(
+        r.stderr().contains("stay [unknown]")
+            && r.stderr()
+                .contains("no snapshot perf.data.kallsyms beside it"),
+        "{r:?}"
+    );
     assert!(
         !r.stdout().contains("do_syscall_64"),
         "kernel names should be hidden without the snapshot"

@@ -237,9 +237,10 @@ proptest! {
             record: None,
             kind: folded::InputKind::Folded,
             samples: None,
+            kernel_symbols: Default::default(),
         };
         let none = std::path::Path::new("/nonexistent/x.folded");
-        if let Ok(r) = ebpf_prof::report::report_on(&p, none, None, 5, None) {
+        if let Ok(r) = ebpf_prof::report::report_on(&p, none, 5, None) {
             let _ = r.to_text();
         }
     }

@@ -141,11 +141,16 @@ impl Aggregator {
             at.0 += weight;
         } else {
             at.1 += weight;
-            let callee = frames[i - 1].name.unwrap_or("[unknown]");
-            match entry.callees.get_mut(callee) {
+            // A callee without a symbol (no kallsyms of the recording's kernel) is shown by
+            // its address, as perf annotate shows what it cannot name.
+            let callee = match frames[i - 1].name {
+                Some(name) => std::borrow::Cow::Borrowed(name),
+                None => std::borrow::Cow::Owned(format!("{:#x}", frames[i - 1].ip)),
+            };
+            match entry.callees.get_mut(callee.as_ref()) {
                 Some(w) => *w += weight,
                 None => {
-                    entry.callees.insert(callee.to_string(), weight);
+                    entry.callees.insert(callee.into_owned(), weight);
                 }
             }
         }

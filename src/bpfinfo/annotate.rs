@@ -124,11 +124,31 @@ pub fn feed(
 pub struct ResolvedFeed {
     /// Per frame id of the reader's table: 0 not yet looked at, 1 not BPF by name, 2 BPF.
     named_bpf: Vec<u8>,
-    /// `(innermost BPF frame's IP, its frame id, its callee's frame id or u32::MAX, its
-    /// program id or u32::MAX)`.
-    pending: FxHashMap<(u64, u32, u32, u32), Pending>,
+    pending: FxHashMap<Reduction, Pending>,
     /// Weight of samples without a BPF frame.
     other: u64,
+}
+
+/// What [`ResolvedFeed`] keeps of a sample: the innermost BPF frame and what it called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Reduction {
+    /// The innermost BPF frame's address and its id in the reader's frame table.
+    bpf_ip: u64,
+    bpf_frame: u32,
+    callee: Callee,
+    /// The id of the BPF program at that address, or `u32::MAX` when not known.
+    prog: u32,
+}
+
+/// The frame an innermost BPF frame called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Callee {
+    /// None: the sample is in the BPF code itself.
+    Nothing,
+    /// A frame with a name, by its id in the reader's frame table.
+    Named(u32),
+    /// A frame without a name, by its address (shown as such).
+    Unnamed(u64),
 }
 
 /// One reduction of [`ResolvedFeed`]: its weight, when it was first seen, and its names.
@@ -165,7 +185,12 @@ impl ResolvedFeed {
             self.other += weight;
             return;
         };
-        let callee = i.checked_sub(1).map_or(u32::MAX, |c| s.frames[c].0);
+        let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
+        let callee = match i.checked_sub(1) {
+            None => Callee::Nothing,
+            Some(c) if sym(s.frames[c]).is_some() => Callee::Named(s.frames[c].0),
+            Some(c) => Callee::Unnamed(s.ips[c]),
+        };
         let f = s.table.get(s.frames[i]);
         let mut bpf = Frame {
             ip: s.ips[i],
@@ -174,14 +199,13 @@ impl ResolvedFeed {
             prog: f.and_then(|f| f.bpf_prog),
         };
         by_time(info, &mut bpf, i, s.time);
-        let key = (
-            s.ips[i],
-            s.frames[i].0,
+        let key = Reduction {
+            bpf_ip: s.ips[i],
+            bpf_frame: s.frames[i].0,
             callee,
-            bpf.prog.unwrap_or(u32::MAX),
-        );
+            prog: bpf.prog.unwrap_or(u32::MAX),
+        };
         let first = self.pending.len();
-        let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
         let p = self.pending.entry(key).or_insert_with(|| Pending {
             weight: 0,
             first,
@@ -197,23 +221,28 @@ impl ResolvedFeed {
         agg.add(info, &[], self.other);
         let mut pending: Vec<_> = self.pending.into_iter().collect();
         pending.sort_unstable_by_key(|(_, p)| p.first);
-        for ((ip, _, callee_id, _), p) in pending {
+        for (key, p) in pending {
             let bpf = Frame {
-                ip,
+                ip: key.bpf_ip,
                 kind: FrameKind::Bpf,
                 name: p.name.as_deref(),
                 prog: p.prog,
             };
+            let callee_ip = match key.callee {
+                Callee::Nothing => {
+                    agg.add(info, &[bpf], p.weight);
+                    continue;
+                }
+                Callee::Named(_) => 0,
+                Callee::Unnamed(ip) => ip,
+            };
             let callee = Frame {
-                ip: 0,
+                ip: callee_ip,
                 kind: FrameKind::Kernel,
                 name: p.callee.as_deref(),
                 prog: None,
             };
-            match callee_id {
-                u32::MAX => agg.add(info, &[bpf], p.weight),
-                _ => agg.add(info, &[callee, bpf], p.weight),
-            }
+            agg.add(info, &[callee, bpf], p.weight);
         }
     }
 }

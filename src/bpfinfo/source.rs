@@ -59,7 +59,8 @@ pub struct SampleSource<'a> {
     pub kallsyms: Option<&'a Path>,
     /// Which perf to run.
     pub perf: &'a PerfChoice,
-    /// No progress line on a terminal (when it runs beside another `perf script`).
+    /// No progress line on a terminal and no note about the kernel symbols (when it runs
+    /// beside another reading of the same file, which says them).
     pub quiet: bool,
 }
 
@@ -92,10 +93,15 @@ pub fn for_each_sample(
     programs: BpfPrograms,
     mut each: impl FnMut(&RawSample<'_>),
 ) -> Result<()> {
-    let snap = crate::profile::snapshot(src.input, src.kallsyms)?;
     let (file, _) = crate::profile::open_regular(src.input, crate::profile::Role::Profile, false)?;
+    let record = crate::profile::run_record(src.input)?;
+    let symbols =
+        crate::profile::kernel_symbols::choose(src.input, &file, src.kallsyms, record.as_ref())?;
+    if let Some(note) = symbols.note.as_ref().filter(|_| !src.quiet) {
+        crate::out::say(format!("warning: {note}"));
+    }
     if !src.perf.via_perf {
-        match native_samples(&file, snap.clone(), programs, &mut each) {
+        match native_samples(&file, symbols.path.clone(), programs, &mut each) {
             Ok(()) => return Ok(()),
             Err(why) => crate::out::say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
@@ -109,7 +115,7 @@ pub fn for_each_sample(
         &found.path,
         src.input,
         &file,
-        snap.as_deref(),
+        symbols.for_perf(),
         crate::profile::force_for_root(&file),
         &fields,
     )?;
@@ -126,8 +132,8 @@ pub fn for_each_sample(
 }
 
 /// The samples of the first sampled event, read natively, each frame named as perf names it
-/// (kernel frames from the kallsyms snapshot, else /proc/kallsyms; BPF frames from KSYMBOL
-/// records; user frames are not needed here). `Err`: why the reader cannot read this file.
+/// (kernel frames from `kallsyms`, which is of the recording's kernel build, else left
+/// unnamed; BPF frames from KSYMBOL records; user frames are not needed here). `Err`: why the reader cannot read this file.
 fn native_samples(
     file: &std::fs::File,
     kallsyms: Option<PathBuf>,
@@ -137,7 +143,7 @@ fn native_samples(
     use crate::profile::perfdata::{PerfData, Samples, SymbolOptions};
     let data = PerfData::from_file(file).map_err(|e| e.to_string())?;
     let opts = SymbolOptions {
-        kallsyms: Some(kallsyms.unwrap_or_else(|| "/proc/kallsyms".into())),
+        kallsyms,
         user_symbols: false,
         ..SymbolOptions::default()
     };

@@ -421,8 +421,9 @@ fn resolved_feed_aggregates_as_per_sample_feeding() {
         let chain = source::raw_frames(s);
         annotate::feed(&info, &mut each, &chain, s.period.unwrap_or(1), s.time);
     };
+    // The fixture's own snapshot: kernel names must not come from the machine the test runs on.
     let opts = SymbolOptions {
-        kallsyms: Some("/proc/kallsyms".into()),
+        kallsyms: Some(path.with_extension("data.kallsyms")),
         ..SymbolOptions::default()
     };
     fold_data_observed(&data, &opts, Some(&mut observe)).unwrap();

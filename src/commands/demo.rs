@@ -101,7 +101,7 @@ fn summarise(
     ));
     // What `report` prints: its reading, the own-code hint naming the hottest line, the hot lines.
     let own_line = hot.and_then(crate::report::lines::own_code_hint_line);
-    let report = crate::report::report_on(profile, &rec.files.data, None, 5, own_line)?;
+    let report = crate::report::report_on(profile, &rec.files.data, 5, own_line)?;
     let lines = hot.map(crate::report::lines::render);
     for line in (report.to_text() + &lines.unwrap_or_default()).lines() {
         s.push_str(&if line.is_empty() {

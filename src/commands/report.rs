@@ -26,13 +26,7 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
     let (p, hot) =
         report::lines::load_with_hot_lines(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?;
     let own_line = hot.as_deref().and_then(report::lines::own_code_hint_line);
-    let r = report::report_on(
-        &p,
-        &opts.input,
-        opts.kallsyms.as_deref(),
-        opts.top,
-        own_line,
-    )?;
+    let r = report::report_on(&p, &opts.input, opts.top, own_line)?;
     let text = if opts.json {
         let mut v = serde_json::to_value(&r)?;
         if let (Some(obj), Some(hot)) = (v.as_object_mut(), &hot) {

@@ -107,12 +107,23 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
 
 /// Labels for BPF program frames: `bpf_prog_<tag>_<name>` drawn as `<name>` when no other
 /// program of that name (another tag) is in the profile — the 16 hex digits add nothing then,
-/// and a program's colour already says what it is. Other frames keep their names.
+/// and a program's colour already says what it is. A kernel frame nobody could name is drawn
+/// as perf prints it, `[unknown]`, instead of inferno's `[[kernel.kallsyms]]`. Other frames
+/// keep their names.
 fn short_labels(folded: &str) -> HashMap<String, String> {
     let mut tags: HashMap<String, HashSet<String>> = HashMap::new();
     let mut frames: HashMap<String, String> = HashMap::new();
+    let mut unnamed = HashMap::new();
     for line in folded.lines() {
         let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+        for f in stack.split(';') {
+            if bare(f) == crate::profile::frames::UNNAMED_KERNEL {
+                unnamed.insert(
+                    f.to_string(),
+                    f.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
+                );
+            }
+        }
         for f in stack.split(';').filter(|f| kind(f) == Kind::Program) {
             if let Some((tag, name)) = crate::host::kallsyms::split_bpf_symbol(bare(f)) {
                 tags.entry(name.clone()).or_default().insert(tag);
@@ -123,6 +134,7 @@ fn short_labels(folded: &str) -> HashMap<String, String> {
     frames
         .into_iter()
         .filter(|(_, name)| tags.get(name).is_some_and(|t| t.len() == 1))
+        .chain(unnamed)
         .collect()
 }
 
@@ -150,6 +162,12 @@ mod tests {
             &svg[..400]
         );
         assert!(svg.contains("bpf_prog_2222222222222222_twin"));
+        let unnamed = short_labels("b;[[kernel.kallsyms]]_[k];bpf_prog_0123456789abcdef_hook 5\n");
+        assert_eq!(
+            unnamed.get("[[kernel.kallsyms]]_[k]").map(String::as_str),
+            Some("[unknown]_[k]"),
+            "an unnamed kernel frame is drawn as perf prints it"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use super::Host;
 use anyhow::{Context, Result};
 use regex::Regex;
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 /// One line of /proc/kallsyms.
@@ -83,6 +84,30 @@ pub fn addresses_hidden(syms: &[Symbol]) -> bool {
     !syms.is_empty() && syms.iter().all(|s| s.addr == 0)
 }
 
+/// The environment variable that makes profile readers take another file for the running
+/// kernel's /proc/kallsyms. The test suite points it at an empty file to show that every
+/// fixture carries the kernel symbols it is read with; nothing else should set it.
+pub const LIVE_KALLSYMS_VAR: &str = "EBPF_PROF_TEST_LIVE_KALLSYMS";
+
+/// The running kernel's kallsyms as profile readers see it: the host's /proc/kallsyms, or
+/// the file [`LIVE_KALLSYMS_VAR`] names.
+pub fn live_path(host: &Host) -> PathBuf {
+    match std::env::var_os(LIVE_KALLSYMS_VAR) {
+        Some(path) if host.is_live() => PathBuf::from(path),
+        _ => host.path("proc/kallsyms"),
+    }
+}
+
+/// Whether a kallsyms text shows any real address. Read by a user while kptr_restrict hides
+/// them, every address is zero, and such a file would name every kernel frame after the
+/// first symbol in it.
+pub fn shows_addresses(text: &[u8]) -> bool {
+    text.split(|&b| b == b'\n').any(|line| {
+        let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        digits > 0 && line[..digits].iter().any(|&b| b != b'0')
+    })
+}
+
 /// Read and parse the host's /proc/kallsyms.
 pub fn read(host: &Host) -> Result<Vec<Symbol>> {
     Ok(parse(&read_text(host)?))
@@ -123,6 +148,17 @@ mod tests {
         let syms = parse("0000000000000000 T do_syscall_64\n0000000000000000 t bpf_prog_0123456789abcdef_x\t[bpf]\n");
         assert!(addresses_hidden(&syms));
         assert_eq!(bpf_programs(&syms)[0].name, "x");
+    }
+
+    #[test]
+    fn a_text_of_zero_addresses_shows_none() {
+        assert!(!shows_addresses(
+            b"0000000000000000 T _text\n0000000000000000 t x\n"
+        ));
+        assert!(!shows_addresses(b""));
+        assert!(shows_addresses(
+            b"0000000000000000 A fixed_percpu_data\nffffffff81000000 T _text\n"
+        ));
     }
 
     #[test]

@@ -491,7 +491,7 @@ fn from_env_reads_the_real_kernel_release() {
     assert_eq!(loc.root, PathBuf::from("/"));
 }
 
-/// This machine's real perf: Debian 12's linux-perf 6.1 under kernel 6.18.
+/// This machine's real perf, found on PATH, its version compared with the running kernel's.
 #[test]
 fn real_perf_on_this_machine() {
     let real = Path::new("/usr/bin/perf");
@@ -520,11 +520,11 @@ fn real_perf_on_this_machine() {
             "{hint}"
         );
     }
-    // The machine this was written on: perf 6.1.192 (Debian 12) on kernel 6.18.
-    if os.contains("ID=debian") && loc.kernel_release.starts_with("6.18.") {
-        assert_eq!((found.version.major, found.version.minor), (6, 1));
-        let hint = found.mismatch_hint.unwrap();
-        assert!(hint.contains("sudo apt install linux-perf"), "{hint}");
+    // On Debian the hint names its package, whatever perf's version is.
+    if os.contains("ID=debian") {
+        if let Some(hint) = &found.mismatch_hint {
+            assert!(hint.contains("sudo apt install linux-perf"), "{hint}");
+        }
     }
 }
 
@@ -726,4 +726,41 @@ fn untrusted_perf_on_path_is_passed_over_as_root() {
     );
     loc.as_root = false;
     assert_eq!(locate(&loc).unwrap().path, t.path("open/perf"));
+}
+
+/// A directory of root's with the sticky bit (as /tmp is) is a safe place above what root
+/// runs: others can add entries to it but not rename or remove root's. Without the sticky
+/// bit, or owned by another user, it is not.
+#[test]
+#[ignore = "needs root (chown): scripts/test.sh runs it"]
+fn a_sticky_directory_of_roots_is_a_safe_ancestor_as_root() {
+    if !crate::host::security::root_or_skip(
+        "a_sticky_directory_of_roots_is_a_safe_ancestor_as_root",
+    ) {
+        return;
+    }
+    let t = Tree::trusted();
+    let perf = t.perf("shared/opt/perf", "6.1.0");
+    fs::set_permissions(t.path("shared"), fs::Permissions::from_mode(0o1777)).unwrap();
+    assert!(check_trust(&perf, "--perf x", true, false).is_ok());
+    chown(&t.path("shared"), NOBODY);
+    let msg = format!(
+        "{:#}",
+        check_trust(&perf, "--perf x", true, false).unwrap_err()
+    );
+    assert!(msg.contains("shared belongs to uid 65534"), "{msg}");
+    chown(&t.path("shared"), 0);
+    fs::set_permissions(t.path("shared"), fs::Permissions::from_mode(0o777)).unwrap();
+    let msg = format!(
+        "{:#}",
+        check_trust(&perf, "--perf x", true, false).unwrap_err()
+    );
+    assert!(
+        msg.contains("shared is writable by group or others (mode 777)"),
+        "{msg}"
+    );
+    // What root runs from a sticky directory must still be root's own.
+    fs::set_permissions(t.path("shared"), fs::Permissions::from_mode(0o1777)).unwrap();
+    chown(&t.path("shared/opt"), NOBODY);
+    assert!(check_trust(&perf, "--perf x", true, false).is_err());
 }

@@ -1,8 +1,10 @@
 //! As root, never run a binary another user could have replaced. The rule is sudo's and
 //! OpenSSH's StrictModes (`safe_path`): the file and every directory above it, up to `/`, must
 //! belong to root (or to the user we run as, or, under sudo, to the user who ran sudo: they
-//! could run anything as root already) and must not be writable by group or others. A symlink
-//! is followed to the real file and both the link's directories and the file's are checked.
+//! could run anything as root already) and must not be writable by group or others. A
+//! directory of root's with the sticky bit (/tmp) is the exception: there others cannot rename
+//! or remove what they do not own. A symlink is followed to the real file and both the link's
+//! directories and the file's are checked.
 //!
 //! It applies to perf (`--perf`, `$PERF`, and every candidate the automatic search finds; an
 //! explicit one can be let through with `--trust-perf`) and, as root, to every program looked up
@@ -16,6 +18,9 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// The sticky bit of a directory's mode (`S_ISVTX`).
+const STICKY: u32 = 0o1000;
 
 /// Who may own what root runs: root, the user we run as, and the user who ran sudo.
 pub fn trusted_owners() -> Vec<u32> {
@@ -59,7 +64,10 @@ fn entry_problem(p: &Path, owners: &[u32]) -> Option<String> {
         return Some(format!("{} belongs to uid {}", p.display(), m.uid()));
     }
     let mode = m.mode() & 0o7777;
-    (mode & 0o022 != 0).then(|| {
+    // A directory of root's with the sticky bit, such as /tmp, lets others add entries but
+    // not rename or remove the ones they do not own, so what root owns in it stays put.
+    let sticky_of_root = m.is_dir() && m.uid() == 0 && mode & STICKY != 0;
+    (mode & 0o022 != 0 && !sticky_of_root).then(|| {
         format!(
             "{} is writable by group or others (mode {mode:o})",
             p.display()

@@ -52,6 +52,11 @@ pub fn kind(frame: &str) -> Kind {
     }
 }
 
+/// How inferno's collapser writes a kernel frame perf printed as `[unknown]`: the module's
+/// name in brackets, `[[kernel.kallsyms]]_[k]`. It is kernel text (perf placed it in the
+/// kernel's map), unnamed because no kallsyms of the recording's kernel build was found.
+pub const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
+
 /// Whether a bare frame name is an address perf (or whoever folded) could not name.
 pub fn is_unresolved(name: &str) -> bool {
     name == "[unknown]"
@@ -92,6 +97,7 @@ pub fn display(frame: &str) -> String {
     let name = bare(frame);
     match split_bpf_symbol(name) {
         Some((_, n)) if is_bpf(name) => n,
+        _ if name == UNNAMED_KERNEL => "[unknown]".to_string(),
         _ => name.to_string(),
     }
 }
@@ -139,6 +145,11 @@ mod tests {
         assert_eq!(kind("bpf_prog_run_array_[k]"), Kind::Kernel);
         assert_eq!(kind("[unknown]"), Kind::Unresolved);
         assert_eq!(kind("[kernel.kallsyms]_[k]"), Kind::Unresolved);
+        assert_eq!(
+            kind("[[kernel.kallsyms]]_[k]"),
+            Kind::Kernel,
+            "kernel text, unnamed"
+        );
         assert_eq!(kind("0xffffffffc0288c18"), Kind::Unresolved);
         assert_eq!(kind("[unknown <ffffffffc0025cd2>]"), Kind::Unresolved);
         assert_eq!(kind("std::rt::lang_start"), Kind::Other);
@@ -170,6 +181,7 @@ mod tests {
             "enforce_access_policy"
         );
         assert_eq!(display("htab_map_hash_[k]"), "htab_map_hash");
+        assert_eq!(display("[[kernel.kallsyms]]_[k]"), "[unknown]");
         assert_eq!(
             display("bpf_trampoline_6442491220"),
             "bpf_trampoline_6442491220"

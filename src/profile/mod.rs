@@ -6,6 +6,7 @@
 pub mod folded;
 pub mod frames;
 mod input;
+pub mod kernel_symbols;
 pub mod perfdata;
 pub mod perfheader;
 pub mod scan;
@@ -20,6 +21,7 @@ use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use anyhow::{Context, Result};
 use folded::InputKind;
+use kernel_symbols::KernelSymbols;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -36,10 +38,14 @@ pub struct Profile {
     /// The number of samples, counted in the profile (perf.data by the built-in reader or perf
     /// script, and script text).
     pub samples: Option<u64>,
+    /// The kallsyms its kernel frames were named from (a perf.data), or that names its bare
+    /// addresses (text inputs): see [`kernel_symbols`].
+    pub kernel_symbols: KernelSymbols,
 }
 
-/// Load any supported input as folded stacks. `kallsyms` names a snapshot to resolve kernel
-/// frames with (default: `INPUT.kallsyms`).
+/// Load any supported input as folded stacks. `kallsyms` names the kallsyms to resolve kernel
+/// frames with (`--kallsyms`); without it, one of the recording's kernel build is looked for
+/// ([`kernel_symbols`]).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
     load_inner(input, kallsyms, perf, Collapse::default())
 }
@@ -89,9 +95,6 @@ fn load_inner<'a>(
     how: Collapse<'_, 'a, '_>,
 ) -> Result<Profile> {
     let (mut file, len) = open_regular(input, Role::Profile, false)?;
-    if let Some(k) = kallsyms {
-        open_regular(k, Role::Kallsyms, false)?;
-    }
     let head = input::head(&mut file)?;
     let kind = folded::detect(&head).map_err(|why| {
         usage(format!(
@@ -99,12 +102,20 @@ fn load_inner<'a>(
             input.display()
         ))
     })?;
-    let files = RunFiles::new(input);
-    let record = run_record(&files)?;
-    let (text, samples) = match kind {
+    let record = run_record(input)?;
+    let symbols = match kind {
         InputKind::PerfData => {
             check_complete(input, &file, &head, len)?;
-            collapse_perf_data(input, &file, kallsyms, perf, how)?
+            kernel_symbols::choose(input, &file, kallsyms, record.as_ref())?
+        }
+        _ => KernelSymbols::for_named_input(input, kallsyms)?,
+    };
+    let (text, samples) = match kind {
+        InputKind::PerfData => {
+            if let Some(note) = &symbols.note {
+                say(format!("warning: {note}"));
+            }
+            collapse_perf_data(input, &file, &symbols, perf, how)?
         }
         _ if how.rewrite.is_some() => {
             return Err(usage(format!(
@@ -115,6 +126,19 @@ fn load_inner<'a>(
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
         InputKind::Folded => (read_folded(input, head, file)?, None),
     };
+    check_has_samples(input, &text)?;
+    crate::failpoint::hit("profile:loaded");
+    Ok(Profile {
+        folded: text,
+        record,
+        kind,
+        samples,
+        kernel_symbols: symbols,
+    })
+}
+
+/// Folded stacks with no stack, or whose counts are all 0, are refused naming the input.
+fn check_has_samples(input: &Path, text: &str) -> Result<()> {
     if text.trim().is_empty() {
         return Err(usage(format!(
             "{} holds no samples with call chains (was it recorded with -g?)",
@@ -122,20 +146,14 @@ fn load_inner<'a>(
         )));
     }
     let total =
-        folded::checked_total(&text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+        folded::checked_total(text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
     if total == 0 {
         return Err(usage(format!(
             "{} holds no samples: every stack's count is 0",
             input.display()
         )));
     }
-    crate::failpoint::hit("profile:loaded");
-    Ok(Profile {
-        folded: text,
-        record,
-        kind,
-        samples,
-    })
+    Ok(())
 }
 
 /// The rest of a folded file after its head; malformed lines are skipped, with a warning that
@@ -183,7 +201,8 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
-fn run_record(files: &RunFiles) -> Result<Option<RunRecord>> {
+pub fn run_record(input: &Path) -> Result<Option<RunRecord>> {
+    let files = RunFiles::new(input);
     let Some(text) = read_sidecar(&files.json())? else {
         return Ok(None);
     };
@@ -215,7 +234,7 @@ struct Collapse<'r, 'a, 'o> {
 fn collapse_perf_data<'a>(
     input: &Path,
     file: &File,
-    kallsyms: Option<&Path>,
+    symbols: &KernelSymbols,
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
 ) -> Result<(String, Option<u64>)> {
@@ -225,13 +244,6 @@ fn collapse_perf_data<'a>(
         decorate,
         programs,
     } = how;
-    let snapshot = snapshot(input, kallsyms)?;
-    if snapshot.is_none() {
-        say(format!(
-            "warning: no kallsyms snapshot beside {} (recorded elsewhere?): kernel frames are named from this machine's /proc/kallsyms, which may be wrong or hidden",
-            input.display()
-        ));
-    }
     // A rewrite of perf script's text with no counterpart for the built-in reader goes
     // through perf.
     if !perf.via_perf && (rewrite.is_none() || decorate.is_some()) {
@@ -240,7 +252,7 @@ fn collapse_perf_data<'a>(
             decorate,
             bpf_programs: programs,
         };
-        match perfdata::fold_file(file, input, snapshot.as_deref(), hooks)? {
+        match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
             perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
@@ -253,7 +265,7 @@ fn collapse_perf_data<'a>(
         &found.path,
         input,
         file,
-        snapshot.as_deref(),
+        symbols.for_perf(),
         force_for_root(file),
     )?;
     let reader: Box<dyn Read + 'a> = Box::new(script.reader()?);
@@ -267,24 +279,6 @@ fn collapse_perf_data<'a>(
         Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
         c => finished.and(c),
     }
-}
-
-/// The kallsyms snapshot to name kernel frames with: the one named, else `INPUT.kallsyms` when
-/// it exists. It must be a regular file perf can read to the end: checked here.
-pub(crate) fn snapshot(
-    input: &Path,
-    kallsyms: Option<&Path>,
-) -> Result<Option<std::path::PathBuf>> {
-    let beside = kallsyms.is_none();
-    let path = match kallsyms {
-        Some(k) => k.to_path_buf(),
-        None => RunFiles::new(input).kallsyms(),
-    };
-    if beside && std::fs::symlink_metadata(&path).is_err() {
-        return Ok(None);
-    }
-    open_regular(&path, Role::Kallsyms, beside)?;
-    Ok(Some(path))
 }
 
 /// Root reading a file that is not root's: perf's ownership check would refuse it ("File

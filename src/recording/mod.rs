@@ -370,6 +370,8 @@ fn base_record(
         tool: format!("ebpf-prof {}", env!("CARGO_PKG_VERSION")),
         started_at: now,
         kernel: host.kernel_release(),
+        kernel_build_id: crate::host::notes::running_build_id(host)
+            .map(|id| crate::profile::perfdata::hex(&id)),
         perf: PerfUsed {
             path: perf.path.display().to_string(),
             version: perf.version.raw.clone(),

@@ -301,7 +301,11 @@ fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unres
 }
 
 fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
-    let mut w = Vec::new();
+    let mut w: Vec<String> = input
+        .kernel_symbols_note
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     if input.folded.skipped > 0 {
         w.push(format!(
             "{} malformed folded lines were skipped",

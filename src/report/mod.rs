@@ -26,7 +26,6 @@ use crate::host::kallsyms::{self, Symbol};
 use crate::out::say;
 use crate::profile::folded::Folded;
 use crate::profile::{read_sidecar, Profile};
-use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use crate::stats::pct;
 use serde::Serialize;
@@ -38,53 +37,50 @@ pub(crate) fn add(slot: &mut u64, n: u64) {
     *slot = slot.saturating_add(n);
 }
 
-/// The report on a loaded profile; `input` locates the run's kallsyms snapshot unless
-/// `kallsyms` names one; `own_code_line` backs the own-code hint ([`lines::own_code_hint_line`]).
+/// The report on a loaded profile; its bare addresses are named from the kallsyms the profile
+/// was read with, when that was taken at the recording's time (`--kallsyms`, the snapshot
+/// beside it, perf's build-id cache); `own_code_line` backs the own-code hint
+/// ([`lines::own_code_hint_line`]).
 pub fn report_on(
     p: &Profile,
     input: &Path,
-    kallsyms: Option<&Path>,
     top: usize,
     own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
     let folded = Folded::parse(&p.folded);
     // The snapshot only names frames left as bare addresses: a perf.data without any is not
-    // read twice (its reader named every kernel frame from the snapshot already, and checked it).
+    // read twice (its reader named every kernel frame from the snapshot already).
     let bare = folded.stacks.iter().any(|s| {
         s.frames
             .iter()
             .any(|f| crate::profile::frames::address(f).is_some())
     });
-    let named_already = p.kind == crate::profile::folded::InputKind::PerfData && !bare;
-    let syms = if !named_already || kallsyms.is_some() {
-        snapshot(input, kallsyms)?
-    } else {
-        None
+    let symbols = &p.kernel_symbols;
+    let syms = match &symbols.path {
+        Some(path) if bare && symbols.source.from_recording_time() => snapshot(path),
+        _ => None,
     };
     Ok(build(&Input {
         name: input.display().to_string(),
         folded: &folded,
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
+        kernel_symbols_note: symbols.note.as_deref(),
         top,
         own_code_line,
         counted: p.samples,
     }))
 }
 
-/// The kallsyms snapshot to name unresolved addresses with, if there is a readable one.
-fn snapshot(input: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Vec<Symbol>>> {
-    let path = explicit.map_or_else(|| RunFiles::new(input).kallsyms(), Path::to_path_buf);
-    match read_sidecar(&path) {
-        Ok(Some(text)) => Ok(Some(kallsyms::parse(&text))),
-        Ok(None) if explicit.is_some() => Err(crate::error::usage(format!(
-            "cannot read {}: no such file (give the kallsyms snapshot beside perf.data)",
-            path.display()
-        ))),
-        Ok(None) => Ok(None),
+/// The symbols of a kallsyms snapshot, to name unresolved addresses with; one that cannot be
+/// read leaves them unnamed, with a warning.
+fn snapshot(path: &Path) -> Option<Vec<Symbol>> {
+    match read_sidecar(path) {
+        Ok(Some(text)) => Some(kallsyms::parse(&text)),
+        Ok(None) => None,
         Err(e) => {
             say(format!("warning: {e:#}; unresolved frames stay unnamed"));
-            Ok(None)
+            None
         }
     }
 }
@@ -106,6 +102,9 @@ pub struct Input<'a> {
     pub record: Option<&'a RunRecord>,
     /// The run's kallsyms snapshot, to name unresolved addresses.
     pub kallsyms: Option<&'a [Symbol]>,
+    /// Why kernel frames are unnamed or unchecked, when they are (no kallsyms of the
+    /// recording's kernel build).
+    pub kernel_symbols_note: Option<&'a str>,
     /// How many kernel functions and unresolved frames to list.
     pub top: usize,
     /// The hottest source line in the programs' own code (from the profile's BPF line

@@ -28,6 +28,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
         folded: &Folded::parse(folded),
         record,
         kallsyms: syms.as_deref(),
+        kernel_symbols_note: None,
         top: 20,
         own_code_line: None,
         counted: None,

@@ -159,6 +159,16 @@ impl PerfData {
             .unwrap_or_default()
     }
 
+    /// The build id of the recording's kernel (the `[kernel.kallsyms]` entry of the build-id
+    /// table), when perf wrote one.
+    pub fn kernel_build_id(&self) -> Option<Vec<u8>> {
+        self.build_ids()
+            .into_iter()
+            .find(|b| b.filename == super::kernel::KERNEL_DSO.as_bytes())
+            .map(|b| b.build_id)
+            .filter(|id| !id.is_empty())
+    }
+
     /// The data section's records in file order.
     pub fn records(&self) -> Records<'_> {
         let r = self.data_range();

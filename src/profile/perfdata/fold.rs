@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldOptions {
     /// The kallsyms snapshot; `None`: `INPUT.kallsyms` beside the recording if it exists,
-    /// else `/proc/kallsyms` (with a warning: it may not match the recording).
+    /// else none (kernel frames stay `[unknown]`, with a warning).
     pub kallsyms: Option<PathBuf>,
     /// perf's build-id cache; `None`: `$PERF_BUILDID_DIR`, else `$HOME/.debug`.
     pub buildid_dir: Option<PathBuf>,
@@ -65,10 +65,10 @@ pub fn fold(path: &Path, opts: &FoldOptions) -> Result<FoldedProfile, PerfDataEr
             return Some(beside);
         }
         warnings.push(format!(
-            "no kallsyms snapshot beside {}: kernel frames are named from this machine's /proc/kallsyms, which may not match the recording",
+            "no kallsyms snapshot beside {}: kernel frames stay [unknown] (give one with --kallsyms)",
             path.display()
         ));
-        Some(PathBuf::from("/proc/kallsyms"))
+        None
     });
     let sym = SymbolOptions {
         kallsyms,
@@ -156,7 +156,11 @@ pub fn fold_data_with(
             .and_then(|a| a.name.clone())
     });
     p.kallsyms = opts.kallsyms.clone();
-    if let Some(why) = samples.kernel_symbols_missing() {
+    // Without a kallsyms the caller chose to have none, and has said why.
+    if let Some(why) = samples
+        .kernel_symbols_missing()
+        .filter(|_| opts.kallsyms.is_some())
+    {
         p.warnings.push(format!("kernel frames are unnamed: {why}"));
     }
     Ok(p)

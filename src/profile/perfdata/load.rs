@@ -21,8 +21,8 @@ pub enum Native {
     Fallback(String),
 }
 
-/// Fold `file` (the perf.data at `input`), naming kernel frames from `kallsyms` (the snapshot,
-/// else `/proc/kallsyms`). Warnings go to stderr.
+/// Fold `file` (the perf.data at `input`), naming kernel frames from `kallsyms` (`None`: they
+/// stay `[unknown]`). Warnings go to stderr.
 pub fn fold_file(
     file: &File,
     input: &Path,
@@ -34,7 +34,7 @@ pub fn fold_file(
         Err(e) => return refuse(input, e),
     };
     let opts = SymbolOptions {
-        kallsyms: Some(kallsyms.map_or_else(|| "/proc/kallsyms".into(), Path::to_path_buf)),
+        kallsyms: kallsyms.map(Path::to_path_buf),
         ..SymbolOptions::default()
     };
     match super::fold_data_with(&data, &opts, hooks) {

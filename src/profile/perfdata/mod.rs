@@ -67,7 +67,7 @@ mod symtab;
 mod threads;
 
 pub use attr::{read_format, sample, EventAttr};
-pub use buildid::BuildIdEntry;
+pub use buildid::{hex, BuildIdEntry};
 pub use cursor::Endian;
 pub use error::PerfDataError;
 pub use file::PerfData;
@@ -76,6 +76,7 @@ pub use fold::{
     FoldedProfile, Observer,
 };
 pub use header::feature;
+pub(crate) use kernel::KERNEL_DSO;
 pub use load::{fold_file, Native};
 pub use raw::{for_each_sample, RawSample};
 pub use record::{
