@@ -38,10 +38,13 @@
 //! into the odds of passing the 20-run and 10-run targets.
 
 use ebpf_prof::overhead::{
-    first_look, is_look, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_MAX_TIME,
+    run_rounds, Rig, RoundsPlan, Side, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_LOADS,
+    DEFAULT_MAX_TIME,
 };
 use ebpf_prof::stats::rng::Rng;
-use ebpf_prof::stats::{compare, shift_interval, CompareOptions, RoundSummary};
+use ebpf_prof::stats::{
+    compare, compare_loads, shift_interval, CompareOptions, LoadOrder, RoundSummary,
+};
 use std::time::{Duration, Instant};
 
 /// How the machine moves between rounds.
@@ -223,11 +226,75 @@ impl Machine<'_> {
     }
 }
 
-/// One simulated run of `overhead` with the stop rule of `cfg`.
+/// How a load of an object moves its cost, fitted to `overhead --keep` rounds of the test VM
+/// (docs/overhead-method.md, "Fitting the load model"): each load of an object shifts its
+/// rounds by a placement effect for as long as it stays loaded, and of two objects the one
+/// loaded second costs more.
+#[derive(Clone, Copy)]
+struct LoadModel {
+    /// sd of an object's placement effect, per load (ns).
+    placement_sd: f64,
+    /// How much more the object loaded second costs (ns).
+    order_effect: f64,
+    /// Time a reload of both objects takes (s).
+    reload_s: f64,
+}
+
+const LOAD_MODEL: LoadModel = LoadModel {
+    placement_sd: 2.0,
+    order_effect: 10.0,
+    reload_s: 0.06,
+};
+
+/// The simulated machine as `overhead`'s engine drives it: two objects on a time-slotted
+/// machine, each round's samples drawn from the scenario.
+struct SimRig<'a> {
+    machine: Machine<'a>,
+    rng: Rng,
+    effect: f64,
+    loads: LoadModel,
+    /// The placement effect of each arm's current load, and which arm was loaded second.
+    placement: [f64; 2],
+    second: Side,
+    clock: Duration,
+}
+
+impl Rig for SimRig<'_> {
+    fn prepared(&self) -> Option<LoadOrder> {
+        Some(LoadOrder::BaseFirst)
+    }
+
+    fn reload(&mut self, order: LoadOrder) -> anyhow::Result<()> {
+        self.placement = [0, 1].map(|_| self.loads.placement_sd * self.rng.normal());
+        self.second = match order {
+            LoadOrder::TreatFirst => Side::Base,
+            _ => Side::Treat,
+        };
+        self.clock += Duration::from_secs_f64(self.loads.reload_s);
+        Ok(())
+    }
+
+    fn round(&mut self, side: Side, _pair: usize) -> anyhow::Result<Vec<u64>> {
+        let arm = usize::from(side == Side::Treat);
+        let mut shift = self.machine.next(&mut self.rng, arm, self.effect) + self.placement[arm];
+        if side == self.second {
+            shift += self.loads.order_effect;
+        }
+        let plus = if arm == 1 { self.effect } else { 0.0 };
+        self.clock += Duration::from_secs_f64(ROUND_S);
+        Ok(round(&mut self.rng, shift, plus))
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.clock
+    }
+}
+
+/// One simulated run of `overhead --compare` at the settings of `cfg`, through its engine.
 fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, usize) {
     let mut rng = Rng::new(seed);
     let s = &s.per_slot();
-    let mut m = Machine {
+    let machine = Machine {
         s,
         ar: s.ar_sd * rng.normal(),
         state_left: 0,
@@ -238,37 +305,32 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
         confidence: cfg.confidence,
         ..CompareOptions::default()
     };
-    let round_time = Duration::from_secs_f64(ROUND_S);
-    let mut arms: [Vec<Vec<u64>>; 2] = [Vec::new(), Vec::new()];
-    let mut sums: [Vec<RoundSummary>; 2] = [Vec::new(), Vec::new()];
-    let mut spent = Duration::ZERO;
-    let mut pairs = 0;
-    loop {
-        if cfg.stop.before_pair(pairs, spent).is_some() {
-            break;
-        }
-        pairs += 1;
-        let order = if rng.uniform() < 0.5 { [0, 1] } else { [1, 0] };
-        for arm in order {
-            let d = m.next(&mut rng, arm, effect);
-            let plus = if arm == 1 { effect } else { 0.0 };
-            let r = round(&mut rng, d, plus);
-            sums[arm].push(RoundSummary::of(&r, &[50.0]));
-            arms[arm].push(r);
-            spent += round_time;
-        }
-        let first = first_look(KEPT, &opts.quantiles, opts.confidence);
-        if is_look(pairs, first) {
-            let width = shift_interval(&sums[0], &sums[1], 0, opts.confidence).map(|i| i.hi - i.lo);
-            if cfg.stop.after_pair(pairs, first, width).is_some() {
-                break;
-            }
-        }
-    }
-    let c = compare(&arms[0], &arms[1], &opts);
+    let mut rig = SimRig {
+        machine,
+        placement: [0, 1].map(|_| LOAD_MODEL.placement_sd * rng.normal()),
+        rng,
+        effect,
+        loads: LOAD_MODEL,
+        second: Side::Treat,
+        clock: Duration::ZERO,
+    };
+    let plan = RoundsPlan {
+        stop: cfg.stop,
+        quantiles: &opts.quantiles,
+        confidence: opts.confidence,
+        seed: seed ^ 0x5eed,
+        loads: cfg.loads,
+    };
+    let r = run_rounds(&mut rig, &plan).expect("simulated rounds cannot fail");
+    let c = compare_loads(
+        (&r.base.samples, &r.base.summaries),
+        (&r.treat.samples, &r.treat.summaries),
+        &r.loads,
+        &opts,
+    );
     let intervals = c.diffs.iter().map(|d| (d.lo, d.hi)).collect();
     let p50 = c.diffs[0].delta;
-    (RunResult { intervals, p50 }, pairs)
+    (RunResult { intervals, p50 }, r.ended.pairs)
 }
 
 struct RunResult {
@@ -281,6 +343,8 @@ struct RunResult {
 struct Config {
     /// Confidence of the intervals (the tool's default, or `--confidence`).
     confidence: f64,
+    /// Loads of the objects per run (the tool's default, or `--loads`).
+    loads: usize,
     runs: usize,
     threads: usize,
     stop: Stop,
@@ -407,6 +471,7 @@ fn parse_args() -> Config {
         .unwrap_or(DEFAULT_CONFIDENCE);
     Config {
         confidence,
+        loads: get("--loads").unwrap_or(DEFAULT_LOADS),
         runs: get("--runs").unwrap_or(400),
         threads: get("--threads").unwrap_or(cores).max(1),
         stop: get("--rounds").map_or(

@@ -600,9 +600,10 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     }
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
-    // The workload: a process opening files in a loop for a few seconds.
-    let mut work = std::process::Command::new(bin())
-        .args(["bench", "-n", "3000000"])
+    // The workload: a process opening a file in a loop until it is killed (a bench of a fixed
+    // count can end before a recording that waited for another root run's lock).
+    let mut work = std::process::Command::new("sh")
+        .args(["-c", "while :; do read -r line < /etc/hostname; done"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -353,13 +353,19 @@ pub struct OverheadArgs {
     /// Compare two versions of a hook: --load A attached against this B attached.
     #[arg(long, value_name = "B.bpf.o")]
     pub compare: Option<PathBuf>,
-    /// Both arms detached: the noise floor of this box.
-    #[arg(long)]
+    /// The same on both arms: nothing attached (the noise floor of this box), or with --load
+    /// the object loaded twice, once per arm (the noise floor of a comparison).
+    #[arg(long, conflicts_with_all = ["compare", "attach_cmd"])]
     pub aa: bool,
+    /// Loads of the objects to spread the rounds over: each is loaded afresh, two objects in
+    /// both orders, and the intervals are taken across loads.
+    #[arg(long, value_name = "N", default_value_t = crate::overhead::DEFAULT_LOADS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub loads: u32,
     /// Run exactly N pairs of rounds (default: as many as --max-time holds).
     #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"])]
     pub rounds: Option<usize>,
-    /// Stop early once the p50 interval is at most N ns wide (looked at once every quantile's interval can reach the level, 360 pairs of rounds of 250 at 99%, then every half as many again).
+    /// Stop early once the p50 interval is at most N ns wide (looked at after each load from the fourth; with one load, once every quantile's interval can reach the level, then every half as many pairs again).
     #[arg(long, value_name = "N")]
     pub target_ns: Option<f64>,
     /// Time budget of the rounds: 12s, 1m, 500ms (no pair starts that would end past it).

@@ -193,6 +193,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         attach_cmd: a.attach_cmd,
         compare: a.compare,
         aa: a.aa,
+        loads: a.loads as usize,
         stop: match a.rounds {
             Some(n) => crate::overhead::Stop::Pairs(n),
             None => crate::overhead::Stop::Adaptive {

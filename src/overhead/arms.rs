@@ -63,6 +63,8 @@ pub enum Arm {
     /// object, and, when its links are closed on the reaper's threads, the held tracepoints that
     /// tell when its programs are off them (every one of its programs is on one).
     Object(Reaper, Attached, Option<Arc<Anchors>>),
+    /// An object's arm between an unload and the next load; the tracepoints it holds stay held.
+    Unloaded(Option<Arc<Anchors>>),
     Command(Vec<String>),
 }
 
@@ -142,6 +144,38 @@ impl Arm {
         }
     }
 
+    /// Whether the arm loads an object (and can be loaded afresh).
+    pub fn loads_object(&self) -> bool {
+        matches!(self, Arm::Object(..) | Arm::Unloaded(_))
+    }
+
+    /// Unload the arm's object and check its programs are gone; the other arms have nothing
+    /// to unload.
+    pub fn unload(&mut self) -> Result<()> {
+        let Arm::Object(_, _, held) = self else {
+            return Ok(());
+        };
+        let held = held.take();
+        let ids = self.program_ids();
+        // The old value drops here: the reaper joins its threads, then the object unloads.
+        *self = Arm::Unloaded(held);
+        ensure_gone(&ids)
+    }
+
+    /// Load an unloaded object's arm afresh from `spec`, keeping the tracepoints it holds.
+    pub fn load(&mut self, spec: &ArmSpec) -> Result<()> {
+        let Arm::Unloaded(held) = self else {
+            return Ok(());
+        };
+        let held = held.take();
+        let mut fresh = Arm::prepare(spec)?;
+        if let Arm::Object(_, _, slot) = &mut fresh {
+            *slot = held;
+        }
+        *self = fresh;
+        Ok(())
+    }
+
     /// Close the object's links on helper threads from now on, when `anchors` hold every
     /// tracepoint its programs attach to (see the module docs); whether they do.
     pub fn overlap_with(&mut self, anchors: &Arc<Anchors>) -> bool {
@@ -201,6 +235,9 @@ impl Arm {
                 })
             }
             Arm::Command(argv) => start_command(argv),
+            Arm::Unloaded(_) => Err(anyhow::anyhow!(
+                "internal error: a round of an arm whose object is not loaded"
+            )),
         }
     }
 

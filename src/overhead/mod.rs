@@ -12,6 +12,7 @@ mod kstats;
 mod output;
 mod pressure;
 mod profile;
+mod rig;
 mod rounds;
 mod runner;
 mod sweep;
@@ -25,14 +26,16 @@ use crate::signals::Interrupts;
 use crate::stats::{self, CompareOptions, Comparison, GateResult};
 use anyhow::{Context, Result};
 use arms::{Arm, ArmSpec};
-use rounds::RoundsPlan;
 use runner::BenchRun;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use output::Report;
-pub use rounds::{first_look, is_look, Ended, Rounds, Stop, MIN_PAIRS};
+pub use rounds::{
+    first_look, is_look, run as run_rounds, Ended, Progress, Rig, Rounds, RoundsPlan, Side, Stop,
+    StopReason, MIN_PAIRS,
+};
 
 /// The default time budget of the latency rounds.
 pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(12);
@@ -60,6 +63,11 @@ pub fn default_iterations(compare: bool, aa: bool) -> usize {
         DEFAULT_ITERATIONS_DETACHED
     }
 }
+/// The default loads of the objects a run spreads its rounds over (`--loads`): where the
+/// kernel places an object and in which order two are loaded moves their cost for as long as
+/// they stay loaded, so the intervals are taken across loads (see `stats/loads.rs` and
+/// `docs/overhead-method.md` for the figures behind the count).
+pub const DEFAULT_LOADS: usize = 12;
 /// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
 pub const MAX_PAIRS: usize = 2000;
 
@@ -79,6 +87,8 @@ pub struct OverheadOptions {
     pub attach_cmd: Option<String>,
     pub compare: Option<PathBuf>,
     pub aa: bool,
+    /// Loads of the arms' objects to spread the rounds over (each loaded afresh).
+    pub loads: usize,
     /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
     pub stop: Stop,
     pub iterations: usize,
@@ -124,6 +134,7 @@ impl OverheadOptions {
             attach_cmd: None,
             compare: None,
             aa: false,
+            loads: DEFAULT_LOADS,
             stop: Stop::Adaptive {
                 target_ns: None,
                 budget,
@@ -167,8 +178,36 @@ pub fn hook_cost(
     Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), &ints)?.comparison)
 }
 
-/// The two arms, base first, and the name of the mode.
-fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
+/// What a measurement compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// `--load X`: nothing attached against X attached.
+    Load,
+    /// `--load A --compare B`: A attached against B attached.
+    Compare,
+    /// `--attach-cmd CMD`: nothing attached against the user's loader running.
+    AttachCmd,
+    /// `--aa`: nothing attached on both arms.
+    Aa,
+    /// `--aa --load X`: X on both arms, loaded separately.
+    AaLoad,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Load => "load",
+            Mode::Compare => "compare",
+            Mode::AttachCmd => "attach-cmd",
+            Mode::Aa => "aa",
+            Mode::AaLoad => "aa-load",
+        })
+    }
+}
+
+/// The two arms, base first, and the mode.
+fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
     let cmd = match &o.attach_cmd {
         Some(c) => Some(
             shlex::split(c)
@@ -185,11 +224,15 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
             )));
         }
     }
+    let object = |p: &PathBuf| ArmSpec::Object(p.clone());
     match (&o.load, cmd, &o.compare, o.aa) {
-        (_, _, _, true) => Ok((ArmSpec::Detached, ArmSpec::Detached, "aa")),
-        (Some(a), None, Some(b), false) => Ok((ArmSpec::Object(a.clone()), ArmSpec::Object(b.clone()), "compare")),
-        (Some(a), None, None, false) => Ok((ArmSpec::Detached, ArmSpec::Object(a.clone()), "load")),
-        (None, Some(c), None, false) => Ok((ArmSpec::Detached, ArmSpec::Command(c), "attach-cmd")),
+        (_, _, Some(_), true) => Err(usage("--aa compares an arm with itself and --compare two objects: give one of them (--aa --load X for two loads of one object)")),
+        (_, Some(_), _, true) => Err(usage("--aa with --attach-cmd: a loader cannot be started twice at once; give --aa --load X.bpf.o, or --attach-cmd alone")),
+        (None, None, None, true) => Ok((ArmSpec::Detached, ArmSpec::Detached, Mode::Aa)),
+        (Some(a), None, None, true) => Ok((object(a), object(a), Mode::AaLoad)),
+        (Some(a), None, Some(b), false) => Ok((object(a), object(b), Mode::Compare)),
+        (Some(a), None, None, false) => Ok((ArmSpec::Detached, object(a), Mode::Load)),
+        (None, Some(c), None, false) => Ok((ArmSpec::Detached, ArmSpec::Command(c), Mode::AttachCmd)),
         (None, None, Some(_), false) => Err(usage("--compare B.bpf.o needs --load A.bpf.o: it measures A attached against B attached")),
         (Some(_), Some(_), _, _) | (None, Some(_), Some(_), _) => Err(usage("give either --load or --attach-cmd, not both")),
         (None, None, None, false) => Err(usage("nothing to measure: give --load OBJ.bpf.o, --attach-cmd 'CMD…', or --aa for the noise floor")),
@@ -427,8 +470,20 @@ fn arm_names(specs: (&ArmSpec, &ArmSpec)) -> [String; 2] {
     ]
 }
 
-/// Prepare both arms (objects loaded once), run the rounds and the stats rounds, unload, and
-/// compare.
+/// The line that starts a measurement: the arms, the pinned command, how long.
+fn announce(o: &OverheadOptions, specs: (&ArmSpec, &ArmSpec), bench: &BenchRun) {
+    say(format!(
+        "{} vs {}, pinned to CPU {}: {}; {}",
+        specs.0.label(),
+        specs.1.label(),
+        bench.cpus.first().copied().unwrap_or_default(),
+        bench.line(),
+        o.stop.describe()
+    ));
+}
+
+/// Prepare both arms, run the rounds (the objects loaded afresh for each load) and the stats
+/// rounds, unload, and compare.
 fn measure(
     o: &OverheadOptions,
     specs: (&ArmSpec, &ArmSpec),
@@ -445,23 +500,24 @@ fn measure(
         confidence: o.confidence,
         ..CompareOptions::default()
     };
-    say(format!(
-        "{} vs {}, pinned to CPU {}: {}; {}",
-        specs.0.label(),
-        specs.1.label(),
-        bench.cpus.first().copied().unwrap_or_default(),
-        bench.line(),
-        o.stop.describe()
-    ));
+    announce(o, specs, bench);
     let plan = RoundsPlan {
-        bench,
         stop: o.stop,
-        watch,
         quantiles: &opts.quantiles,
         confidence: opts.confidence,
         seed: o.seed,
+        loads: o.loads,
     };
-    let (rounds, maps) = rounds::measure([&mut base, &mut treat], &plan, ints)?;
+    let (rounds, maps) = {
+        let mut rig = rig::MachineRig::new(
+            [&mut base, &mut treat],
+            [specs.0, specs.1],
+            (bench, watch),
+            ints,
+        )?;
+        let rounds = rounds::run(&mut rig, &plan)?;
+        (rounds, std::mem::take(&mut rig.maps))
+    };
     let kernel = kstats::collect(
         [&mut base, &mut treat],
         bench,
@@ -472,9 +528,10 @@ fn measure(
     base.finish()?;
     treat.finish()?;
     let (b, t) = (&rounds.base, &rounds.treat);
-    let comparison = stats::compare_rounds(
+    let comparison = stats::compare_loads(
         (&b.samples, &b.summaries),
         (&t.samples, &t.summaries),
+        &rounds.loads,
         &opts,
     );
     Ok(Measured {

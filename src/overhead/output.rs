@@ -31,11 +31,14 @@ pub struct ArmReport {
 pub struct Report {
     /// The version of this document ([`crate::out::JSON_SCHEMA`]).
     pub schema: u32,
-    pub mode: String,
+    pub mode: super::Mode,
     pub cpu: u32,
     pub priority: Option<u8>,
     /// Pairs of rounds compared.
     pub rounds: usize,
+    /// The loads of the arms' objects the rounds were spread over, each with its pairs and
+    /// the order it was loaded in.
+    pub loads: Vec<crate::stats::Load>,
     pub iterations: usize,
     /// Seed of the coin that ordered each pair (`--seed` repeats it).
     pub seed: u64,
@@ -105,17 +108,17 @@ impl Dispatch {
 
 impl Dispatch {
     /// The split for `mode`, when the kernel view has the programs of the attached arm(s).
-    fn of(mode: &str, c: &Comparison, kernel: &KernelView) -> Option<Dispatch> {
+    fn of(mode: super::Mode, c: &Comparison, kernel: &KernelView) -> Option<Dispatch> {
         let p50 = c
             .diff(50.0)
             .filter(|d| d.lo.is_finite())
             .map(|d| (d.delta, d.lo, d.hi))?;
         let has = |arm: &str| kernel.programs.iter().any(|p| p.arm == arm);
         match mode {
-            "load" | "attach-cmd" if has("treat") => {
+            super::Mode::Load | super::Mode::AttachCmd if has("treat") => {
                 Some(Dispatch::new(p50, kernel.time_in_span("treat")))
             }
-            "compare" if has("treat") && has("base") => {
+            super::Mode::Compare | super::Mode::AaLoad if has("treat") && has("base") => {
                 let own = kernel
                     .time_in_span("treat")
                     .zip(kernel.time_in_span("base"));
@@ -155,7 +158,7 @@ fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
 impl Report {
     /// Assemble the report.
     pub fn new(
-        mode: &str,
+        mode: super::Mode,
         (base, treat): (&ArmSpec, &ArmSpec),
         o: &OverheadOptions,
         cpu: u32,
@@ -168,10 +171,11 @@ impl Report {
         let dispatch = Dispatch::of(mode, &comparison, &kernel);
         Report {
             schema: crate::out::JSON_SCHEMA,
-            mode: mode.into(),
+            mode,
             cpu,
             priority: o.priority,
             rounds: comparison.rounds,
+            loads: r.loads.clone(),
             iterations: o.iterations,
             seed: o.seed,
             ended: r.ended.clone(),
@@ -280,13 +284,8 @@ impl Report {
 
     /// The method, modes, clock, kernel view, dispatch, maps, notes, gates and hints.
     fn explanations(&self) -> Vec<String> {
-        let conf = format!("{:.0}%", 100.0 * self.comparison.confidence);
-        let mut v = vec![format!(
-            "method: per-round mid-quantiles, paired in time (coin seed {}); the median of the {} pair differences with its sign-test {conf} interval{}",
-            self.seed,
-            self.rounds,
-            pooled_clause(&self.comparison)
-        )];
+        let mut v = vec![self.method_line()];
+        v.extend(self.loads_line());
         v.extend(
             self.comparison
                 .modes
@@ -319,12 +318,67 @@ impl Report {
         v
     }
 
+    /// How the intervals were made: over the pairs of one load, or across loads.
+    fn method_line(&self) -> String {
+        let c = &self.comparison;
+        let conf = format!("{:.0}%", 100.0 * c.confidence);
+        if c.method == stats::METHOD_LOADS {
+            return format!(
+                "method: per-round mid-quantiles, paired in time (coin seed {}); per load of the objects the median of its pair differences{}; across the {} loads the mean, with its Student t {conf} interval",
+                self.seed,
+                pooled_clause(c),
+                c.loads
+            );
+        }
+        format!(
+            "method: per-round mid-quantiles, paired in time (coin seed {}); the median of the {} pair differences with its sign-test {conf} interval{}",
+            self.seed,
+            self.rounds,
+            pooled_clause(c)
+        )
+    }
+
+    /// How many loads each arm had, in which orders, and how much of the p50 interval comes
+    /// from load to load.
+    fn loads_line(&self) -> Option<String> {
+        let c = &self.comparison;
+        let p50 = c.diff(50.0)?;
+        if c.method != stats::METHOD_LOADS {
+            return None;
+        }
+        let objects = match self.mode {
+            super::Mode::Load => format!("{} loaded {} times", self.treat.label, c.loads),
+            super::Mode::AaLoad => {
+                format!("{} loaded {} times on each arm", self.treat.label, c.loads)
+            }
+            _ => format!("each object loaded {} times", c.loads),
+        };
+        let order = p50.order_effect.map_or_else(String::new, |effect| {
+            format!(
+                ", half of them in each order (which object was loaded first moved the p50 difference by ±{:.1} ns; the estimate is free of it)",
+                effect.abs()
+            )
+        });
+        let share = p50.load_share.map_or_else(String::new, |share| {
+            let advice = if share >= 0.5 {
+                "more loads (a longer --max-time, or --loads) narrow it, longer rounds would not"
+            } else {
+                "more pairs of rounds per load narrow it as much as more loads"
+            };
+            format!(
+                "; {:.0}% of the p50 interval's variance comes from load to load: {advice}",
+                100.0 * share
+            )
+        });
+        Some(format!("loads: {objects}{order}{share}"))
+    }
+
     /// With a fixed `--rounds`, a wide p50 interval: say that the default adds pairs until
     /// it is narrow.
     fn rounds_hint(&self) -> Option<String> {
         let d = self.comparison.diffs.iter().find(|d| d.q == 50.0)?;
         let wide = d.hi - d.lo > 50.0;
-        (wide && self.ended.reason == "rounds").then(|| {
+        (wide && self.ended.reason == super::StopReason::Rounds).then(|| {
             format!(
                 "the p50 interval is {:.0} ns wide after {} pairs: without --rounds, overhead adds pairs for {:.0} s (--max-time)",
                 d.hi - d.lo,
@@ -487,7 +541,10 @@ fn keep(dir: &Path, r: &Rounds) -> Result<()> {
             write_user_file(&dir.join(format!("{name}-{}.samples", i + 1)), &buf)?;
         }
     }
-    Ok(())
+    // Which pairs each load of the objects held, and in which order it was made: what
+    // scripts/fit-load-model.py reads beside the rounds.
+    let loads = serde_json::to_string_pretty(&r.loads)? + "\n";
+    write_user_file(&dir.join("loads.json"), loads.as_bytes())
 }
 
 #[cfg(test)]
@@ -547,14 +604,16 @@ mod tests {
         };
         Report {
             schema: crate::out::JSON_SCHEMA,
-            mode: "load".into(),
+            mode: super::super::Mode::Load,
             cpu: 1,
             priority: Some(50),
             rounds: comparison.rounds,
+            loads: Vec::new(),
             iterations: 400,
             seed: 7,
             ended: Ended {
-                reason: "rounds",
+                reason: super::super::StopReason::Rounds,
+                loads: 1,
                 pairs: 12,
                 seconds: 1.5,
                 p50_width_ns: Some(20.0),

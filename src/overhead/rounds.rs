@@ -1,6 +1,8 @@
-//! The interleaved rounds: pairs of one round per arm, the order within each pair drawn by a
-//! fair coin (seeded), added until a fixed count, or until the p50 interval is narrower than a
-//! target or a time budget runs out.
+//! The measuring engine: pairs of one round per arm, the order within each pair drawn by a
+//! fair coin (seeded), spread over several loads of the arms' objects, added until a fixed
+//! count, or until the p50 interval is narrower than a target or a time budget runs out. It
+//! drives a [`Rig`]: the real one attaches BPF objects and runs the pinned benchmark
+//! ([`super::rig`]); the tests drive a seeded fake.
 //!
 //! Why a coin and not strict alternation (base-treat, treat-base, …): both run each arm first
 //! in half the pairs, so a steady trend biases neither; but with a coin, which arm runs first
@@ -10,20 +12,83 @@
 //! (measured here: lag-1 correlations of 0.1–0.3 between consecutive pair differences). That
 //! makes the sign-test interval of [`crate::stats`] exact for a shift of the whole round, not
 //! only for independent pairs.
+//!
+//! Why several loads: where the kernel places an object's JIT image and maps, and which of
+//! two objects is loaded first, move a cost by a few ns for as long as the object stays
+//! loaded, so pairs of rounds of one load describe that load only. The budget (or `--rounds`)
+//! is cut into equal shares, one per load; before each share the objects are loaded afresh,
+//! two objects in couples of loads made in both orders ([`crate::stats::loads`]), and the
+//! interval is taken across loads.
 
-use super::arms::Arm;
-use super::pressure::{self, RoundMaps};
-use super::runner::{BenchRun, Served};
 use crate::error::usage;
-use crate::signals::Interrupts;
 use crate::stats::compare::block_pairs;
+use crate::stats::loads::{self, Load, LoadOrder, MIN_LOADS};
 use crate::stats::rank::critical_rank;
 use crate::stats::rng::Rng;
-use crate::stats::{shift_interval, RoundSummary};
+use crate::stats::{shift_interval, shift_interval_loads, RoundSummary};
 use anyhow::Result;
 use serde::Serialize;
-use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// The arm a round belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The baseline: nothing attached, or `--load`'s object against `--compare`'s.
+    Base,
+    /// The treatment.
+    Treat,
+}
+
+impl Side {
+    /// "base" or "treat", as round labels and notes name the arms.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::Treat => "treat",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Side::Base => 0,
+            Side::Treat => 1,
+        }
+    }
+}
+
+/// What the engine drives: the arms, the benchmark and the clock.
+pub trait Rig {
+    /// How the arms' objects were loaded before the first round: [`LoadOrder::OneObject`]
+    /// when at most one arm loads an object; `None` when no arm loads one (nothing to reload).
+    fn prepared(&self) -> Option<LoadOrder>;
+    /// Unload the arms' objects and load them afresh, in `order`.
+    fn reload(&mut self, order: LoadOrder) -> Result<()>;
+    /// One round of `side`, labelled by its pair's number: bring the arm about, run the
+    /// benchmark, undo the arm; the samples in loop order.
+    fn round(&mut self, side: Side, pair: usize) -> Result<Vec<u64>>;
+    /// Time since the rounds began.
+    fn elapsed(&self) -> Duration;
+    /// Whether the rig shows progress now (a terminal, and the line is due): only then is
+    /// the interval's width worked out for it.
+    fn shows_progress(&mut self) -> bool {
+        false
+    }
+    /// Show where the rounds are.
+    fn progress(&mut self, _status: &Progress) {}
+}
+
+/// Where the rounds are, for a progress line.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub pairs: usize,
+    /// The load the rounds are in, 1-based, and how many there will be.
+    pub load: usize,
+    pub loads: usize,
+    pub stop: Stop,
+    pub elapsed: Duration,
+    /// The p50 interval's width so far, ns.
+    pub width: Option<f64>,
+}
 
 /// The fewest pairs before a target may end a run ([`first_look`]).
 pub const MIN_PAIRS: usize = 100;
@@ -31,6 +96,14 @@ pub const MIN_PAIRS: usize = 100;
 /// Pairs fitted to stop in no less than 2 s even for a short --max-time (the "too short"
 /// hint).
 const HINT_PAIRS: usize = 30;
+
+/// The fewest pairs of a fixed count (`--rounds`) per load.
+pub const PAIRS_PER_LOAD: usize = 5;
+
+/// Load `load`'s share of `total` pairs over `loads` loads: as equal as whole pairs allow.
+fn share(total: usize, load: usize, loads: usize) -> usize {
+    total * (load + 1) / loads - total * load / loads
+}
 
 /// The first pair count at which a run with a target looks at its width: enough pairs for every
 /// compared quantile to reach the asked confidence — the tail of rounds of `kept` samples is
@@ -46,9 +119,6 @@ pub fn first_look(kept: usize, quantiles: &[f64], confidence: f64) -> usize {
         .unwrap_or(64);
     MIN_PAIRS.max(blocks * block_pairs(kept, tail))
 }
-
-/// How often the progress line on a terminal is redrawn.
-const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 /// When to stop adding pairs of rounds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,26 +170,77 @@ impl Stop {
         )
     }
 
-    /// Whether to stop before pair `done + 1`, `spent` into the rounds: the count is reached,
-    /// or the next pair (as long as the pairs so far took on average) would end past the budget.
-    pub fn before_pair(self, done: usize, spent: Duration) -> Option<&'static str> {
+    /// Whether to stop before pair `done + 1`, `spent` into the rounds, a pair taking
+    /// `per_pair` on average: the count is reached, or the next pair would end past the budget.
+    pub fn before_pair(
+        self,
+        done: usize,
+        spent: Duration,
+        per_pair: Duration,
+    ) -> Option<StopReason> {
         match self {
-            Stop::Pairs(n) => (done >= n).then_some("rounds"),
+            Stop::Pairs(n) => (done >= n).then_some(StopReason::Rounds),
             Stop::Adaptive { budget, .. } => {
-                let per_pair = spent.checked_div(done as u32).unwrap_or_default();
-                (done > 0 && spent + per_pair > budget).then_some("time")
+                (done > 0 && spent + per_pair > budget).then_some(StopReason::Time)
             }
+        }
+    }
+
+    /// Whether load `load` (0-based, of `loads`) has had its share: its pairs of a fixed count,
+    /// or, with a budget, its time, the next pair taking `per_pair`. A load gets one pair at
+    /// least.
+    fn load_done(
+        self,
+        (load, loads): (usize, usize),
+        in_load: usize,
+        spent: Duration,
+        per_pair: Duration,
+    ) -> bool {
+        if in_load == 0 {
+            return false;
+        }
+        match self {
+            Stop::Pairs(n) => in_load >= share(n, load, loads),
+            Stop::Adaptive { budget, .. } => {
+                let end = budget.mul_f64((load + 1) as f64 / loads as f64);
+                spent + per_pair > end
+            }
+        }
+    }
+
+    /// How many loads a run asked for `loads` gets: with a fixed count of pairs, no more than
+    /// one per [`PAIRS_PER_LOAD`] pairs, and at least one.
+    pub fn loads_for(self, loads: usize) -> usize {
+        match self {
+            Stop::Pairs(n) => loads.min(n / PAIRS_PER_LOAD).max(1),
+            Stop::Adaptive { .. } => loads.max(1),
         }
     }
 
     /// Whether to stop after `done` pairs whose p50 interval is `width` ns wide: adaptive runs
     /// stop once it is within the target at one of the looks from `first` ([`is_look`]).
-    pub fn after_pair(self, done: usize, first: usize, width: Option<f64>) -> Option<&'static str> {
+    pub fn after_pair(self, done: usize, first: usize, width: Option<f64>) -> Option<StopReason> {
         match self {
             Stop::Adaptive {
                 target_ns: Some(target),
                 ..
-            } if is_look(done, first) && width.is_some_and(|w| w <= target) => Some("target"),
+            } if is_look(done, first) && width.is_some_and(|w| w <= target) => {
+                Some(StopReason::Target)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether to stop after a load, `done` loads in, the p50 interval across them `width` ns
+    /// wide: a target is looked at once there are [`MIN_LOADS`] loads, after each load.
+    fn after_load(self, done: usize, width: Option<f64>) -> Option<StopReason> {
+        match self {
+            Stop::Adaptive {
+                target_ns: Some(target),
+                ..
+            } if done >= MIN_LOADS && width.is_some_and(|w| w <= target) => {
+                Some(StopReason::Target)
+            }
             _ => None,
         }
     }
@@ -138,14 +259,26 @@ pub fn is_look(pairs: usize, first: usize) -> bool {
     look == pairs
 }
 
+/// Why the rounds ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The count of pairs asked for (`--rounds`).
+    Rounds,
+    /// The p50 interval got as narrow as `--target-ns`.
+    Target,
+    /// The time budget ran out (`--max-time`).
+    Time,
+}
+
 /// Why the rounds ended, and where they got to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ended {
-    /// `rounds` (the count asked for), `target` (the p50 interval got narrow enough) or `time`
-    /// (the budget ran out).
-    pub reason: &'static str,
+    pub reason: StopReason,
     /// Pairs of rounds run.
     pub pairs: usize,
+    /// Loads of the arms' objects the pairs were spread over (1 when nothing was reloaded).
+    pub loads: usize,
     /// Wall time of the rounds, s.
     pub seconds: f64,
     /// Width of the p50 interval when they ended, ns.
@@ -157,10 +290,11 @@ pub struct Ended {
 }
 
 impl Ended {
-    /// How `stop` ended after `pairs` pairs in `spent`, the p50 interval `width` ns wide.
+    /// How `stop` ended after `pairs` pairs over `loads` loads in `spent`, the p50 interval
+    /// `width` ns wide.
     fn new(
-        reason: &'static str,
-        pairs: usize,
+        reason: StopReason,
+        (pairs, loads): (usize, usize),
         spent: Duration,
         width: Option<f64>,
         stop: Stop,
@@ -172,6 +306,7 @@ impl Ended {
         Ended {
             reason,
             pairs,
+            loads,
             seconds: spent.as_secs_f64(),
             p50_width_ns: width,
             target_ns,
@@ -180,7 +315,7 @@ impl Ended {
     }
 
     /// One line: "stopped: the p50 interval was 9.6 ns wide, within the 10 ns target, after 48
-    /// pairs (5.1 s)".
+    /// pairs over 6 loads (5.1 s)".
     pub fn sentence(&self) -> String {
         let width = self
             .p50_width_ns
@@ -188,19 +323,26 @@ impl Ended {
         let target = self
             .target_ns
             .map_or_else(String::new, |t| format!(" (target {t:.0} ns)"));
+        let over = match self.loads {
+            0 | 1 => String::new(),
+            n => format!(" over {n} loads"),
+        };
         match self.reason {
-            "target" => format!(
-                "stopped: the p50 interval was {width} wide, within the {:.0} ns target, after {} pairs ({:.1} s)",
+            StopReason::Target => format!(
+                "stopped: the p50 interval was {width} wide, within the {:.0} ns target, after {} pairs{over} ({:.1} s)",
                 self.target_ns.unwrap_or(f64::NAN),
                 self.pairs,
                 self.seconds
             ),
-            "time" => format!(
-                "{} pairs of rounds in the {:.0} s budget; the p50 interval is {width} wide{target}",
+            StopReason::Time => format!(
+                "{} pairs of rounds{over} in the {:.0} s budget; the p50 interval is {width} wide{target}",
                 self.pairs,
                 self.max_time_s.unwrap_or(f64::NAN)
             ),
-            _ => format!("{} pairs of rounds as asked ({:.1} s)", self.pairs, self.seconds),
+            StopReason::Rounds => format!(
+                "{} pairs of rounds{over} as asked ({:.1} s)",
+                self.pairs, self.seconds
+            ),
         }
     }
 }
@@ -225,89 +367,195 @@ impl ArmRounds {
     }
 }
 
-/// Both arms' rounds and how they ended.
+/// Both arms' rounds, the loads they were spread over, and how they ended.
 #[derive(Debug, Clone)]
 pub struct Rounds {
     pub base: ArmRounds,
     pub treat: ArmRounds,
+    /// The loads of the arms' objects, in order, each with its pairs (one load when nothing
+    /// was reloaded).
+    pub loads: Vec<Load>,
     pub ended: Ended,
 }
 
-/// What the rounds need besides the arms.
+/// What the engine needs besides the rig.
+#[derive(Debug, Clone)]
 pub struct RoundsPlan<'a> {
-    pub bench: &'a BenchRun,
     pub stop: Stop,
-    /// Maps of programs someone else loaded, read after every attached round.
-    pub watch: &'a [u32],
     /// The compared percentiles; 50 must be among them.
     pub quantiles: &'a [f64],
     /// Confidence of the p50 interval the target is checked on.
     pub confidence: f64,
-    /// Seed of the coin that orders each pair.
+    /// Seed of the coin that orders each pair and each couple of loads.
     pub seed: u64,
+    /// Loads of the arms' objects to spread the pairs over (1: load once).
+    pub loads: usize,
 }
 
-/// Run the interleaved rounds, reading the maps of every attached round (and of the watched
-/// programs) after its benchmark.
-pub fn measure(
-    arms: [&mut Arm; 2],
-    plan: &RoundsPlan,
-    ints: &Interrupts,
-) -> Result<(Rounds, Vec<RoundMaps>)> {
-    let [base_arm, treat_arm] = arms;
-    let mut out = [ArmRounds::default(), ArmRounds::default()];
-    let mut maps = Vec::new();
-    let start = Instant::now();
-    let k50 = plan.quantiles.iter().position(|&q| q == 50.0).unwrap_or(0);
-    let mut coin = Rng::new(plan.seed);
-    let mut server = plan.bench.serve()?;
-    // Whether progress is shown, when it last was, and the first look (after the first round).
-    let (tty, mut last_shown, mut first) = (std::io::stderr().is_terminal(), start, MIN_PAIRS);
-    let mut pair = 0;
-    let reason = loop {
-        if let Some(reason) = plan.stop.before_pair(pair, start.elapsed()) {
-            break reason;
+/// The rounds so far, and the coin.
+struct Engine<'p> {
+    plan: &'p RoundsPlan<'p>,
+    arms: [ArmRounds; 2],
+    loads: Vec<Load>,
+    coin: Rng,
+    k50: usize,
+    /// Time spent in pairs of rounds (not in loading), and the pairs run.
+    in_pairs: Duration,
+    pairs: usize,
+    /// The first pair count at which a single load looks at a target ([`first_look`]).
+    first_look: usize,
+}
+
+/// Run the interleaved rounds on `rig`: the pairs, spread over the plan's loads, reloading
+/// the arms' objects before each load but the first.
+pub fn run<R: Rig>(rig: &mut R, plan: &RoundsPlan) -> Result<Rounds> {
+    let prepared = rig.prepared();
+    let loads = match prepared {
+        Some(_) => plan.stop.loads_for(plan.loads),
+        None => 1,
+    };
+    let mut engine = Engine {
+        plan,
+        arms: [ArmRounds::default(), ArmRounds::default()],
+        loads: Vec::new(),
+        coin: Rng::new(plan.seed),
+        k50: plan.quantiles.iter().position(|&q| q == 50.0).unwrap_or(0),
+        in_pairs: Duration::ZERO,
+        pairs: 0,
+        first_look: MIN_PAIRS,
+    };
+    let two_objects = prepared.is_some_and(|o| o != LoadOrder::OneObject);
+    let orders = loads::orders(loads, two_objects, || engine.coin.uniform() < 0.5);
+    let mut current = prepared.unwrap_or(LoadOrder::OneObject);
+    let mut reason = None;
+    for (index, &order) in orders.iter().enumerate() {
+        if index > 0 || order != current {
+            rig.reload(order)?;
+            current = order;
         }
-        pair += 1;
-        let mut order = [(0, &mut *base_arm, "base"), (1, &mut *treat_arm, "treat")];
-        if coin.uniform() < 0.5 {
-            order.reverse();
+        let first_pair = engine.pairs;
+        reason = engine.one_load(rig, (index, loads))?;
+        engine.loads.push(Load {
+            first_pair,
+            pairs: engine.pairs - first_pair,
+            order,
+        });
+        if reason.is_some() {
+            break;
         }
-        for (side, arm, name) in order {
-            ints.check()?;
-            let began = start.elapsed().as_secs_f64();
-            // A round cut short by a signal is the signal's doing: say that.
-            let (samples, round_maps) = one_round(arm, name, pair, plan, server.as_mut())
-                .or_else(|e| ints.check().and(Err(e)))?;
-            maps.extend(round_maps);
-            out[side].push(samples, plan.quantiles, began);
-            if pair == 1 && out[0].samples.len() + out[1].samples.len() == 1 {
-                check_two_rounds_fit(plan.stop, start.elapsed())?;
-                first = first_look(out[side].samples[0].len(), plan.quantiles, plan.confidence);
+        let width = engine.load_width();
+        reason = plan.stop.after_load(engine.loads.len(), width);
+        if reason.is_some() {
+            break;
+        }
+    }
+    let width = engine.width();
+    let reason = reason.unwrap_or(match plan.stop {
+        Stop::Pairs(_) => StopReason::Rounds,
+        Stop::Adaptive { .. } => StopReason::Time,
+    });
+    let counts = (engine.pairs, engine.loads.len());
+    let ended = Ended::new(reason, counts, rig.elapsed(), width, plan.stop);
+    let [base, treat] = engine.arms;
+    Ok(Rounds {
+        base,
+        treat,
+        loads: engine.loads,
+        ended,
+    })
+}
+
+impl Engine<'_> {
+    /// The pairs of load `load` (of `loads`); `Some` when the rounds as a whole must stop.
+    fn one_load<R: Rig>(
+        &mut self,
+        rig: &mut R,
+        (load, loads): (usize, usize),
+    ) -> Result<Option<StopReason>> {
+        let stop = self.plan.stop;
+        let mut in_load = 0;
+        loop {
+            let per_pair = self
+                .in_pairs
+                .checked_div(self.pairs as u32)
+                .unwrap_or_default();
+            if let Some(reason) = stop.before_pair(self.pairs, rig.elapsed(), per_pair) {
+                return Ok(Some(reason));
+            }
+            if stop.load_done((load, loads), in_load, rig.elapsed(), per_pair) {
+                return Ok(None);
+            }
+            self.one_pair(rig)?;
+            in_load += 1;
+            if rig.shows_progress() {
+                let status = Progress {
+                    pairs: self.pairs,
+                    load: load + 1,
+                    loads,
+                    stop,
+                    elapsed: rig.elapsed(),
+                    width: self.width(),
+                };
+                rig.progress(&status);
+            }
+            // With one load, a target is looked at after pairs, as the pairs are the level.
+            if loads == 1 && stop.has_target() && is_look(self.pairs, self.first_look) {
+                if let Some(reason) = stop.after_pair(self.pairs, self.first_look, self.width()) {
+                    return Ok(Some(reason));
+                }
             }
         }
-        // The interval over thousands of pairs is worth computing only when it is looked at
-        // (a target's looks) or shown (the progress line, a few times a second).
-        let look = plan.stop.has_target() && is_look(pair, first);
-        let show = tty && last_shown.elapsed() >= PROGRESS_EVERY;
-        let width = (look || show)
-            .then(|| p50_width(&out, k50, plan.confidence))
-            .flatten();
-        if show {
-            last_shown = Instant::now();
-            progress(pair, start, width, plan.stop);
-        }
-        if let Some(reason) = plan.stop.after_pair(pair, first, width) {
-            break reason;
-        }
-    };
-    if tty {
-        crate::out::err_text("\n");
     }
-    let width = p50_width(&out, k50, plan.confidence);
-    let ended = Ended::new(reason, pair, start.elapsed(), width, plan.stop);
-    let [base, treat] = out;
-    Ok((Rounds { base, treat, ended }, maps))
+
+    /// One pair of rounds, the order of its arms by the coin.
+    fn one_pair<R: Rig>(&mut self, rig: &mut R) -> Result<()> {
+        self.pairs += 1;
+        let began = rig.elapsed();
+        let mut order = [Side::Base, Side::Treat];
+        if self.coin.uniform() < 0.5 {
+            order.reverse();
+        }
+        for side in order {
+            let at = rig.elapsed().as_secs_f64();
+            let samples = rig.round(side, self.pairs)?;
+            let first_round = self.arms.iter().all(|a| a.samples.is_empty());
+            self.arms[side.index()].push(samples, self.plan.quantiles, at);
+            if first_round {
+                check_two_rounds_fit(self.plan.stop, rig.elapsed())?;
+                let kept = self.arms[side.index()].samples[0].len();
+                self.first_look = first_look(kept, self.plan.quantiles, self.plan.confidence);
+            }
+        }
+        self.in_pairs += rig.elapsed().saturating_sub(began);
+        Ok(())
+    }
+
+    /// The width of the p50 interval: across loads when there are enough of them, else over
+    /// the pairs.
+    fn width(&self) -> Option<f64> {
+        self.load_width().or_else(|| {
+            let [base, treat] = &self.arms;
+            shift_interval(
+                &base.summaries,
+                &treat.summaries,
+                self.k50,
+                self.plan.confidence,
+            )
+            .map(|i| i.hi - i.lo)
+        })
+    }
+
+    /// The width of the p50 interval across the loads so far.
+    fn load_width(&self) -> Option<f64> {
+        let [base, treat] = &self.arms;
+        shift_interval_loads(
+            (&base.summaries, &treat.summaries),
+            &self.loads,
+            self.k50,
+            self.plan.confidence,
+        )
+        .map(|a| a.hi - a.lo)
+    }
 }
 
 /// After the first round (which took `one`): a budget that cannot hold two rounds is a usage
@@ -324,43 +572,12 @@ fn check_two_rounds_fit(stop: Stop, one: Duration) -> Result<()> {
     }
 }
 
-/// One round of one arm: bring it about, run the bench, read the maps, undo it.
-fn one_round(
-    arm: &mut Arm,
-    name: &str,
-    pair: usize,
-    plan: &RoundsPlan,
-    server: Option<&mut Served>,
-) -> Result<(Vec<u64>, Option<RoundMaps>)> {
-    let engaged = arm.engage()?;
-    if name == "treat" {
-        crate::failpoint::hit("overhead:attached");
-    }
-    let label = format!("{name} {pair}");
-    let samples = match server {
-        Some(s) => s.round(&label),
-        None => plan.bench.run(&label),
-    };
-    let mut ids = engaged.map_ids();
-    ids.extend_from_slice(plan.watch);
-    let maps = if ids.is_empty() {
-        None
-    } else {
-        Some(pressure::read(name, pair, &ids)?)
-    };
-    engaged.disengage()?;
-    Ok((samples?, maps))
-}
-
-/// The width of the p50 interval over the pairs so far.
-fn p50_width(arms: &[ArmRounds; 2], k50: usize, confidence: f64) -> Option<f64> {
-    shift_interval(&arms[0].summaries, &arms[1].summaries, k50, confidence).map(|i| i.hi - i.lo)
-}
-
-/// The progress line on a terminal.
-fn progress(pair: usize, start: Instant, width: Option<f64>, stop: Stop) {
-    let w = width.map_or_else(String::new, |w| format!(", p50 interval {w:.0} ns wide"));
-    let goal = match stop {
+/// The progress line on a terminal: pairs, the load, time, the p50 interval's width.
+pub fn progress_line(p: &Progress) -> String {
+    let w = p
+        .width
+        .map_or_else(String::new, |w| format!(", p50 interval {w:.0} ns wide"));
+    let goal = match p.stop {
         Stop::Pairs(n) => format!(" of {n}"),
         Stop::Adaptive { target_ns, budget } => format!(
             " ({}at most {:.0} s)",
@@ -368,102 +585,18 @@ fn progress(pair: usize, start: Instant, width: Option<f64>, stop: Stop) {
             budget.as_secs_f64()
         ),
     };
-    crate::out::err_text(&format!(
-        "\rebpf-prof: {pair} pairs{goal}, {:.1} s{w}   ",
-        start.elapsed().as_secs_f64()
-    ));
+    let load = if p.loads > 1 {
+        format!(", load {} of {}", p.load, p.loads)
+    } else {
+        String::new()
+    };
+    format!(
+        "ebpf-prof: {} pairs{goal}{load}, {:.1} s{w}",
+        p.pairs,
+        p.elapsed.as_secs_f64()
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stop_rules() {
-        let ms = Duration::from_millis;
-        assert_eq!(Stop::Pairs(3).before_pair(2, ms(10)), None);
-        assert_eq!(Stop::Pairs(3).before_pair(3, ms(10)), Some("rounds"));
-        let long = Stop::Adaptive {
-            target_ns: Some(10.0),
-            budget: Duration::from_secs(60),
-        };
-        assert_eq!(long.before_pair(0, ms(0)), None);
-        assert_eq!(long.before_pair(5, ms(500)), None);
-        let short = Stop::Adaptive {
-            target_ns: Some(10.0),
-            budget: Duration::from_secs(1),
-        };
-        // 3 pairs in 0.9 s: the fourth would end at about 1.2 s, past the budget.
-        assert_eq!(short.before_pair(3, ms(900)), Some("time"));
-        assert_eq!(short.before_pair(3, ms(600)), None);
-        // (pairs, width, stops on target): at the looks only, and only within the target.
-        for (pairs, width, stops) in [
-            (MIN_PAIRS - 1, Some(3.0), false),
-            (MIN_PAIRS, Some(9.9), true),
-            (MIN_PAIRS, Some(10.1), false),
-            (MIN_PAIRS + 1, Some(3.0), false),
-            (150, Some(3.0), true),
-            (150, None, false),
-        ] {
-            assert_eq!(
-                long.after_pair(pairs, MIN_PAIRS, width).is_some(),
-                stops,
-                "{pairs} {width:?}"
-            );
-        }
-        assert_eq!(Stop::Pairs(3).after_pair(30, 30, Some(1.0)), None);
-        let no_target = Stop::Adaptive {
-            target_ns: None,
-            budget: Duration::from_secs(60),
-        };
-        assert_eq!(no_target.after_pair(MIN_PAIRS, MIN_PAIRS, Some(0.1)), None);
-        let one = Duration::from_millis(600);
-        assert!(check_two_rounds_fit(short, one).is_err());
-        assert!(check_two_rounds_fit(short, Duration::from_millis(400)).is_ok());
-        assert!(check_two_rounds_fit(Stop::Pairs(2), one).is_ok());
-    }
-
-    #[test]
-    fn looks_grow_by_half() {
-        let looks: Vec<usize> = (0..2_000).filter(|&p| is_look(p, 360)).collect();
-        assert_eq!(looks, [360, 540, 810, 1215, 1822]);
-        // The first look: enough blocks for p99.9 at the level, and never under MIN_PAIRS.
-        let q = [50.0, 90.0, 99.0, 99.9];
-        assert_eq!(first_look(225, &q, 0.99), 8 * 45);
-        assert_eq!(first_look(225, &q, 0.95), 6 * 45);
-        assert_eq!(first_look(1800, &q, 0.99), MIN_PAIRS);
-        assert_eq!(first_look(225, &[50.0], 0.99), MIN_PAIRS);
-    }
-
-    #[test]
-    fn ended_sentences() {
-        let e = Ended {
-            reason: "target",
-            pairs: 48,
-            seconds: 5.12,
-            p50_width_ns: Some(9.63),
-            target_ns: Some(10.0),
-            max_time_s: Some(12.0),
-        };
-        assert_eq!(
-            e.sentence(),
-            "stopped: the p50 interval was 9.6 ns wide, within the 10 ns target, after 48 pairs (5.1 s)"
-        );
-        let t = Ended {
-            reason: "time",
-            target_ns: None,
-            ..e.clone()
-        };
-        assert_eq!(
-            t.sentence(),
-            "48 pairs of rounds in the 12 s budget; the p50 interval is 9.6 ns wide"
-        );
-        let r = Ended {
-            reason: "rounds",
-            target_ns: None,
-            max_time_s: None,
-            ..e
-        };
-        assert_eq!(r.sentence(), "48 pairs of rounds as asked (5.1 s)");
-    }
-}
+#[path = "rounds_tests.rs"]
+mod tests;

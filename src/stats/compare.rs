@@ -2,7 +2,8 @@
 //!
 //! See the module documentation of [`stats`](super) for the method and why it is built so.
 
-use super::comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
+use super::comparison::{Comparison, QuantileDiff, RoundSummary, METHOD, METHOD_LOADS};
+use super::loads::{across_loads, AcrossLoads, Load, LoadEstimate, MIN_LOADS};
 use super::modes::{self, Mode};
 use super::notes::comparison_notes;
 use super::rank::{critical_rank, median_interval, ShiftInterval};
@@ -75,19 +76,27 @@ pub fn compare(base: &[Vec<u64>], treat: &[Vec<u64>], opts: &CompareOptions) -> 
 /// [`compare`] of rounds already summarised at `opts.quantiles` (as `overhead` summarises each
 /// round when it ends).
 pub fn compare_rounds(
+    base: (&[Vec<u64>], &[RoundSummary]),
+    treat: (&[Vec<u64>], &[RoundSummary]),
+    opts: &CompareOptions,
+) -> Comparison {
+    let (mut c, pooled_notes) = compare_pairs(base, treat, opts);
+    c.notes
+        .extend(pooled_notes.into_iter().map(|(_, note)| note));
+    c
+}
+
+/// [`compare_rounds`], with the notes on tails pooled over too few blocks kept apart, each with
+/// the index of its quantile.
+fn compare_pairs(
     (base, base_sums): (&[Vec<u64>], &[RoundSummary]),
     (treat, treat_sums): (&[Vec<u64>], &[RoundSummary]),
     opts: &CompareOptions,
-) -> Comparison {
+) -> (Comparison, Vec<(usize, String)>) {
     let mut c = compare_summaries(base_sums, treat_sums, opts);
-    let pairs: Vec<(&Vec<u64>, &Vec<u64>)> = base
-        .iter()
-        .zip(treat)
-        .filter(|(b, t)| !b.is_empty() && !t.is_empty())
-        .collect();
-    let mut kept: Vec<usize> = pairs.iter().map(|(b, t)| b.len().min(t.len())).collect();
-    kept.sort_unstable();
-    let kept = kept.get(kept.len() / 2).copied().unwrap_or(0);
+    let pairs = raw_pairs(base, treat);
+    let kept = kept_per_round(&pairs);
+    let mut pooled_notes = Vec::new();
     for (k, &q) in opts.quantiles.iter().enumerate() {
         let g = block_pairs(kept, q);
         if g > 1 {
@@ -96,10 +105,114 @@ pub fn compare_rounds(
                 pair_deltas: per_pair,
                 ..pooled_diff(&pairs, g, q, opts.confidence)
             };
-            c.notes.extend(pooled_note(&c.diffs[k], kept, c.confidence));
+            if let Some(note) = pooled_note(&c.diffs[k], kept, c.confidence) {
+                pooled_notes.push((k, note));
+            }
         }
     }
+    (c, pooled_notes)
+}
+
+/// The pairs of raw rounds whose rounds both have samples.
+fn raw_pairs<'a>(base: &'a [Vec<u64>], treat: &'a [Vec<u64>]) -> Vec<(&'a Vec<u64>, &'a Vec<u64>)> {
+    base.iter()
+        .zip(treat)
+        .filter(|(b, t)| !b.is_empty() && !t.is_empty())
+        .collect()
+}
+
+/// The median count of samples a round of a pair keeps (the shorter round of each pair).
+fn kept_per_round(pairs: &[(&Vec<u64>, &Vec<u64>)]) -> usize {
+    let mut kept: Vec<usize> = pairs.iter().map(|(b, t)| b.len().min(t.len())).collect();
+    kept.sort_unstable();
+    kept.get(kept.len() / 2).copied().unwrap_or(0)
+}
+
+/// [`compare_rounds`] when the rounds came in several loads of the arms' objects: per quantile,
+/// each load's own estimate, and the estimate and interval across loads ([`super::loads`]).
+/// With fewer than [`MIN_LOADS`] loads the interval stays over the pairs, with a note saying
+/// it leaves out the variation from load to load.
+pub fn compare_loads(
+    base: (&[Vec<u64>], &[RoundSummary]),
+    treat: (&[Vec<u64>], &[RoundSummary]),
+    loads: &[Load],
+    opts: &CompareOptions,
+) -> Comparison {
+    let (mut c, mut pooled_notes) = compare_pairs(base, treat, opts);
+    c.loads = loads.len().max(1);
+    if loads.len() < MIN_LOADS {
+        c.notes
+            .extend(pooled_notes.into_iter().map(|(_, note)| note));
+        if loads.len() > 1 {
+            c.notes.push(format!(
+                "{} loads of the objects are too few for an interval across loads (at least {MIN_LOADS}): the intervals are over the pairs of rounds and leave out how much a cost moves from one load to the next.",
+                loads.len()
+            ));
+        }
+        return c;
+    }
+    let kept = kept_per_round(&raw_pairs(base.0, treat.0));
+    for (k, &q) in opts.quantiles.iter().enumerate() {
+        let estimates: Vec<LoadEstimate> = loads
+            .iter()
+            .map(|l| load_estimate(base, treat, l, (k, q), kept, opts.confidence))
+            .collect();
+        let Some(across) = across_loads(&estimates, opts.confidence) else {
+            continue;
+        };
+        // Across loads the interval has its asked confidence however few tail blocks a load has.
+        pooled_notes.retain(|(quantile, _)| *quantile != k);
+        let d = &mut c.diffs[k];
+        let pct = |x: f64| 100.0 * x / d.base;
+        *d = QuantileDiff {
+            delta: across.estimate,
+            lo: across.lo,
+            hi: across.hi,
+            confidence: across.confidence,
+            pct: pct(across.estimate),
+            pct_lo: pct(across.lo),
+            pct_hi: pct(across.hi),
+            load_deltas: estimates.iter().map(|e| e.value).collect(),
+            load_share: across.load_share,
+            order_effect: across.order_effect,
+            method: METHOD_LOADS,
+            ..std::mem::replace(d, empty_diff(q))
+        };
+    }
+    c.method = METHOD_LOADS;
+    c.notes
+        .extend(pooled_notes.into_iter().map(|(_, note)| note));
     c
+}
+
+/// A placeholder while a difference is rebuilt.
+fn empty_diff(q: f64) -> QuantileDiff {
+    quantile_diff(&[], 0, q, 0.5)
+}
+
+/// One load's estimate of the difference at the `k`-th quantile `q`: over its pairs as a
+/// single-level comparison takes it (the median pair difference, or over tail blocks).
+fn load_estimate(
+    (base, base_sums): (&[Vec<u64>], &[RoundSummary]),
+    (treat, treat_sums): (&[Vec<u64>], &[RoundSummary]),
+    load: &Load,
+    (k, q): (usize, f64),
+    kept: usize,
+    confidence: f64,
+) -> LoadEstimate {
+    let end = (load.first_pair + load.pairs)
+        .min(base.len())
+        .min(treat.len());
+    let range = load.first_pair.min(end)..end;
+    let g = block_pairs(kept, q);
+    if g > 1 {
+        let pairs = raw_pairs(&base[range.clone()], &treat[range]);
+        let d = pooled_diff(&pairs, g, q, confidence);
+        return LoadEstimate::of_median(d.delta, &d.block_deltas, load.order);
+    }
+    let pairs = paired(&base_sums[range.clone()], &treat_sums[range]);
+    let d = quantile_diff(&pairs, k, q, confidence);
+    LoadEstimate::of_median(d.delta, &d.pair_deltas, load.order)
 }
 
 /// A sentence for a quantile compared over blocks whose count reaches no interval at the asked
@@ -197,6 +310,7 @@ pub fn compare_summaries(
         n_base: pairs.iter().map(|p| p.0.n).sum(),
         n_treat: pairs.iter().map(|p| p.1.n).sum(),
         confidence: opts.confidence,
+        loads: 1,
     };
     let notes = comparison_notes(&c, base, treat, &opts.arm_names);
     Comparison { notes, ..c }
@@ -215,6 +329,35 @@ pub fn shift_interval(
         .map(|(b, t)| t.quantiles[k] - b.quantiles[k])
         .collect();
     median_interval(&d, confidence)
+}
+
+/// The p50 shift across loads and its interval alone ([`super::loads`]), for deciding when to
+/// stop adding loads; `None` with fewer than [`MIN_LOADS`] loads. `k` is the index of 50 in
+/// the summaries' quantiles.
+pub fn shift_interval_loads(
+    (base, treat): (&[RoundSummary], &[RoundSummary]),
+    loads: &[Load],
+    k: usize,
+    confidence: f64,
+) -> Option<AcrossLoads> {
+    if loads.len() < MIN_LOADS {
+        return None;
+    }
+    let estimates: Vec<LoadEstimate> = loads
+        .iter()
+        .map(|l| {
+            let end = (l.first_pair + l.pairs).min(base.len()).min(treat.len());
+            let range = l.first_pair.min(end)..end;
+            let d = quantile_diff(
+                &paired(&base[range.clone()], &treat[range]),
+                k,
+                50.0,
+                confidence,
+            );
+            LoadEstimate::of_median(d.delta, &d.pair_deltas, l.order)
+        })
+        .collect();
+    across_loads(&estimates, confidence)
 }
 
 /// The pairs whose rounds both have samples.
@@ -260,6 +403,9 @@ fn quantile_diff(
         pair_deltas,
         block: 1,
         block_deltas: Vec::new(),
+        load_deltas: Vec::new(),
+        load_share: None,
+        order_effect: None,
         method: METHOD,
     }
 }

@@ -6,6 +6,9 @@ use super::modes::Mode;
 /// The short name of the method, as `--json` gives it.
 pub const METHOD: &str = "median-pair-difference-sign-test";
 
+/// The short name of the method across loads ([`super::loads`]).
+pub const METHOD_LOADS: &str = "median-pair-difference-per-load-mean-across-loads-t";
+
 /// One round reduced to what the comparison needs: computed once, when the round ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoundSummary {
@@ -48,7 +51,16 @@ pub struct QuantileDiff {
     /// With `block` > 1, the differences the shift and its interval come from: per block of
     /// consecutive pairs, each arm's rounds pooled, in round order (empty otherwise).
     pub block_deltas: Vec<f64>,
-    /// The method ([`METHOD`]).
+    /// Per load of the objects, the load's own estimate (ns), in load order; empty when the
+    /// interval is over the pairs of a single load.
+    pub load_deltas: Vec<f64>,
+    /// The share of the interval's variance that comes from load to load (0..1), when the
+    /// interval is across loads and the loads' own spread is known.
+    pub load_share: Option<f64>,
+    /// Across loads of two objects: half the difference between the loads made base first
+    /// and those made treatment first (ns); the estimate is free of it.
+    pub order_effect: Option<f64>,
+    /// The method ([`METHOD`] or [`METHOD_LOADS`]).
     pub method: &'static str,
 }
 
@@ -71,6 +83,9 @@ pub struct Comparison {
     pub n_treat: usize,
     /// Confidence asked of the intervals, e.g. 0.95.
     pub confidence: f64,
+    /// The loads of each arm's object the intervals are taken over (1: one load, the interval
+    /// is over its pairs of rounds).
+    pub loads: usize,
 }
 
 impl Comparison {

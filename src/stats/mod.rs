@@ -56,6 +56,11 @@
 //! is a coin's, and flipping them all negates it — so the sign-test interval over blocks keeps
 //! its coverage.
 //!
+//! **Two levels.** All of the above is about the pairs of rounds of one load of the objects.
+//! Where the kernel places an object, and which of two is loaded first, move a cost for as long
+//! as they stay loaded, so `overhead` loads them afresh several times a run and takes the
+//! interval across loads, each load's estimate made as above ([`loads`]).
+//!
 //! **How many pairs** (`overhead` without `--rounds`): as many as the time budget holds, so
 //! that the count depends on the clock and never on what the pairs showed, which keeps the
 //! coverage exact. `--target-ns` stops early once the p50 interval is that narrow, looked at
@@ -71,14 +76,19 @@
 pub mod compare;
 pub mod comparison;
 pub mod dist;
+pub mod loads;
 pub mod modes;
 mod notes;
 pub mod rank;
 pub mod rng;
 mod verdict;
 
-pub use compare::{compare, compare_rounds, compare_summaries, shift_interval, CompareOptions};
-pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD};
+pub use compare::{
+    compare, compare_loads, compare_rounds, compare_summaries, shift_interval,
+    shift_interval_loads, CompareOptions,
+};
+pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD, METHOD_LOADS};
+pub use loads::{Load, LoadOrder};
 pub use modes::Mode;
 pub use notes::STALL_NS;
 pub use rank::{median_interval, ShiftInterval};

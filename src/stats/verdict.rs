@@ -161,6 +161,9 @@ mod tests {
             pair_deltas: vec![],
             block: 1,
             block_deltas: vec![],
+            load_deltas: vec![],
+            load_share: None,
+            order_effect: None,
             method: crate::stats::METHOD,
         }
     }
@@ -175,6 +178,7 @@ mod tests {
             n_base: 10,
             n_treat: 10,
             confidence: 0.95,
+            loads: 1,
         }
     }
 
