@@ -1,13 +1,20 @@
 //! Does `overhead`'s interval keep its promises at the default settings? Coverage, power and
-//! speed of its whole procedure — pairs of rounds ordered by a coin, as many as the time budget
-//! holds, per-round mid-quantiles, the median pair difference and its sign-test interval — on
-//! synthetic rounds shaped like the test VM's.
+//! speed of its whole procedure — `overhead`'s own engine ([`run_rounds`]) driving a simulated
+//! rig: pairs of rounds ordered by a coin, spread over loads of the two objects made in both
+//! orders, as many as the time budget holds, per-round mid-quantiles, per load the median pair
+//! difference, across loads the mean with its t interval — on synthetic rounds shaped like the
+//! test VM's.
 //!
 //! ```text
-//! cargo run --release --example stats_coverage [-- --runs 400 --threads N --only NAME --rounds R --target-ns T --confidence C]
+//! cargo run --release --example stats_coverage [-- --runs 400 --threads N --only NAME --rounds R --target-ns T --confidence C --loads L]
 //! ```
 //! (`--rounds R`: a fixed R pairs instead of the default time budget; `--target-ns T`: stop early
-//! at that width, as `overhead --target-ns`; `--runs 0`: only the timing.)
+//! at that width, as `overhead --target-ns`; `--loads L`: loads per run; `--runs 0`: only the
+//! timing.)
+//!
+//! Each load of an object shifts its rounds by a placement effect for as long as it stays
+//! loaded, and of the two objects the one loaded second costs more ([`LOAD_MODEL`], fitted to
+//! rounds kept on the test VM with `scripts/fit-load-model.py`).
 //!
 //! The model, calibrated on rounds kept with `overhead --keep` on the test VM (2 vCPUs, kernel
 //! 6.18): a round is 225 kept openats (the default 250 of `--compare` and `--aa` less the
@@ -28,14 +35,15 @@
 //! rounds are struck slightly more often; the last line multiplies the treat arm's rate by 2.5
 //! besides (a hook that attracts interference: a stress case, not a target). The treatment
 //! shifts every latency by the effect. A round takes 1.5 ms + 2.7 µs × 250
-//! iterations of simulated time, and `overhead::Stop` decides when a run ends, as on the
-//! machine: at the default, when the next pair would not fit in the 12 s budget.
+//! iterations of simulated time, a reload of both objects 60 ms, and the engine decides when a
+//! run ends, as on the machine: at the default, when the next pair would not fit in the 12 s
+//! budget.
 //!
 //! A/A lines count runs whose interval holds 0 for each quantile (the target: at least the
 //! intervals' confidence, 99% by default as in `overhead`, ≥ 95% at `--confidence 0.95`); effect
 //! lines count runs whose p50 interval excludes 0 with the right sign (power), with the
 //! wrong sign, and whose intervals hold the true effect. P(≥19/20) and P(≥9/10) turn the rates
-//! into the odds of passing the issue's 20-run and 10-run targets.
+//! into the odds of passing a 20-run and a 10-run target.
 
 use ebpf_prof::overhead::{
     run_rounds, Rig, RoundsPlan, Side, Stop, DEFAULT_CONFIDENCE, DEFAULT_ITERATIONS, DEFAULT_LOADS,
@@ -240,9 +248,13 @@ struct LoadModel {
     reload_s: f64,
 }
 
+/// Fitted with `scripts/fit-load-model.py` to three runs of `overhead --aa --load lookups_2.bpf.o
+/// --loads 40 --max-time 40s --keep DIR` (120 loads, 2026-12-02): an order effect of 7 ns, a
+/// placement sd of 2.7 ns per object and load; a reload of both objects and its checks took
+/// about 60 ms.
 const LOAD_MODEL: LoadModel = LoadModel {
-    placement_sd: 2.0,
-    order_effect: 10.0,
+    placement_sd: 2.7,
+    order_effect: 7.0,
     reload_s: 0.06,
 };
 
