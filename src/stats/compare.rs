@@ -200,19 +200,22 @@ fn load_estimate(
     kept: usize,
     confidence: f64,
 ) -> LoadEstimate {
-    let end = (load.first_pair + load.pairs)
-        .min(base.len())
-        .min(treat.len());
-    let range = load.first_pair.min(end)..end;
-    let g = block_pairs(kept, q);
-    if g > 1 {
+    let range = pairs_of(load, base.len().min(treat.len()));
+    let pairs_per_block = block_pairs(kept, q);
+    if pairs_per_block > 1 {
         let pairs = raw_pairs(&base[range.clone()], &treat[range]);
-        let d = pooled_diff(&pairs, g, q, confidence);
-        return LoadEstimate::of_median(d.delta, &d.block_deltas, load.order);
+        let diff = pooled_diff(&pairs, pairs_per_block, q, confidence);
+        return LoadEstimate::of_median(diff.delta, &diff.block_deltas, load.order);
     }
     let pairs = paired(&base_sums[range.clone()], &treat_sums[range]);
-    let d = quantile_diff(&pairs, k, q, confidence);
-    LoadEstimate::of_median(d.delta, &d.pair_deltas, load.order)
+    let diff = quantile_diff(&pairs, k, q, confidence);
+    LoadEstimate::of_median(diff.delta, &diff.pair_deltas, load.order)
+}
+
+/// The indexes of `load`'s pairs among `available` pairs.
+fn pairs_of(load: &Load, available: usize) -> std::ops::Range<usize> {
+    let end = (load.first_pair + load.pairs).min(available);
+    load.first_pair.min(end)..end
 }
 
 /// A sentence for a quantile compared over blocks whose count reaches no interval at the asked
@@ -345,16 +348,11 @@ pub fn shift_interval_loads(
     }
     let estimates: Vec<LoadEstimate> = loads
         .iter()
-        .map(|l| {
-            let end = (l.first_pair + l.pairs).min(base.len()).min(treat.len());
-            let range = l.first_pair.min(end)..end;
-            let d = quantile_diff(
-                &paired(&base[range.clone()], &treat[range]),
-                k,
-                50.0,
-                confidence,
-            );
-            LoadEstimate::of_median(d.delta, &d.pair_deltas, l.order)
+        .map(|load| {
+            let range = pairs_of(load, base.len().min(treat.len()));
+            let pairs = paired(&base[range.clone()], &treat[range]);
+            let diff = quantile_diff(&pairs, k, 50.0, confidence);
+            LoadEstimate::of_median(diff.delta, &diff.pair_deltas, load.order)
         })
         .collect();
     across_loads(&estimates, confidence)

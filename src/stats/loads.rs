@@ -131,34 +131,66 @@ pub fn across_loads(loads: &[LoadEstimate], confidence: f64) -> Option<AcrossLoa
             .collect()
     };
     let single = in_order(LoadOrder::OneObject);
-    let (estimate, variance, df, order_effect) = if single.len() == finite.len() {
-        let (mean, ss) = mean_and_squares(&single);
-        let n = single.len() as f64;
-        (mean, ss / (n - 1.0) / n, single.len() - 1, None)
+    let fit = if single.len() == finite.len() {
+        one_object(&single)
     } else {
-        let (first, second) = (
-            in_order(LoadOrder::BaseFirst),
-            in_order(LoadOrder::TreatFirst),
-        );
-        if first.len() < 2 || second.len() < 2 || first.len() + second.len() != finite.len() {
+        let base_first = in_order(LoadOrder::BaseFirst);
+        let treat_first = in_order(LoadOrder::TreatFirst);
+        if base_first.len() + treat_first.len() != finite.len() {
             return None;
         }
-        let ((m1, ss1), (m2, ss2)) = (mean_and_squares(&first), mean_and_squares(&second));
-        let df = finite.len() - 2;
-        let pooled = (ss1 + ss2) / df as f64;
-        let (n1, n2) = (first.len() as f64, second.len() as f64);
-        let variance = pooled / 4.0 * (1.0 / n1 + 1.0 / n2);
-        ((m1 + m2) / 2.0, variance, df, Some((m1 - m2) / 2.0))
+        two_orders(&base_first, &treat_first)?
     };
-    let half = t_quantile(0.5 + confidence / 2.0, df as f64) * variance.sqrt();
+    let t = t_quantile(0.5 + confidence / 2.0, fit.degrees_of_freedom as f64);
+    let half_width = t * fit.variance.sqrt();
     Some(AcrossLoads {
-        estimate,
-        lo: estimate - half,
-        hi: estimate + half,
+        estimate: fit.estimate,
+        lo: fit.estimate - half_width,
+        hi: fit.estimate + half_width,
         confidence,
-        degrees_of_freedom: df,
-        load_share: load_share(&finite, variance),
-        order_effect,
+        degrees_of_freedom: fit.degrees_of_freedom,
+        load_share: load_share(&finite, fit.variance),
+        order_effect: fit.order_effect,
+    })
+}
+
+/// An estimate across loads before its interval: the variance of the estimate and the degrees
+/// of freedom it rests on.
+struct Fit {
+    estimate: f64,
+    variance: f64,
+    degrees_of_freedom: usize,
+    order_effect: Option<f64>,
+}
+
+/// One object against nothing: the mean of the loads' estimates.
+fn one_object(values: &[f64]) -> Fit {
+    let (mean, squares) = mean_and_squares(values);
+    let count = values.len() as f64;
+    Fit {
+        estimate: mean,
+        variance: squares / (count - 1.0) / count,
+        degrees_of_freedom: values.len() - 1,
+        order_effect: None,
+    }
+}
+
+/// Two objects: the mean of the two orders' means, its variance from the spread within each
+/// order; `None` with fewer than two loads in either order.
+fn two_orders(base_first: &[f64], treat_first: &[f64]) -> Option<Fit> {
+    if base_first.len() < 2 || treat_first.len() < 2 {
+        return None;
+    }
+    let (mean_base_first, squares_base_first) = mean_and_squares(base_first);
+    let (mean_treat_first, squares_treat_first) = mean_and_squares(treat_first);
+    let degrees_of_freedom = base_first.len() + treat_first.len() - 2;
+    let pooled = (squares_base_first + squares_treat_first) / degrees_of_freedom as f64;
+    let per_order = 1.0 / base_first.len() as f64 + 1.0 / treat_first.len() as f64;
+    Some(Fit {
+        estimate: (mean_base_first + mean_treat_first) / 2.0,
+        variance: pooled / 4.0 * per_order,
+        degrees_of_freedom,
+        order_effect: Some((mean_base_first - mean_treat_first) / 2.0),
     })
 }
 
@@ -167,10 +199,10 @@ pub fn across_loads(loads: &[LoadEstimate], confidence: f64) -> Option<AcrossLoa
 fn load_share(loads: &[&LoadEstimate], variance: f64) -> Option<f64> {
     let sampling: Option<Vec<f64>> = loads.iter().map(|l| l.sampling_variance).collect();
     let sampling = sampling?;
-    let n = loads.len() as f64;
+    let count = loads.len() as f64;
     // Each load's estimate carries its sampling variance; the estimate across loads averages
     // them, so it carries their mean over the number of loads.
-    let from_rounds = sampling.iter().sum::<f64>() / n / n;
+    let from_rounds = sampling.iter().sum::<f64>() / count / count;
     if variance.is_nan() || variance <= 0.0 {
         return None;
     }
