@@ -38,22 +38,54 @@ impl InputArgs {
 }
 
 impl OpName {
-    /// The bench operation, `path` for openat.
+    /// The bench operation, `path` for the ones that work on a file.
     pub fn kind(self, path: PathBuf) -> crate::bench::OpKind {
-        match self {
-            OpName::Openat => crate::bench::OpKind::Openat(path),
-            OpName::Connect => crate::bench::OpKind::Connect,
-        }
+        use crate::bench::Operation as O;
+        let op = match self {
+            OpName::Openat => O::Openat,
+            OpName::Connect => O::Connect,
+            OpName::Exec => O::Exec,
+            OpName::Fork => O::Fork,
+            OpName::Stat => O::Stat,
+            OpName::Read => O::Read,
+            OpName::Write => O::Write,
+            OpName::Mmap => O::Mmap,
+            OpName::Unlink => O::Unlink,
+            OpName::Sendto => O::Sendto,
+            OpName::Recvfrom => O::Recvfrom,
+            OpName::Accept => O::Accept,
+        };
+        crate::bench::OpKind::new(op, path)
     }
 }
 
-/// The operation the bench times.
+/// The operation the bench times (docs/commands.md lists what each reaches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpName {
     /// openat(2) of --path (file hooks: LSM file_open, tracepoints on openat).
     Openat,
     /// TCP connect(2) to a loopback listener the bench opens (socket hooks).
     Connect,
+    /// execve(2) of a file no binary format accepts (exec hooks).
+    Exec,
+    /// clone(2) of a child that exits at once (fork hooks).
+    Fork,
+    /// newfstatat(2) of --path.
+    Stat,
+    /// read(2) of --path.
+    Read,
+    /// write(2) to /dev/null.
+    Write,
+    /// mmap(2) of an anonymous page.
+    Mmap,
+    /// unlinkat(2) of a file made before the span.
+    Unlink,
+    /// sendto(2) of a UDP datagram on loopback.
+    Sendto,
+    /// recvfrom(2) of a UDP datagram on loopback.
+    Recvfrom,
+    /// accept(2) of a loopback TCP connection.
+    Accept,
 }
 
 #[derive(Debug, Args)]

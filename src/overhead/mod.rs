@@ -237,15 +237,7 @@ fn bench_run(
             "-n".into(),
             o.iterations.to_string().into(),
         ];
-        match &o.op {
-            OpKind::Openat(p) => c.extend([
-                "--op".into(),
-                "openat".into(),
-                "--path".into(),
-                p.clone().into(),
-            ]),
-            OpKind::Connect => c.extend(["--op".into(), "connect".into()]),
-        }
+        c.extend(o.op.bench_args());
         c.extend([
             "--paths".into(),
             paths.to_string().into(),

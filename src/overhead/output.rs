@@ -136,10 +136,7 @@ fn bench_label(o: &OverheadOptions) -> String {
             .collect::<Vec<_>>()
             .join(" ");
     }
-    match &o.op {
-        crate::bench::OpKind::Openat(p) => format!("{} openats of {}", o.iterations, p.display()),
-        crate::bench::OpKind::Connect => format!("{} loopback TCP connects", o.iterations),
-    }
+    o.op.describe(o.iterations)
 }
 
 fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {

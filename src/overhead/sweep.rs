@@ -110,7 +110,7 @@ pub fn run(
     watch: &[u32],
     ints: &Interrupts,
 ) -> Result<()> {
-    if sw.param == SweepParam::Paths && o.op == crate::bench::OpKind::Connect {
+    if sw.param == SweepParam::Paths && !matches!(o.op, crate::bench::OpKind::Openat(_)) {
         return Err(usage("--sweep paths is for --op openat"));
     }
     let mut points = Vec::new();
