@@ -5,6 +5,7 @@
 //! the loop is over. Cleanup (close) happens after the second clock reading, outside the span.
 
 mod buffer;
+pub mod choose;
 mod connect;
 mod fileops;
 mod netops;

@@ -1,5 +1,6 @@
 //! The arguments of each subcommand (clap derive), with their help text.
 
+use super::oparg::{OpArg, OpParser};
 use super::parse_duration;
 use clap::Args;
 use std::path::PathBuf;
@@ -37,63 +38,12 @@ impl InputArgs {
     }
 }
 
-impl OpName {
-    /// The bench operation, `path` for the ones that work on a file.
-    pub fn kind(self, path: PathBuf) -> crate::bench::OpKind {
-        use crate::bench::Operation as O;
-        let op = match self {
-            OpName::Openat => O::Openat,
-            OpName::Connect => O::Connect,
-            OpName::Exec => O::Exec,
-            OpName::Fork => O::Fork,
-            OpName::Stat => O::Stat,
-            OpName::Read => O::Read,
-            OpName::Write => O::Write,
-            OpName::Mmap => O::Mmap,
-            OpName::Unlink => O::Unlink,
-            OpName::Sendto => O::Sendto,
-            OpName::Recvfrom => O::Recvfrom,
-            OpName::Accept => O::Accept,
-        };
-        crate::bench::OpKind::new(op, path)
-    }
-}
-
-/// The operation the bench times (docs/commands.md lists what each reaches).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OpName {
-    /// openat(2) of --path (file hooks: LSM file_open, tracepoints on openat).
-    Openat,
-    /// TCP connect(2) to a loopback listener the bench opens (socket hooks).
-    Connect,
-    /// execve(2) of a file no binary format accepts (exec hooks).
-    Exec,
-    /// clone(2) of a child that exits at once (fork hooks).
-    Fork,
-    /// newfstatat(2) of --path.
-    Stat,
-    /// read(2) of --path.
-    Read,
-    /// write(2) to /dev/null.
-    Write,
-    /// mmap(2) of an anonymous page.
-    Mmap,
-    /// unlinkat(2) of a file made before the span.
-    Unlink,
-    /// sendto(2) of a UDP datagram on loopback.
-    Sendto,
-    /// recvfrom(2) of a UDP datagram on loopback.
-    Recvfrom,
-    /// accept(2) of a loopback TCP connection.
-    Accept,
-}
-
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The operation to time.
-    #[arg(long, value_enum, default_value = "openat")]
-    pub op: OpName,
-    /// File to open in the loop.
+    /// The operation to time (docs/commands.md lists what each reaches).
+    #[arg(long, value_parser = OpParser::NAMED, default_value = "openat")]
+    pub op: OpArg,
+    /// File the openat, stat and read loops work on.
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
     /// Iterations, warm-up included.
@@ -188,6 +138,13 @@ pub struct RecordArgs {
     /// Iterations of the built-in bench (when no command is given).
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
+    /// Operation of the built-in bench [default: auto, the one that fires the --load object's
+    /// programs; openat without --load].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
+    /// File the built-in bench's openat, stat and read work on.
+    #[arg(long, default_value = "/etc/hostname")]
+    pub path: PathBuf,
     /// Narrow the programs the recording is for (regex on a program's name or its
     /// bpf_prog_<tag>_<name> symbol). Without it: the --load object's programs, or every loaded
     /// tracing, LSM or socket program. Refused when none is left.
@@ -401,12 +358,23 @@ pub struct OverheadArgs {
     /// against nothing attached].
     #[arg(short = 'n', long = "iterations")]
     pub iterations: Option<usize>,
-    /// Operation of the built-in bench.
-    #[arg(long, value_enum, default_value = "openat")]
-    pub op: OpName,
-    /// File the built-in bench opens.
+    /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
+    /// File the built-in bench's openat, stat and read work on.
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
+    /// Measure the side cost too: a second measurement on an operation that fires none of the
+    /// programs (what attaching costs every other operation).
+    #[arg(long)]
+    pub side_cost: bool,
+    /// How long to wait for the --attach-cmd loader to load its programs: 30s, 2m.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30s")]
+    pub attach_timeout: f64,
+    /// Start the --attach-cmd loader in a mount namespace of its own with tracefs (and debugfs)
+    /// mounted there, as libbpf-based tools need where the system has not mounted them.
+    #[arg(long)]
+    pub attach_tracefs: bool,
     /// CPU to pin to (default: an isolated CPU, else the highest online one).
     #[arg(long)]
     pub cpu: Option<u32>,
@@ -504,6 +472,12 @@ pub struct DemoArgs {
     /// How long to measure what the hook costs (without perf): 6s, 1m.
     #[arg(long, value_name = "TIME", default_value = "6s", value_parser = parse_duration)]
     pub cost_time: f64,
+    /// Your BPF object instead of the bundled sample hook.
+    #[arg(long, value_name = "OBJ.bpf.o")]
+    pub load: Option<PathBuf>,
+    /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
     #[command(flatten)]
     pub perf: PerfArgs,
 }

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod kallsyms;
 pub mod lock;
 pub mod mounts;
+pub mod procs;
 pub mod recovery;
 pub mod security;
 pub mod sysctl;

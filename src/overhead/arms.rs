@@ -18,15 +18,15 @@
 //! end the object is unloaded and its programs must be gone.
 
 use super::anchor::Anchors;
+use super::loader::Loader;
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
-use crate::error::{child, usage};
+use crate::error::child;
 use crate::signals;
 use anyhow::{Context, Result};
 use libbpf_rs::Link;
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,8 +38,8 @@ pub enum ArmSpec {
     Detached,
     /// A libbpf-style object, attached by its SEC() names.
     Object(PathBuf),
-    /// The user's loader (argv), started for the round and stopped by its pid after.
-    Command(Vec<String>),
+    /// The user's loader, started for the round and stopped by its pid after.
+    Command(Loader),
 }
 
 impl ArmSpec {
@@ -51,7 +51,7 @@ impl ArmSpec {
                 || p.display().to_string(),
                 |f| f.to_string_lossy().into_owned(),
             ),
-            ArmSpec::Command(argv) => argv.first().cloned().unwrap_or_default(),
+            ArmSpec::Command(loader) => loader.label(),
         }
     }
 }
@@ -63,7 +63,7 @@ pub enum Arm {
     /// object, and, when its links are closed on the reaper's threads, the held tracepoints that
     /// tell when its programs are off them (every one of its programs is on one).
     Object(Reaper, Attached, Option<Arc<Anchors>>),
-    Command(Vec<String>),
+    Command(Loader),
 }
 
 /// Hold the tracepoints both arms' objects attach (anchor.rs) for as long as the returned
@@ -124,9 +124,6 @@ impl Drop for Reaper {
     }
 }
 
-/// How long to wait for a user's loader to load its programs.
-pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
-
 impl Arm {
     /// Make `spec` ready: load its object (checking it attaches), or just keep the loader's
     /// argv. Its links are dropped in place until [`Arm::overlap_with`].
@@ -138,7 +135,7 @@ impl Arm {
                 a.detach();
                 Ok(Arm::Object(Reaper::default(), a, None))
             }
-            ArmSpec::Command(argv) => Ok(Arm::Command(argv.clone())),
+            ArmSpec::Command(loader) => Ok(Arm::Command(loader.clone())),
         }
     }
 
@@ -200,7 +197,7 @@ impl Arm {
                     held: held.as_deref(),
                 })
             }
-            Arm::Command(argv) => start_command(argv),
+            Arm::Command(loader) => start_command(loader),
         }
     }
 
@@ -323,44 +320,13 @@ impl Drop for Engaged<'_> {
     }
 }
 
-fn start_command(argv: &[String]) -> Result<Engaged<'static>> {
-    let line = argv.join(" ");
-    let program = crate::perf::trust::program(std::ffi::OsStr::new(&argv[0]), "--attach-cmd")?;
-    let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
-    let mut cmd = Command::new(program);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Should we die without stopping it (SIGKILL), the kernel stops the loader, and
-            // the programs it holds go with it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            if libc::getppid() != parent {
-                // We were already gone before the prctl took effect.
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| usage(format!("cannot start --attach-cmd `{line}`: {e}")))?;
-    let mut alive = || matches!(child.try_wait(), Ok(None));
-    match bpf::wait_for_new_programs(&before, ATTACH_TIMEOUT, &mut alive) {
-        Ok(programs) => Ok(Engaged::Command {
-            child: Some(child),
-            line,
-            programs,
-        }),
-        Err(e) => {
-            let _ = stop_child(&mut child, &line);
-            Err(e.context(format!("--attach-cmd '{line}'")))
-        }
-    }
+fn start_command(loader: &Loader) -> Result<Engaged<'static>> {
+    let (child, programs) = loader.start()?;
+    Ok(Engaged::Command {
+        child: Some(child),
+        line: loader.line(),
+        programs,
+    })
 }
 
 /// SIGTERM the loader we started, by its pid; SIGKILL after 5 s.
@@ -385,7 +351,7 @@ fn stop_child(child: &mut Child, line: &str) -> Result<()> {
 
 fn child_err(line: &str) -> anyhow::Error {
     child(format!(
-        "--attach-cmd `{line}` exited during the round: its programs may have gone with it"
+        "--attach-cmd {line} exited during the round: its programs may have gone with it"
     ))
 }
 

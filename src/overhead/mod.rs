@@ -8,14 +8,19 @@
 
 mod anchor;
 mod arms;
+mod fires;
 mod kstats;
+mod loader;
 mod output;
 mod pressure;
 mod profile;
+mod ran;
 mod rounds;
 mod runner;
+mod sidecost;
 mod sweep;
 
+use crate::bench::choose::OpChoice;
 use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
 use crate::error::{check, usage};
@@ -31,6 +36,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use loader::{LoaderMounts, LoaderOptions};
 pub use output::Report;
 pub use rounds::{first_look, is_look, Ended, Rounds, Stop, MIN_PAIRS};
 
@@ -63,6 +69,15 @@ pub fn default_iterations(compare: bool, aa: bool) -> usize {
 /// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
 pub const MAX_PAIRS: usize = 2000;
 
+/// Whether to measure the side cost of the attach point as well (`--side-cost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideCost {
+    /// Only the operation chosen (the hook's own event).
+    Skip,
+    /// A second measurement on an operation that fires none of the programs.
+    Measure,
+}
+
 /// The CI gates: exceeded when the lower end of the difference's interval is above the limit.
 #[derive(Debug, Clone, Default)]
 pub struct Gates {
@@ -82,7 +97,16 @@ pub struct OverheadOptions {
     /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
     pub stop: Stop,
     pub iterations: usize,
+    /// The operation timed (until `--op auto` has chosen: openat, holding `--path`).
     pub op: OpKind,
+    /// Whether `op` was given, or is chosen from the programs' attach points.
+    pub op_choice: OpChoice,
+    /// `--path`: what the operations that take a file work on, whichever is chosen.
+    pub path: PathBuf,
+    /// Also measure on an operation that fires none of the programs.
+    pub side_cost: SideCost,
+    /// How the `--attach-cmd` loader is started and waited for.
+    pub loader: LoaderOptions,
     pub cpu: Option<u32>,
     pub priority: Option<u8>,
     /// Extra attached rounds with BPF run stats on (0: none).
@@ -130,6 +154,10 @@ impl OverheadOptions {
             },
             iterations: DEFAULT_ITERATIONS_DETACHED,
             op: OpKind::Openat("/etc/hostname".into()),
+            op_choice: OpChoice::Default,
+            path: "/etc/hostname".into(),
+            side_cost: SideCost::Skip,
+            loader: LoaderOptions::default(),
             cpu: Some(cpu),
             priority,
             stats_rounds: 0,
@@ -156,15 +184,20 @@ impl OverheadOptions {
 /// the comparison only, nothing printed but progress.
 pub fn hook_cost(
     load: &Path,
+    op: &OpKind,
     cpu: u32,
     priority: Option<u8>,
     budget: Duration,
 ) -> Result<Comparison> {
-    let o = OverheadOptions::for_load(load, cpu, priority, budget);
+    let o = OverheadOptions {
+        op: op.clone(),
+        op_choice: OpChoice::Given,
+        ..OverheadOptions::for_load(load, cpu, priority, budget)
+    };
     let ints = Interrupts::install()?;
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
     let specs = (ArmSpec::Detached, ArmSpec::Object(load.to_path_buf()));
-    Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), &ints)?.comparison)
+    Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), None, &ints)?.comparison)
 }
 
 /// The two arms, base first, and the name of the mode.
@@ -177,6 +210,7 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
         ),
         None => None,
     };
+
     for p in o.load.iter().chain(o.compare.iter()) {
         if !p.is_file() {
             return Err(usage(format!(
@@ -189,7 +223,11 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, &'static str)> {
         (_, _, _, true) => Ok((ArmSpec::Detached, ArmSpec::Detached, "aa")),
         (Some(a), None, Some(b), false) => Ok((ArmSpec::Object(a.clone()), ArmSpec::Object(b.clone()), "compare")),
         (Some(a), None, None, false) => Ok((ArmSpec::Detached, ArmSpec::Object(a.clone()), "load")),
-        (None, Some(c), None, false) => Ok((ArmSpec::Detached, ArmSpec::Command(c), "attach-cmd")),
+        (None, Some(argv), None, false) => Ok((
+            ArmSpec::Detached,
+            ArmSpec::Command(loader::Loader { argv, options: o.loader }),
+            "attach-cmd",
+        )),
         (None, None, Some(_), false) => Err(usage("--compare B.bpf.o needs --load A.bpf.o: it measures A attached against B attached")),
         (Some(_), Some(_), _, _) | (None, Some(_), Some(_), _) => Err(usage("give either --load or --attach-cmd, not both")),
         (None, None, None, false) => Err(usage("nothing to measure: give --load OBJ.bpf.o, --attach-cmd 'CMD…', or --aa for the noise floor")),
@@ -357,6 +395,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     let (base, treat, mode) = arms(o)?;
     check_stop(o.stop)?;
     check_confidence(o.confidence)?;
+    fires::refuse_op_with_own_bench(o)?;
     if !security::is_root() {
         return Err(usage(
             "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",
@@ -379,27 +418,75 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         output::check_new_file(p)?;
     }
     let watch = watched_maps(o)?;
+    let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
+    let o = &resolved;
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, &host, cpu, (&base, &treat), &watch, &ints);
     }
+    if o.side_cost == SideCost::Measure {
+        let arms = (&base, &treat, mode);
+        return sidecost::run(o, arms, (&host, cpu), chosen.as_ref(), &watch, &ints);
+    }
+    let done = measure_and_report(
+        o,
+        (&base, &treat, mode),
+        (&host, cpu),
+        chosen,
+        &watch,
+        &ints,
+    )?;
+    done.report.emit(o, &done.rounds)?;
+    if let Some(dir) = &o.profile {
+        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &done.bench)?;
+    }
+    gate_exit(&done.report.gates)
+}
+
+/// One measurement of `o` with its report (and the profiles of `--profile`).
+fn measure_and_report(
+    o: &OverheadOptions,
+    (base, treat, mode): (&ArmSpec, &ArmSpec, &'static str),
+    (host, cpu): (&Host, u32),
+    chosen: Option<crate::bench::choose::Chosen>,
+    watch: &[u32],
+    ints: &Interrupts,
+) -> Result<Reported> {
     let ws = working_set(o, o.paths)?;
     let bench = bench_run(
         o,
-        cpus_for(&host, cpu, o.workers)?,
+        cpus_for(host, cpu, o.workers)?,
         o.paths,
         o.workers,
         ws.as_ref(),
     )?;
     let clock = runner::clock_cost();
-    let m = measure(o, (&base, &treat), &bench, (&watch, o.stats_rounds), &ints)?;
+    let m = measure(
+        o,
+        (base, treat),
+        &bench,
+        (watch, o.stats_rounds),
+        chosen.as_ref(),
+        ints,
+    )?;
     let gates = gates(&m.comparison, &o.gates);
-    let mut report = Report::new(mode, (&base, &treat), o, cpu, clock, &m, gates);
+    let mut report = Report::new(mode, (base, treat), o, cpu, clock, &m, gates);
     report.maps = pressure::summarise(&m.maps);
-    report.emit(o, &m.rounds)?;
-    if let Some(dir) = &o.profile {
-        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &bench)?;
-    }
-    gate_exit(&report.gates)
+    report.op = chosen;
+    Ok(Reported {
+        report,
+        rounds: m.rounds,
+        bench,
+        working_set: ws,
+    })
+}
+
+/// A report, the rounds it was made from (for `--plot` and `--keep`) and the bench that ran
+/// them with its working set (for `--profile`, which runs it again).
+pub struct Reported {
+    pub report: Report,
+    pub rounds: Rounds,
+    pub bench: BenchRun,
+    pub working_set: Option<WorkingSet>,
 }
 
 /// What one measurement gives: the rounds, the comparison, the maps after each attached round
@@ -409,6 +496,8 @@ pub struct Measured {
     pub comparison: Comparison,
     pub maps: Vec<pressure::RoundMaps>,
     pub kernel: kstats::KernelView,
+    /// What ran inside the timed operation (the attached arm's programs).
+    pub ran: Option<ran::Ran>,
 }
 
 /// The names the arms go by in notes and modes: "base (detached)", "treat (hook.bpf.o)".
@@ -426,11 +515,13 @@ fn measure(
     specs: (&ArmSpec, &ArmSpec),
     bench: &BenchRun,
     (watch, stats_rounds): (&[u32], usize),
+    chosen: Option<&crate::bench::choose::Chosen>,
     ints: &Interrupts,
 ) -> Result<Measured> {
     let mut base = Arm::prepare(specs.0)?;
     let mut treat = Arm::prepare(specs.1)?;
     preflight(&[&base, &treat], &[specs.0, specs.1])?;
+    let checked = fires::check([&mut base, &mut treat], bench, chosen, ints)?;
     let _anchors = arms::overlap_teardowns(&mut base, &mut treat)?;
     let opts = CompareOptions {
         arm_names: arm_names(specs),
@@ -469,11 +560,13 @@ fn measure(
         (&t.samples, &t.summaries),
         &opts,
     );
+    let ran = fires::what_ran(&kernel.programs, &checked, bench, chosen);
     Ok(Measured {
         rounds,
         comparison,
         maps,
         kernel,
+        ran,
     })
 }
 

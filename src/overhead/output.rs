@@ -56,6 +56,12 @@ pub struct Report {
     pub gates: Vec<GateResult>,
     /// The programs' maps over the rounds (full or close to full ones carry a message).
     pub maps: Vec<super::pressure::MapSummary>,
+    /// The operation timed: how it was chosen, and which programs it fires (`None` with a
+    /// benchmark of one's own, and for `--aa`).
+    pub op: Option<crate::bench::choose::Chosen>,
+    /// What ran inside the timed operation: the attached arm's programs' runs per timed
+    /// operation inside the span, and what the delta then is.
+    pub ran: Option<super::ran::Ran>,
 }
 
 /// The latency delta at p50 against the programs' own time inside the timed span.
@@ -161,7 +167,11 @@ impl Report {
         gates: Vec<GateResult>,
     ) -> Report {
         let (r, comparison, kernel) = (&m.rounds, m.comparison.clone(), m.kernel.clone());
-        let verdict = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
+        let figures = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
+        let verdict = match &m.ran {
+            Some(ran) if comparison.rounds > 0 => ran.verdict(&figures),
+            _ => figures,
+        };
         let dispatch = Dispatch::of(mode, &comparison, &kernel);
         Report {
             schema: crate::out::JSON_SCHEMA,
@@ -183,6 +193,8 @@ impl Report {
             kernel,
             gates,
             maps: Vec::new(),
+            op: None,
+            ran: m.ran.clone(),
         }
     }
 
@@ -193,6 +205,11 @@ impl Report {
         if let Some(p) = &o.export_json {
             write_user_file(p, json.as_bytes())?;
         }
+        self.write_files(o, r)
+    }
+
+    /// Write the Markdown export and the plot, keep the rounds.
+    pub fn write_files(&self, o: &OverheadOptions, r: &Rounds) -> Result<()> {
         if let Some(p) = &o.export_markdown {
             write_user_file(p, self.markdown().as_bytes())?;
         }
@@ -572,6 +589,8 @@ mod tests {
             dispatch: None,
             gates: Vec::new(),
             maps: Vec::new(),
+            op: None,
+            ran: None,
         }
     }
 

@@ -128,7 +128,7 @@ pub fn run(
             ws.as_ref(),
         )?;
         crate::out::say(format!("sweep {}={v}", name(sw.param)));
-        let m = measure(o, arms, &bench, (watch, 0), ints)?;
+        let m = measure(o, arms, &bench, (watch, 0), None, ints)?;
         points.push(SweepPoint {
             value: v,
             ended: m.rounds.ended,

@@ -58,6 +58,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
             .cloned()
             .collect(),
         unresolved: unresolved(&t, input.top, &nearest),
+        programs_ran: input.record.and_then(|r| r.programs_ran.clone()),
         warnings: Vec::new(),
         bpf,
     };
@@ -302,6 +303,10 @@ fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unres
 
 fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
     let mut w = Vec::new();
+    let not_run = r.programs_ran.as_ref().filter(|p| !p.fired());
+    if let Some(ran) = not_run {
+        w.push(did_not_run(ran));
+    }
     if input.folded.skipped > 0 {
         w.push(format!(
             "{} malformed folded lines were skipped",
@@ -312,7 +317,10 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
         w.push(format!("{:.0}% of the samples have no named kernel frame: kernel names were hidden from perf (kernel.kptr_restrict) and no kallsyms snapshot named them; give the run's snapshot with --kallsyms", pct(t.no_kernel, t.total)));
     }
     if t.bpf == 0 {
-        w.push(no_bpf(r));
+        // When the programs did not run, that is why no stack passes through them.
+        if not_run.is_none() {
+            w.push(no_bpf(r));
+        }
     } else if let Some(n) = r.bpf.samples.filter(|&n| n < MIN_BPF_SAMPLES) {
         w.push(too_few(n, input.record));
     }
@@ -320,6 +328,17 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
         w.push("the sample count is unknown (no perf.data.json beside the input, and the counts are periods): cannot tell whether enough samples fell inside BPF".into());
     }
     w
+}
+
+/// The cause named first: the recording's programs did not run under its benchmark.
+pub(super) fn did_not_run(ran: &crate::runrecord::ProgramsRan) -> String {
+    format!(
+        "the loaded programs did not run during the benchmark: {:.2} runs per timed {} in the short run `record` made before perf started ({}): {}",
+        ran.runs_per_op,
+        ran.op,
+        ran.programs.join(", "),
+        ran.why
+    )
 }
 
 fn no_bpf(r: &Report) -> String {
