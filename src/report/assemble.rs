@@ -274,14 +274,30 @@ fn hints(
                     .map(|f| f.name.as_str()),
                 cat => kfuncs
                     .iter()
-                    .find(|k| k.category == Some(cat))
+                    .find(|k| k.category == Some(cat) && !kinds::is_wakeup(&k.name))
                     .map(|k| k.name.as_str()),
             };
+            if c.category == Category::Output {
+                return kinds::output_hint(c.share_of_bpf, who, wakeup(c, kfuncs));
+            }
             kinds::hint(c.category, c.share_of_bpf, who, evidence)
         })
         .collect();
     kinds::rank(&mut v);
     v
+}
+
+/// The heaviest wake-up function under the output (`cat`), with its share of the time in BPF.
+fn wakeup<'a>(cat: &CategoryShare, kfuncs: &'a [KernelFunction]) -> Option<(&'a str, f64)> {
+    if cat.share_of_bpf <= 0.0 {
+        return None;
+    }
+    let in_bpf = 100.0 * cat.percent / cat.share_of_bpf;
+    kfuncs
+        .iter()
+        .filter(|k| kinds::is_wakeup(&k.name))
+        .max_by(|a, b| a.percent.total_cmp(&b.percent))
+        .map(|k| (k.name.as_str(), 100.0 * k.percent / in_bpf))
 }
 
 fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unresolved> {
