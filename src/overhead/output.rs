@@ -235,13 +235,12 @@ impl Report {
         ));
         for d in &self.comparison.diffs {
             s.push_str(&format!(
-                "| p{} | {:.0} | {:.0} | {:+.0} | [{:+.0}, {:+.0}] | {:+.1}% |\n",
+                "| p{} | {:.0} | {:.0} | {:+.0} | {} | {:+.1}% |\n",
                 trim(d.q),
                 d.base,
                 d.treat,
                 d.delta,
-                d.lo,
-                d.hi,
+                interval(d, d.lo, d.hi),
                 d.pct
             ));
         }
@@ -285,8 +284,8 @@ impl Report {
                 format!("p{}", trim(d.q)),
                 d.base,
                 d.treat,
-                format!("{:+.0} [{:+.0}, {:+.0}]", d.delta, d.lo, d.hi),
-                format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_lo, d.pct_hi)
+                format!("{:+.0} {}", d.delta, interval(d, d.lo, d.hi)),
+                format!("{:+.1}% {}", d.pct, interval_pct(d))
             )
         }));
         v
@@ -416,6 +415,24 @@ fn mode_sentence(m: &crate::stats::Mode, starts: &[f64]) -> String {
         crate::stats::modes::round_list(&m.rounds),
         at.join(", ")
     )
+}
+
+/// "[+1633, +1748]", or "[no interval]" for a quantile compared over a single block.
+fn interval(d: &stats::QuantileDiff, lo: f64, hi: f64) -> String {
+    if stats::shows_interval(d) {
+        format!("[{lo:+.0}, {hi:+.0}]")
+    } else {
+        "[no interval]".into()
+    }
+}
+
+/// The same in percent: "[+65.2, +69.8]".
+fn interval_pct(d: &stats::QuantileDiff) -> String {
+    if stats::shows_interval(d) {
+        format!("[{:+.1}, {:+.1}]", d.pct_lo, d.pct_hi)
+    } else {
+        "[no interval]".into()
+    }
 }
 
 fn trim(q: f64) -> String {
