@@ -101,6 +101,10 @@ fn a_hook_no_operation_fires_is_said_to_be_one_and_the_run_exits_0() {
     );
     assert_eq!(v["ran"]["inside"], "not_run", "{r:?}");
     assert!(v["op"]["fired"].as_array().unwrap().is_empty());
+    assert!(
+        v["dispatch"].is_null(),
+        "no dispatch split of a delta that is all side cost: {v}"
+    );
     let verdict = v["verdict"].as_str().unwrap();
     for part in [
         "did not run inside the timed openat",

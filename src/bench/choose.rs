@@ -81,6 +81,15 @@ impl Chosen {
     pub fn fires_nothing(&self) -> bool {
         self.fired.is_empty() && self.programs.iter().any(|p| p.fires != Fires::Unattached)
     }
+
+    /// The line to say at the start: why, a warning when the `--op` given fires nothing.
+    pub fn line(&self) -> String {
+        if self.by == OpChoice::Given && self.fires_nothing() {
+            format!("warning: {}", self.why)
+        } else {
+            self.why.clone()
+        }
+    }
 }
 
 /// `--op` given with a benchmark of one's own (`command`, empty for the built-in one): refused,
@@ -301,16 +310,7 @@ pub fn choose(programs: &[(String, String)]) -> Chosen {
             fires: fires(point),
         })
         .collect();
-    let count = |op: Operation| reach.iter().filter(|p| p.fires.inside(op)).count();
-    let best = Operation::ALL
-        .into_iter()
-        .max_by_key(|&op| (count(op), std::cmp::Reverse(op)))
-        .unwrap_or(Operation::Openat);
-    let op = if count(best) == 0 {
-        Operation::Openat
-    } else {
-        best
-    };
+    let op = firing_op(&reach).unwrap_or(Operation::Openat);
     given(op, OpChoice::Auto, reach)
 }
 
@@ -346,7 +346,15 @@ fn why(c: &Chosen) -> String {
         );
     }
     if c.fires_nothing() {
-        return no_operation(c.op, &attached, c.by);
+        return match (c.by, firing_op(&c.programs)) {
+            (OpChoice::Given, Some(other)) => format!(
+                "--op {} fires none of {}; --op {other} does: timing {} as asked, the programs will not run inside it",
+                c.op,
+                described(&attached),
+                c.op
+            ),
+            _ => no_operation(c.op, &attached, c.by),
+        };
     }
     let points: Vec<String> = attached
         .iter()
@@ -372,6 +380,24 @@ fn why(c: &Chosen) -> String {
         s.push_str(&format!("; not {}", left.join(", ")));
     }
     s
+}
+
+/// The operation that fires most of `programs`, if any does.
+fn firing_op(programs: &[ProgramReach]) -> Option<Operation> {
+    let count = |op: Operation| programs.iter().filter(|p| p.fires.inside(op)).count();
+    Operation::ALL
+        .into_iter()
+        .max_by_key(|&op| (count(op), std::cmp::Reverse(op)))
+        .filter(|&op| count(op) > 0)
+}
+
+/// "prog (point), prog2 (point2)".
+fn described(programs: &[&ProgramReach]) -> String {
+    programs
+        .iter()
+        .map(|p| format!("{} ({})", p.program, p.point))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// "no operation fires prog (point): …; the operations are …; a benchmark of your own works".

@@ -58,7 +58,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         opts.op_choice,
         Path::new("/etc/hostname"),
     )?;
-    say(&chosen.why);
+    say(chosen.line());
     say(format!(
         "1/3 what the hook costs: {} with and without it, pinned to CPU {cpu}, no perf ({} s)",
         op.operation().plural(),

@@ -34,10 +34,7 @@ pub fn resolve(
         return Ok((o.clone(), None));
     };
     let (op, chosen) = bpf::choice::for_points(&points, &o.op, o.op_choice, &o.path);
-    match (chosen.by, chosen.fires_nothing()) {
-        (OpChoice::Given, true) => say(format!("warning: {}", chosen.why)),
-        _ => say(&chosen.why),
-    }
+    say(chosen.line());
     let mut resolved = o.clone();
     resolved.op = op;
     Ok((resolved, Some(chosen)))
@@ -114,7 +111,10 @@ pub fn check(
             "the check before measuring",
             chosen,
         );
-        if ran.inside != ran::Inside::Ran {
+        // An --op given that fires none of the programs was said before (or is the point of
+        // --side-cost's second measurement).
+        let said = chosen.is_some_and(|c| c.by == OpChoice::Given && c.fired.is_empty());
+        if ran.inside != ran::Inside::Ran && !said {
             say(format!(
                 "warning: in a short round with run stats on ({name} arm), {}",
                 ran.sentence

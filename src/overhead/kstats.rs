@@ -73,7 +73,7 @@ impl ProgramView {
             _ => String::new(),
         };
         format!(
-            "kernel ({} arm, {method}): {} ran {:.2} times per iteration{inside}, {:.0} ns per run",
+            "kernel ({} arm, {method}): {} ran {:.2} times per timed operation{inside}, {:.0} ns per run",
             self.arm, self.name, self.runs_per_iteration, self.mean_run_ns
         )
     }

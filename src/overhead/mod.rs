@@ -396,6 +396,11 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     check_stop(o.stop)?;
     check_confidence(o.confidence)?;
     fires::refuse_op_with_own_bench(o)?;
+    if o.side_cost == SideCost::Measure && o.sweep.is_some() {
+        return Err(usage(
+            "give --side-cost or --sweep, not both: each measures the hook more than once",
+        ));
+    }
     if !security::is_root() {
         return Err(usage(
             "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",

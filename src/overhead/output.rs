@@ -172,7 +172,13 @@ impl Report {
             Some(ran) if comparison.rounds > 0 => ran.verdict(&figures),
             _ => figures,
         };
-        let dispatch = Dispatch::of(mode, &comparison, &kernel);
+        // Programs that did not run inside the timed operation have no dispatch cost there:
+        // the whole delta is their attach point's side cost, which the verdict says.
+        let not_run = m
+            .ran
+            .as_ref()
+            .is_some_and(|r| r.inside == super::ran::Inside::NotRun);
+        let dispatch = Dispatch::of(mode, &comparison, &kernel).filter(|_| !not_run);
         Report {
             schema: crate::out::JSON_SCHEMA,
             mode: mode.into(),

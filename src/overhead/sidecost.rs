@@ -2,7 +2,7 @@
 //! its programs (their cost, inside the operation that makes their event), once on an unrelated
 //! operation that fires none of them (what having them attached costs everything else: for a
 //! syscall tracepoint, the tracing slow path every system call then takes). Each measurement
-//! has the whole `--max-time`; gates apply to the first.
+//! has the whole `--max-time`; gates, the plot, `--keep` and `--profile` are the first's.
 
 use super::arms::ArmSpec;
 use super::output::{write_user_file, Report};
@@ -97,6 +97,9 @@ pub fn run(
         side: side.map(|s| s.report),
     };
     emit(o, &doc, &own.rounds)?;
+    if let Some(dir) = &o.profile {
+        super::profile::record_arms(dir, [("base", arms.0), ("treat", arms.1)], &own.bench)?;
+    }
     gate_exit(&doc.own.gates)
 }
 

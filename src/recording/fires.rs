@@ -5,7 +5,7 @@
 //! records, and keeps the figure in perf.data.json for `report`.
 
 use super::RecordOptions;
-use crate::bench::choose::{Chosen, OpChoice};
+use crate::bench::choose::Chosen;
 use crate::bench::OpKind;
 use crate::bpf::{self, Attached, InventoryProgram};
 use crate::error::child;
@@ -50,10 +50,7 @@ pub fn operation(
         .path()
         .unwrap_or(std::path::Path::new("/etc/hostname"));
     let (op, chosen) = bpf::choice::for_points(&points, &opts.op, opts.op_choice, path);
-    match (chosen.by, chosen.fires_nothing()) {
-        (OpChoice::Given, true) => say(format!("warning: {}", chosen.why)),
-        _ => say(&chosen.why),
-    }
+    say(chosen.line());
     (op, chosen)
 }
 
