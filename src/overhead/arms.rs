@@ -321,12 +321,19 @@ impl Drop for Engaged<'_> {
 }
 
 fn start_command(loader: &Loader) -> Result<Engaged<'static>> {
-    let (child, programs) = loader.start()?;
-    Ok(Engaged::Command {
-        child: Some(child),
-        line: loader.line(),
-        programs,
-    })
+    let (mut child, waited) = loader.start()?;
+    let line = loader.line();
+    match waited {
+        Ok(programs) => Ok(Engaged::Command {
+            child: Some(child),
+            line,
+            programs,
+        }),
+        Err(e) => {
+            let _ = stop_child(&mut child, &line);
+            Err(e.context(format!("--attach-cmd {line}")))
+        }
+    }
 }
 
 /// SIGTERM the loader we started, by its pid; SIGKILL after 5 s.

@@ -65,8 +65,9 @@ impl Loader {
         crate::perf::record::quote_line(&self.argv)
     }
 
-    /// Start it and wait until its new programs are loaded (see [`bpf::wait_for_loader`]).
-    pub fn start(&self) -> Result<(Child, Vec<LoadedProgram>)> {
+    /// Start it and wait until its new programs are loaded (see [`bpf::wait_for_loader`]): the
+    /// loader, and its programs or why the wait ended without them (the caller stops it then).
+    pub fn start(&self) -> Result<(Child, Result<Vec<LoadedProgram>>)> {
         let line = self.line();
         let program =
             crate::perf::trust::program(std::ffi::OsStr::new(&self.argv[0]), "--attach-cmd")?;
@@ -85,14 +86,7 @@ impl Loader {
         let waited = bpf::wait_for_loader(&before, self.options.timeout, &mut || {
             watch.state(&mut child)
         });
-        match waited {
-            Ok(programs) => Ok((child, programs)),
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(e.context(format!("--attach-cmd {line}")))
-            }
-        }
+        Ok((child, waited))
     }
 }
 
