@@ -379,6 +379,19 @@ mod tests {
     }
 
     #[test]
+    fn workers_each_make_their_own_files_and_children() {
+        for op in [Operation::Unlink, Operation::Exec, Operation::Fork] {
+            let o = BenchOptions {
+                op: OpKind::new(op, "/".into()),
+                workers: 2,
+                ..BenchOptions::openat("/", 200)
+            };
+            let r = run(&o).unwrap_or_else(|e| panic!("{op}: {e:#}"));
+            assert!(r.iter().all(|w| w.samples.len() == 180), "{op}");
+        }
+    }
+
+    #[test]
     fn paths_are_for_openat_only() {
         let o = BenchOptions {
             op: OpKind::Exec,

@@ -17,11 +17,17 @@ impl Scratch {
     /// name exists, so the directory is always one this process made.
     pub fn new(what: &str) -> Result<Scratch> {
         use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        // Workers of one bench make theirs at the same moment: a count keeps the names apart.
+        static MADE: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("ebpf-prof-{what}-{}-{nanos}", std::process::id()));
+        let made = MADE.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "ebpf-prof-{what}-{}-{nanos}-{made}",
+            std::process::id()
+        ));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
