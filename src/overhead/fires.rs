@@ -46,7 +46,8 @@ pub fn refuse_op_with_own_bench(o: &OverheadOptions) -> Result<()> {
 }
 
 /// The attach points of the arms' programs, by program: the objects' sections; a loader's
-/// programs' links, after starting it once, only when the operation is to be chosen from them.
+/// programs' links, after starting it once, only when the operation is to be chosen from them
+/// (or `--side-cost` needs them).
 fn attach_points(
     o: &OverheadOptions,
     specs: (&ArmSpec, &ArmSpec),
@@ -64,11 +65,14 @@ fn attach_points(
                     }
                 }
             }
-            ArmSpec::Command(_) if o.op_choice == OpChoice::Given => {}
+            // Its points are needed to choose the operation, or the unrelated one of
+            // --side-cost; a loader is slow to start, so not otherwise.
+            ArmSpec::Command(_)
+                if o.op_choice == OpChoice::Given && o.side_cost == super::SideCost::Skip => {}
             ArmSpec::Command(loader) => {
                 any = true;
                 say(format!(
-                    "starting {} once to read where its programs attach (--op auto)",
+                    "starting {} once to read where its programs attach",
                     loader.label()
                 ));
                 points.extend(loader_points(spec)?);
