@@ -331,7 +331,7 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
         quantiles: &opts.quantiles,
         confidence: opts.confidence,
         seed: seed ^ 0x5eed,
-        loads: cfg.loads,
+        loads: Some(cfg.loads),
     };
     let r = run_rounds(&mut rig, &plan).expect("simulated rounds cannot fail");
     let c = compare_loads(

@@ -25,7 +25,7 @@ DOCS=(README.md docs/*.md)
 
 # The order matters: later examples read what earlier ones wrote (record → perf.data). Each name must have exactly one marker in the documents.
 ORDER=(bench demo annotate-demo doctor record report report-json annotate annotate-asm annotate-json report-reference flame flame-bpf-only
-       diff overhead sweep)
+       diff overhead overhead-exec overhead-socket side-cost sweep)
 
 [ -x "$BIN" ] || { echo "readme-examples: $BIN missing: run cargo build --release first" >&2; exit 2; }
 hooks_dir=$(dirname "$(find target/release/build -path '*/out/hooks/verdict_cache.bpf.o' -print -quit)")
@@ -42,7 +42,7 @@ trap cleanup EXIT
 mkdir -p "$WORK/bin" "$WORK/fixtures"
 cp -r fixtures/folded "$WORK/fixtures/"
 cp "$BIN" "$WORK/bin/ebpf-prof"
-cp "$hooks_dir/verdict_cache.bpf.o" "$WORK/"
+cp "$hooks_dir/verdict_cache.bpf.o" "$hooks_dir/on_execve.bpf.o" "$hooks_dir/on_sendto.bpf.o" "$WORK/"
 cp "$hooks_dir/openat_hook.bpf.o" "$WORK/hook.bpf.o" # the sample hook, as demo writes it
 
 # The commands run with the release binary first on PATH; `sudo` runs directly when root.

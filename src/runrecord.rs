@@ -17,6 +17,29 @@ pub struct ProgramSeen {
     pub addr: String,
 }
 
+/// Whether the recording's programs ran under its benchmark: a short run of the built-in
+/// bench with run stats on, just before perf started.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProgramsRan {
+    /// The operation the bench timed (`openat`, `exec`, …).
+    pub op: String,
+    /// The programs' runs per timed operation inside the span, all of them together.
+    pub runs_per_op: f64,
+    /// Iterations of the short run.
+    pub iterations: usize,
+    /// The programs and their attach points, `name (point)`.
+    pub programs: Vec<String>,
+    /// How the operation was chosen, and what fires the programs: one sentence.
+    pub why: String,
+}
+
+impl ProgramsRan {
+    /// Whether the programs ran in at least half the timed operations.
+    pub fn fired(&self) -> bool {
+        self.runs_per_op >= 0.5
+    }
+}
+
 /// The perf binary that recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PerfUsed {
@@ -72,6 +95,10 @@ pub struct RunRecord {
     pub interrupted: bool,
     /// Summary of the samples file, when it held latencies.
     pub samples: Option<Summary>,
+    /// Whether the programs ran under the built-in bench (checked before perf started); `None`
+    /// with a benchmark of one's own, a whole-box or per-process recording, or no program.
+    #[serde(default)]
+    pub programs_ran: Option<ProgramsRan>,
 }
 
 impl RunRecord {

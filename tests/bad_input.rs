@@ -191,6 +191,10 @@ fn output_files(d: &Path) {
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     mkfifo(&d.join("fifo"));
     write(&d.join("notelf.o"), "not an ELF object");
+    let execve = ebpf_prof::bpf::EVENT_HOOKS
+        .iter()
+        .find(|h| h.0 == "on_execve");
+    write(&d.join("on_execve.bpf.o"), execve.unwrap().2);
     // A perf others can replace: a copy in a world-writable directory.
     let open = d.join("open");
     std::fs::create_dir(&open).unwrap();

@@ -115,8 +115,14 @@ fn attached_costs_more_and_every_output_is_there() {
     assert_valid_xml(&std::fs::read_to_string(d.path().join("cdf.svg")).unwrap());
     assert_eq!(
         std::fs::read_dir(d.path().join("rounds")).unwrap().count(),
-        10,
-        "5 rounds of each arm kept"
+        11,
+        "5 rounds of each arm kept, and loads.json"
+    );
+    let loads = std::fs::read_to_string(d.path().join("rounds/loads.json")).unwrap();
+    let loads: serde_json::Value = serde_json::from_str(&loads).unwrap();
+    assert_eq!(
+        loads, v["loads"],
+        "the loads beside the rounds are the document's"
     );
     assert!(!hook_loaded());
 }

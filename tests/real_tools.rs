@@ -186,3 +186,6 @@ mod syscount;
 
 #[path = "real_tools/opensnoop.rs"]
 mod opensnoop;
+
+#[path = "real_tools/execsnoop.rs"]
+mod execsnoop;

@@ -5,10 +5,17 @@
 //! the loop is over. Cleanup (close) happens after the second clock reading, outside the span.
 
 mod buffer;
+pub mod choose;
 mod connect;
+mod fileops;
+mod netops;
 pub mod op;
+pub mod operation;
 pub mod pinned;
+mod procops;
+pub mod scratch;
 pub mod serve;
+mod sock;
 mod workers;
 pub mod workingset;
 
@@ -20,6 +27,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use op::{Op, OpKind};
+pub use operation::Operation;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -87,8 +95,12 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
     if opts.paths == 0 || opts.workers == 0 {
         return Err(usage("--paths and --workers must be at least 1"));
     }
-    if opts.op == OpKind::Connect && (opts.paths > 1 || opts.dir.is_some()) {
-        return Err(usage("--paths and --dir are for --op openat"));
+    let openat = matches!(opts.op, OpKind::Openat(_));
+    if !openat && (opts.paths > 1 || opts.dir.is_some()) {
+        return Err(usage(format!(
+            "--paths and --dir are for --op openat, not --op {}",
+            opts.op.operation()
+        )));
     }
     if !(0.0..1.0).contains(&opts.warmup_fraction) {
         return Err(usage(format!(
@@ -112,10 +124,10 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<BenchResult>> {
 fn prepare(opts: &BenchOptions) -> Result<(Prepared, Option<workingset::WorkingSet>)> {
     use workingset::WorkingSet;
     let ws = match (&opts.op, &opts.dir) {
-        (OpKind::Connect, _) => return Ok((Prepared::Connect, None)),
         (OpKind::Openat(_), Some(d)) => WorkingSet::from_dir(d, opts.paths)?,
         (OpKind::Openat(p), None) if opts.paths == 1 => WorkingSet::single(p),
         (OpKind::Openat(_), None) => WorkingSet::create(opts.paths)?,
+        (other, _) => return Ok((Prepared::Single(other.clone()), None)),
     };
     Ok((Prepared::Openat(ws.paths.clone()), Some(ws)))
 }
@@ -145,11 +157,12 @@ fn one_loop(
     })
 }
 
-/// An operation ready to be made, per worker: the working set resolved to paths.
+/// An operation ready to be made, per worker: the working set resolved to paths, or one of
+/// the operations that work on nothing of the user's.
 #[derive(Debug, Clone)]
 pub enum Prepared {
     Openat(Vec<PathBuf>),
-    Connect,
+    Single(OpKind),
 }
 
 /// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
@@ -174,10 +187,28 @@ pub fn with_op<R>(
             f(&mut |d| timed_loop(&mut op, d))
         }
     }
-    match kind {
-        Prepared::Openat(p) => Ok(go(op::Openat::new(p, start)?, untimed_only, f)),
-        Prepared::Connect => Ok(go(connect::Connect::new()?, untimed_only, f)),
-    }
+    let single = match kind {
+        Prepared::Openat(p) => return Ok(go(op::Openat::new(p, start)?, untimed_only, f)),
+        Prepared::Single(k) => k,
+    };
+    Ok(match single {
+        OpKind::Openat(p) => go(
+            op::Openat::new(std::slice::from_ref(p), 0)?,
+            untimed_only,
+            f,
+        ),
+        OpKind::Connect => go(connect::Connect::new()?, untimed_only, f),
+        OpKind::Exec => go(procops::Exec::new()?, untimed_only, f),
+        OpKind::Fork => go(procops::Fork::new()?, untimed_only, f),
+        OpKind::Stat(p) => go(fileops::Stat::new(p)?, untimed_only, f),
+        OpKind::Read(p) => go(fileops::Read::new(p)?, untimed_only, f),
+        OpKind::Write => go(fileops::Write::new()?, untimed_only, f),
+        OpKind::Mmap => go(fileops::Mmap, untimed_only, f),
+        OpKind::Unlink => go(fileops::Unlink::new()?, untimed_only, f),
+        OpKind::Sendto => go(netops::Sendto::new()?, untimed_only, f),
+        OpKind::Recvfrom => go(netops::Recvfrom::new()?, untimed_only, f),
+        OpKind::Accept => go(netops::Accept::new()?, untimed_only, f),
+    })
 }
 
 /// The timed loop itself: two clock readings around the operation, cleanup outside the span.
@@ -298,6 +329,77 @@ mod tests {
         let r = run(&o).unwrap().remove(0);
         assert_eq!(r.samples.len(), 2700);
         assert!(r.samples.iter().all(|&s| s > 0));
+    }
+
+    #[test]
+    fn every_operation_runs_timed_and_without_its_timed_call() {
+        for op in Operation::ALL {
+            let o = BenchOptions {
+                op: OpKind::new(op, "/etc/hostname".into()),
+                ..BenchOptions::openat("/", 400)
+            };
+            let r = run(&o).unwrap_or_else(|e| panic!("{op}: {e:#}")).remove(0);
+            assert_eq!(r.samples.len(), 360, "{op}");
+            assert!(r.samples.iter().all(|&s| s > 0), "{op}: a call takes time");
+            let untimed = BenchOptions {
+                untimed_only: true,
+                ..o.clone()
+            };
+            let u = run(&untimed).unwrap().remove(0);
+            let median = |v: &[u64]| {
+                let mut v = v.to_vec();
+                v.sort_unstable();
+                v[v.len() / 2]
+            };
+            assert!(
+                median(&u.samples) < median(&r.samples),
+                "{op}: without the timed call the span is shorter"
+            );
+        }
+    }
+
+    #[test]
+    fn the_socket_and_file_loops_leave_nothing_behind() {
+        let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let before = fds();
+        for op in [
+            Operation::Accept,
+            Operation::Sendto,
+            Operation::Recvfrom,
+            Operation::Unlink,
+        ] {
+            let o = BenchOptions {
+                op: OpKind::new(op, "/etc/hostname".into()),
+                ..BenchOptions::openat("/", 3000)
+            };
+            run(&o).unwrap_or_else(|e| panic!("{op}: {e:#}"));
+        }
+        // Other tests of this binary open files meanwhile: a leak would be thousands.
+        assert!(fds() < before + 50, "{before} fds before, {} after", fds());
+    }
+
+    #[test]
+    fn workers_each_make_their_own_files_and_children() {
+        for op in [Operation::Unlink, Operation::Exec, Operation::Fork] {
+            let o = BenchOptions {
+                op: OpKind::new(op, "/".into()),
+                workers: 2,
+                ..BenchOptions::openat("/", 200)
+            };
+            let r = run(&o).unwrap_or_else(|e| panic!("{op}: {e:#}"));
+            assert!(r.iter().all(|w| w.samples.len() == 180), "{op}");
+        }
+    }
+
+    #[test]
+    fn paths_are_for_openat_only() {
+        let o = BenchOptions {
+            op: OpKind::Exec,
+            paths: 3,
+            ..BenchOptions::openat("/", 10)
+        };
+        let e = validate(&o).unwrap_err().to_string();
+        assert!(e.contains("not --op exec"), "{e}");
     }
 
     #[test]

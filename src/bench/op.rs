@@ -1,13 +1,15 @@
-//! The operations the harness times. Adding one is a variant of [`OpKind`], a struct
-//! implementing [`Op`], and a line in [`super::with_op`].
+//! The operations the harness times. Adding one is a variant of [`Operation`] with what it
+//! reaches (operation.rs), a variant of [`OpKind`], a struct implementing [`Op`], and a line in
+//! [`super::with_op`].
 
+use super::operation::Operation;
 use crate::error::usage;
 use anyhow::Result;
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Which operation to time.
+/// Which operation to time, with what it works on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpKind {
     /// `syscall(SYS_openat, AT_FDCWD, path, O_RDONLY)`; the fd is closed outside the timed span.
@@ -16,6 +18,90 @@ pub enum OpKind {
     /// itself; the socket is made before and closed (with RST, no TIME_WAIT) after the span,
     /// and the listener's side accepted and closed, untimed.
     Connect,
+    /// `execve` of a file no binary format accepts (see operation.rs).
+    Exec,
+    /// `clone` as `fork` makes it; the child exits at once and is waited for after the span.
+    Fork,
+    /// `newfstatat` of the path.
+    Stat(PathBuf),
+    /// `read` of the path's first bytes, rewound after the span.
+    Read(PathBuf),
+    /// `write` of a byte to /dev/null.
+    Write,
+    /// `mmap` of an anonymous page, unmapped after the span.
+    Mmap,
+    /// `unlinkat` of a file made before the span.
+    Unlink,
+    /// `sendto` of a UDP datagram to a loopback socket of the bench's.
+    Sendto,
+    /// `recvfrom` of a UDP datagram sent to it on loopback before the span.
+    Recvfrom,
+    /// `accept` of a loopback TCP connection made before the span.
+    Accept,
+}
+
+impl OpKind {
+    /// `op`, working on `path` when it takes one.
+    pub fn new(op: Operation, path: PathBuf) -> OpKind {
+        match op {
+            Operation::Openat => OpKind::Openat(path),
+            Operation::Connect => OpKind::Connect,
+            Operation::Exec => OpKind::Exec,
+            Operation::Fork => OpKind::Fork,
+            Operation::Stat => OpKind::Stat(path),
+            Operation::Read => OpKind::Read(path),
+            Operation::Write => OpKind::Write,
+            Operation::Mmap => OpKind::Mmap,
+            Operation::Unlink => OpKind::Unlink,
+            Operation::Sendto => OpKind::Sendto,
+            Operation::Recvfrom => OpKind::Recvfrom,
+            Operation::Accept => OpKind::Accept,
+        }
+    }
+
+    /// The operation, by name.
+    pub fn operation(&self) -> Operation {
+        match self {
+            OpKind::Openat(_) => Operation::Openat,
+            OpKind::Connect => Operation::Connect,
+            OpKind::Exec => Operation::Exec,
+            OpKind::Fork => Operation::Fork,
+            OpKind::Stat(_) => Operation::Stat,
+            OpKind::Read(_) => Operation::Read,
+            OpKind::Write => Operation::Write,
+            OpKind::Mmap => Operation::Mmap,
+            OpKind::Unlink => Operation::Unlink,
+            OpKind::Sendto => Operation::Sendto,
+            OpKind::Recvfrom => Operation::Recvfrom,
+            OpKind::Accept => Operation::Accept,
+        }
+    }
+
+    /// The path it works on, for the operations that take one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            OpKind::Openat(p) | OpKind::Stat(p) | OpKind::Read(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The bench's arguments that choose it: `--op NAME`, and `--path P` where it takes one.
+    pub fn bench_args(&self) -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec!["--op".into(), self.operation().name().into()];
+        if let Some(p) = self.path() {
+            v.extend(["--path".into(), p.as_os_str().to_owned()]);
+        }
+        v
+    }
+
+    /// "2000 openats of /etc/hostname", "250 forks".
+    pub fn describe(&self, iterations: usize) -> String {
+        let op = self.operation().plural();
+        match self.path() {
+            Some(p) => format!("{iterations} {op} of {}", p.display()),
+            None => format!("{iterations} {op}"),
+        }
+    }
 }
 
 /// One timed operation. `run` is the whole timed span; `cleanup` runs after the second clock
@@ -24,6 +110,12 @@ pub trait Op {
     /// Untimed preparation before each run (e.g. making the socket to connect).
     #[inline(always)]
     fn setup(&mut self) {}
+    /// The preparation when `run` will not happen (`bench --untimed-only`): the same system
+    /// calls as [`Op::setup`] unless they would pile up work for a `run` that never comes.
+    #[inline(always)]
+    fn setup_without_run(&mut self) {
+        self.setup();
+    }
     /// The operation itself; returns the raw syscall result.
     fn run(&mut self) -> i64;
     /// Undo what `run` did (close the fd), untimed.
@@ -39,7 +131,7 @@ pub struct UntimedOnly<O: Op>(pub O);
 impl<O: Op> Op for UntimedOnly<O> {
     #[inline(always)]
     fn setup(&mut self) {
-        self.0.setup();
+        self.0.setup_without_run();
     }
 
     #[inline(always)]
@@ -108,9 +200,7 @@ impl Openat {
     pub fn new(paths: &[PathBuf], start: usize) -> Result<Openat> {
         let mut c = Vec::with_capacity(paths.len());
         for path in paths {
-            c.push(CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-                usage(format!("{}: a path cannot hold a NUL byte", path.display()))
-            })?);
+            c.push(c_path(path)?);
         }
         let mut op = Openat {
             cur: c.first().map_or(std::ptr::null(), |p| p.as_ptr()),
@@ -132,4 +222,10 @@ impl Openat {
         op.cur = op.paths[op.next].as_ptr();
         Ok(op)
     }
+}
+
+/// `path` as a C string, refused when it holds a NUL byte.
+pub fn c_path(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| usage(format!("{}: a path cannot hold a NUL byte", path.display())))
 }

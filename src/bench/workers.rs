@@ -54,7 +54,7 @@ pub fn run(opts: &BenchOptions, prepared: &Prepared) -> Result<Vec<BenchResult>>
     let barrier = Barrier::new(opts.workers);
     let n = match prepared {
         Prepared::Openat(p) => p.len(),
-        Prepared::Connect => 1,
+        Prepared::Single(_) => 1,
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.workers)

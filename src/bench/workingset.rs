@@ -3,6 +3,7 @@
 //! regular files of `--dir DIR` (never modified). The paths are all prepared before the loop, so
 //! the loop still does nothing but open.
 
+use super::scratch::Scratch;
 use crate::error::usage;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct WorkingSet {
     pub paths: Vec<PathBuf>,
-    temp: Option<PathBuf>,
+    temp: Option<Scratch>,
 }
 
 impl WorkingSet {
@@ -49,18 +50,11 @@ impl WorkingSet {
 
     /// `n` new small files in a private (0700) temp dir, removed when this is dropped.
     pub fn create(n: usize) -> Result<WorkingSet> {
-        use std::os::unix::fs::DirBuilderExt;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("ebpf-prof-ws-{}-{nanos}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let scratch = Scratch::new("ws")?;
+        let dir = scratch.path().to_path_buf();
         let mut ws = WorkingSet {
             paths: Vec::with_capacity(n),
-            temp: Some(dir.clone()),
+            temp: Some(scratch),
         };
         for i in 0..n {
             let p = dir.join(format!("f{i:06}"));
@@ -72,15 +66,7 @@ impl WorkingSet {
 
     /// The temp dir, when we made one.
     pub fn temp_dir(&self) -> Option<&Path> {
-        self.temp.as_deref()
-    }
-}
-
-impl Drop for WorkingSet {
-    fn drop(&mut self) {
-        if let Some(d) = &self.temp {
-            let _ = std::fs::remove_dir_all(d);
-        }
+        self.temp.as_ref().map(Scratch::path)
     }
 }
 

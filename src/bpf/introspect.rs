@@ -106,6 +106,34 @@ pub fn wait_for_new_programs(
     timeout: Duration,
     still_running: &mut dyn FnMut() -> bool,
 ) -> anyhow::Result<Vec<LoadedProgram>> {
+    wait_for_loader(before, timeout, &mut || {
+        if still_running() {
+            LoaderState::Running
+        } else {
+            LoaderState::Exited
+        }
+    })
+}
+
+/// What the loader being waited for is doing, as its watcher sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoaderState {
+    /// Still starting, or loading.
+    Running,
+    /// Its process is gone.
+    Exited,
+    /// It is up but shows it will not load anything: the sentence says how (an error it
+    /// printed, or that it idles).
+    WillNotLoad(String),
+}
+
+/// [`wait_for_new_programs`], told by `state` what the loader does: the wait ends as soon as
+/// the loader has exited or shows it will not load, with no new program loaded.
+pub fn wait_for_loader(
+    before: &BTreeSet<u32>,
+    timeout: Duration,
+    state: &mut dyn FnMut() -> LoaderState,
+) -> anyhow::Result<Vec<LoadedProgram>> {
     let start = Instant::now();
     let mut settle = Settle::default();
     let mut ever_seen = false;
@@ -120,8 +148,17 @@ pub fn wait_for_new_programs(
                 return Ok(programs);
             }
         }
-        if settle.set.is_empty() && !still_running() {
-            return Err(exited_error(ever_seen));
+        if settle.set.is_empty() {
+            match state() {
+                LoaderState::Running => {}
+                LoaderState::Exited => return Err(exited_error(ever_seen)),
+                LoaderState::WillNotLoad(how) => {
+                    return Err(usage(format!(
+                        "{how}, and no BPF program of its is loaded{}",
+                        tracefs_hint()
+                    )))
+                }
+            }
         }
         if start.elapsed() >= timeout {
             return Err(timeout_error(timeout, &settle, ever_seen));
@@ -200,9 +237,8 @@ fn tracefs_hint() -> &'static str {
         return "";
     }
     "; tracefs is not mounted, so a libbpf-based loader cannot attach tracepoints: \
-     mount -t tracefs nodev /sys/kernel/tracing, or start it in its own mount namespace \
-     with tracefs mounted there (unshare -m --propagation private sh -c 'mount -t tracefs \
-     nodev /sys/kernel/tracing && exec CMD')"
+     give --attach-tracefs (the loader then runs in a mount namespace of its own with \
+     tracefs mounted there), or mount -t tracefs nodev /sys/kernel/tracing"
 }
 
 fn timeout_error(timeout: Duration, settle: &Settle, ever_seen: bool) -> anyhow::Error {

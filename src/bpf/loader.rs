@@ -175,19 +175,42 @@ impl ObjectSource<'_> {
     }
 }
 
-fn load(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<Object> {
+/// Open (parse, not load) `bytes` as libbpf does, with a clear error for what is no object.
+fn open(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<OpenObject> {
     diagnose::check_elf(name, bytes)?;
-    let open = ObjectBuilder::default()
+    ObjectBuilder::default()
         .name(libbpf_object_name(name))
         .and_then(|builder| builder.open_memory(bytes))
-        .map_err(|e| diagnose::open_error(name, &e, &capture.lines()))?;
-    let progs: Vec<ProgMeta> = open
-        .progs()
+        .map_err(|e| diagnose::open_error(name, &e, &capture.lines()))
+}
+
+/// The programs of an opened object, name and section, in its order.
+fn metas(open: &OpenObject) -> Vec<ProgMeta> {
+    open.progs()
         .map(|p| ProgMeta {
             name: p.name().to_string_lossy().into_owned(),
             section: p.section().to_string_lossy().into_owned(),
         })
-        .collect();
+        .collect()
+}
+
+/// Every program of an object with its ELF section (`SEC()` name), read without loading it
+/// (no root, no kernel support needed): where `--op auto` learns what the programs attach to.
+pub fn object_programs(src: ObjectSource<'_>) -> anyhow::Result<Vec<(String, String)>> {
+    let name = src.display_name();
+    let bytes = src.bytes()?;
+    let capture = Capture::start();
+    let open = open(&name, &bytes, &capture)?;
+    let progs = metas(&open);
+    if progs.is_empty() {
+        return Err(diagnose::no_programs(&name));
+    }
+    Ok(progs.into_iter().map(|p| (p.name, p.section)).collect())
+}
+
+fn load(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<Object> {
+    let open = open(name, bytes, capture)?;
+    let progs = metas(&open);
     if progs.is_empty() {
         return Err(diagnose::no_programs(name));
     }

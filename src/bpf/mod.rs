@@ -10,6 +10,7 @@
 //! [`program_stats`]), what is loaded ([`loaded_programs`], [`wait_for_new_programs`]) and how
 //! full maps are ([`map_pressure`]).
 
+pub mod choice;
 mod diagnose;
 mod ids;
 mod introspect;
@@ -22,16 +23,17 @@ mod runstats;
 use std::sync::OnceLock;
 
 pub use introspect::{
-    full_name, links_to, loaded_program_ids, loaded_programs, wait_for_new_programs, LoadedProgram,
+    full_name, links_to, loaded_program_ids, loaded_programs, wait_for_loader,
+    wait_for_new_programs, LoadedProgram, LoaderState,
 };
 pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
-pub use loader::{attach, Attached};
+pub use loader::{attach, object_programs, Attached};
 pub use pressure::{key_digests, map_pressure, tail_call_targets, MapPressure};
 #[doc(hidden)]
 pub use runstats::enable_run_stats_via_sysctl;
 pub use runstats::{
-    enable_run_stats, program_stats, run_stats_state, ProgramStats, RunStatsGuard, RunStatsState,
-    STATS_SYSCTL,
+    enable_run_stats, program_stats, run_stats_state, runs_during, ProgramStats, RunStatsGuard,
+    RunStatsState, STATS_SYSCTL,
 };
 
 /// Bytes of the bundled sample hooks, compiled by build.rs: the tracepoint variant
@@ -105,6 +107,38 @@ pub const HOOK_EVERY_SYSCALL: &[u8] =
 #[doc(hidden)]
 pub const HOOK_OPEN_FAMILY: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/open_family.bpf.o"));
+
+/// Hooks of other events than openat, each four hash-map look-ups per call
+/// (fixtures/hooks/on_<event>.bpf.c): its program's name (and the file's stem), its attach
+/// point, its bytes.
+#[doc(hidden)]
+pub const EVENT_HOOKS: [(&str, &str, &[u8]); 5] = [
+    (
+        "on_execve",
+        "tracepoint/syscalls/sys_enter_execve",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/on_execve.bpf.o")),
+    ),
+    (
+        "on_newfstatat",
+        "tracepoint/syscalls/sys_enter_newfstatat",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/on_newfstatat.bpf.o")),
+    ),
+    (
+        "on_sendto",
+        "tracepoint/syscalls/sys_enter_sendto",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/on_sendto.bpf.o")),
+    ),
+    (
+        "on_fork",
+        "tracepoint/sched/sched_process_fork",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/on_fork.bpf.o")),
+    ),
+    (
+        "on_vhangup",
+        "tracepoint/syscalls/sys_enter_vhangup",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/on_vhangup.bpf.o")),
+    ),
+];
 
 /// Display name of the tracepoint sample hook, for [`ObjectSource::Bytes`].
 pub const SAMPLE_HOOK_NAME: &str = "openat_hook";

@@ -124,6 +124,26 @@ pub fn program_stats(ids: &[u32]) -> anyhow::Result<Vec<ProgramStats>> {
     ids.iter().map(|&id| one_program_stats(id)).collect()
 }
 
+/// The runs of the programs `ids` together while `work` runs with run statistics on (what
+/// others' programs count meanwhile is theirs): `work`'s result and the runs.
+pub fn runs_during<T>(
+    ids: &[u32],
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, u64)> {
+    let guard = enable_run_stats()?;
+    let before = program_stats(ids)?;
+    let done = work();
+    let after = program_stats(ids);
+    drop(guard);
+    let (done, after) = (done?, after?);
+    let runs = after
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| a.run_cnt.saturating_sub(b.run_cnt))
+        .sum();
+    Ok((done, runs))
+}
+
 fn one_program_stats(id: u32) -> anyhow::Result<ProgramStats> {
     let fd = ids::open_prog(id)?.ok_or_else(|| {
         usage(format!(

@@ -1,5 +1,6 @@
 //! The arguments of each subcommand (clap derive), with their help text.
 
+use super::oparg::{OpArg, OpParser};
 use super::parse_duration;
 use clap::Args;
 use std::path::PathBuf;
@@ -37,31 +38,12 @@ impl InputArgs {
     }
 }
 
-impl OpName {
-    /// The bench operation, `path` for openat.
-    pub fn kind(self, path: PathBuf) -> crate::bench::OpKind {
-        match self {
-            OpName::Openat => crate::bench::OpKind::Openat(path),
-            OpName::Connect => crate::bench::OpKind::Connect,
-        }
-    }
-}
-
-/// The operation the bench times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OpName {
-    /// openat(2) of --path (file hooks: LSM file_open, tracepoints on openat).
-    Openat,
-    /// TCP connect(2) to a loopback listener the bench opens (socket hooks).
-    Connect,
-}
-
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The operation to time.
-    #[arg(long, value_enum, default_value = "openat")]
-    pub op: OpName,
-    /// File to open in the loop.
+    /// The operation to time (docs/commands.md lists what each reaches).
+    #[arg(long, value_parser = OpParser::NAMED, default_value = "openat")]
+    pub op: OpArg,
+    /// File the openat, stat and read loops work on.
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
     /// Iterations, warm-up included.
@@ -156,6 +138,13 @@ pub struct RecordArgs {
     /// Iterations of the built-in bench (when no command is given).
     #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
     pub iterations: usize,
+    /// Operation of the built-in bench [default: auto, the one that fires the --load object's
+    /// programs; openat without --load].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
+    /// File the built-in bench's openat, stat and read work on.
+    #[arg(long, default_value = "/etc/hostname")]
+    pub path: PathBuf,
     /// Narrow the programs the recording is for (regex on a program's name or its
     /// bpf_prog_<tag>_<name> symbol). Without it: the --load object's programs, or every loaded
     /// tracing, LSM or socket program. Refused when none is left.
@@ -358,10 +347,10 @@ pub struct OverheadArgs {
     #[arg(long, conflicts_with_all = ["compare", "attach_cmd"])]
     pub aa: bool,
     /// Loads of the objects to spread the rounds over: each is loaded afresh, two objects in
-    /// both orders, and the intervals are taken across loads.
-    #[arg(long, value_name = "N", default_value_t = crate::overhead::DEFAULT_LOADS as u32,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub loads: u32,
+    /// both orders, and the intervals are taken across loads [default: 12; with --attach-cmd,
+    /// as many starts of the loader as the budget holds with blocks of about 20 rounds].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub loads: Option<u32>,
     /// Run exactly N pairs of rounds (default: as many as --max-time holds).
     #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"])]
     pub rounds: Option<usize>,
@@ -371,16 +360,27 @@ pub struct OverheadArgs {
     /// Time budget of the rounds: 12s, 1m, 500ms (no pair starts that would end past it).
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub max_time: Option<f64>,
-    /// Iterations per round of the built-in bench [default: 250 with --compare or --aa, 2000
-    /// against nothing attached].
+    /// Iterations per round of the built-in bench [default: 250 with --compare, --aa or
+    /// --attach-cmd, 2000 with --load against nothing attached].
     #[arg(short = 'n', long = "iterations")]
     pub iterations: Option<usize>,
-    /// Operation of the built-in bench.
-    #[arg(long, value_enum, default_value = "openat")]
-    pub op: OpName,
-    /// File the built-in bench opens.
+    /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
+    /// File the built-in bench's openat, stat and read work on.
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
+    /// Measure the side cost too: a second measurement on an operation that fires none of the
+    /// programs (what attaching costs every other operation).
+    #[arg(long)]
+    pub side_cost: bool,
+    /// How long to wait for the --attach-cmd loader to load its programs: 30s, 2m.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30s")]
+    pub attach_timeout: f64,
+    /// Start the --attach-cmd loader in a mount namespace of its own with tracefs (and debugfs)
+    /// mounted there, as libbpf-based tools need where the system has not mounted them.
+    #[arg(long)]
+    pub attach_tracefs: bool,
     /// CPU to pin to (default: an isolated CPU, else the highest online one).
     #[arg(long)]
     pub cpu: Option<u32>,
@@ -478,6 +478,12 @@ pub struct DemoArgs {
     /// How long to measure what the hook costs (without perf): 6s, 1m.
     #[arg(long, value_name = "TIME", default_value = "6s", value_parser = parse_duration)]
     pub cost_time: f64,
+    /// Your BPF object instead of the bundled sample hook.
+    #[arg(long, value_name = "OBJ.bpf.o")]
+    pub load: Option<PathBuf>,
+    /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
+    #[arg(long, value_parser = OpParser::WITH_AUTO)]
+    pub op: Option<OpArg>,
     #[command(flatten)]
     pub perf: PerfArgs,
 }

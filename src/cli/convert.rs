@@ -2,9 +2,13 @@
 //! clap), and the dispatch.
 
 use super::args::*;
+use super::oparg::OpArg;
 use super::{recover_stale, Cli, Command};
+use crate::bench::choose::OpChoice;
+use crate::bench::{OpKind, Operation};
 use crate::commands;
 use clap::CommandFactory;
+use std::path::PathBuf;
 use std::time::Duration;
 
 impl From<&PerfArgs> for crate::perf::PerfChoice {
@@ -59,10 +63,24 @@ fn root_run_lock(command: &Command) -> anyhow::Result<Option<crate::host::lock::
     crate::host::lock::for_root_run(lock.wait())
 }
 
+/// The operation `--op` names (and the path it works on), and how it was chosen: absent, it is
+/// chosen from the object's attach points, openat until then.
+fn op_choice(op: Option<OpArg>, path: PathBuf) -> (OpKind, OpChoice) {
+    match op {
+        None => (OpKind::new(Operation::Openat, path), OpChoice::Default),
+        Some(OpArg::Auto) => (OpKind::new(Operation::Openat, path), OpChoice::Auto),
+        Some(OpArg::Named(o)) => (OpKind::new(o, path), OpChoice::Given),
+    }
+}
+
 impl From<BenchArgs> for crate::bench::BenchOptions {
     fn from(a: BenchArgs) -> Self {
+        let op = match a.op {
+            OpArg::Named(o) => o,
+            OpArg::Auto => Operation::Openat,
+        };
         crate::bench::BenchOptions {
-            op: a.op.kind(a.path),
+            op: OpKind::new(op, a.path),
             iterations: a.iterations,
             warmup_fraction: a.warmup_fraction,
             paths: a.paths,
@@ -131,7 +149,11 @@ impl From<HookArgs> for commands::hook::HookOptions {
 
 impl From<DemoArgs> for commands::demo::DemoOptions {
     fn from(a: DemoArgs) -> Self {
+        let (op, op_choice) = op_choice(a.op, PathBuf::from("/etc/hostname"));
         commands::demo::DemoOptions {
+            load: a.load,
+            op,
+            op_choice,
             perf: (&a.perf).into(),
             dir: a.dir,
             iterations: a.iterations,
@@ -185,15 +207,17 @@ impl From<DiffArgs> for commands::diff::DiffOptions {
 }
 
 fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
-    let iterations = a
-        .iterations
-        .unwrap_or_else(|| crate::overhead::default_iterations(a.compare.is_some(), a.aa));
+    let iterations = a.iterations.unwrap_or_else(|| {
+        crate::overhead::default_iterations(a.compare.is_some(), a.aa, a.attach_cmd.is_some())
+    });
+    let (op, op_choice) = op_choice(a.op, a.path.clone());
     commands::overhead::OverheadOptions {
+        path: a.path,
         load: a.load,
         attach_cmd: a.attach_cmd,
         compare: a.compare,
         aa: a.aa,
-        loads: a.loads as usize,
+        loads: a.loads.map(|n| n as usize),
         stop: match a.rounds {
             Some(n) => crate::overhead::Stop::Pairs(n),
             None => crate::overhead::Stop::Adaptive {
@@ -204,7 +228,14 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
             },
         },
         iterations,
-        op: a.op.kind(a.path),
+        op,
+        op_choice,
+        side_cost: if a.side_cost {
+            crate::overhead::SideCost::Measure
+        } else {
+            crate::overhead::SideCost::Skip
+        },
+        loader: loader_options(a.attach_timeout, a.attach_tracefs),
         cpu: a.cpu,
         priority: (!a.no_fifo).then_some(a.priority),
         stats_rounds: a.stats_rounds,
@@ -231,8 +262,23 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
     }
 }
 
+/// `--attach-timeout` and `--attach-tracefs` as the loader's options.
+fn loader_options(timeout_s: f64, tracefs: bool) -> crate::overhead::LoaderOptions {
+    crate::overhead::LoaderOptions {
+        timeout: Duration::from_secs_f64(timeout_s),
+        mounts: if tracefs {
+            crate::overhead::LoaderMounts::PrivateTracefs
+        } else {
+            crate::overhead::LoaderMounts::Host
+        },
+    }
+}
+
 fn record_options(a: RecordArgs) -> crate::recording::RecordOptions {
+    let (op, op_choice) = op_choice(a.op, a.path);
     crate::recording::RecordOptions {
+        op,
+        op_choice,
         perf: (&a.perf).into(),
         output: a.output,
         event: a.event,

@@ -3,6 +3,7 @@
 
 mod args;
 mod convert;
+pub mod oparg;
 #[cfg(test)]
 mod tests;
 

@@ -3,6 +3,8 @@
 //! the hook loaded, its flame graph, and what the profile shows. Everything it loads is
 //! detached at the end.
 
+use crate::bench::choose::OpChoice;
+use crate::bpf::ObjectSource;
 use crate::error::usage;
 use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
@@ -20,6 +22,12 @@ use std::time::Duration;
 /// What `demo` takes.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
+    /// The user's object instead of the bundled sample hook.
+    pub load: Option<PathBuf>,
+    /// The bench's operation (until `--op auto` has chosen: openat).
+    pub op: crate::bench::OpKind,
+    /// Whether `op` was given, or is chosen from the object's attach points.
+    pub op_choice: crate::bench::choose::OpChoice,
     pub dir: PathBuf,
     pub iterations: usize,
     pub freq: u32,
@@ -43,23 +51,34 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
     let owner = Owner::from_sudo_env();
     crate::runfiles::prepare_dir(&opts.dir, owner)?;
     let cpu = crate::host::cpu::default_cpu(&crate::host::Host::live()).context("no online CPU")?;
-    let object = opts.dir.join("hook.bpf.o");
-    let (_, bytes) = crate::bpf::sample_hook_for_this_kernel();
-    write_file(&object, bytes, true, 0o644)?;
+    let object = object(opts)?;
+    let (op, chosen) = crate::bpf::choice::for_object(
+        ObjectSource::Path(&object),
+        &opts.op,
+        opts.op_choice,
+        Path::new("/etc/hostname"),
+    )?;
+    say(chosen.line());
     say(format!(
-        "1/3 what the hook costs: openats with and without it, pinned to CPU {cpu}, no perf ({} s)",
+        "1/3 what the hook costs: {} with and without it, pinned to CPU {cpu}, no perf ({} s)",
+        op.operation().plural(),
         opts.cost_time.as_secs()
     ));
-    let cost = crate::overhead::hook_cost(&object, cpu, opts.priority, opts.cost_time)?;
-    say("2/3 recording with the sample hook loaded");
+    let cost = crate::overhead::hook_cost(&object, &op, cpu, opts.priority, opts.cost_time)?;
+    say(format!("2/3 recording with {} loaded", hook_name(opts)));
     let recorded = recording::run(&RecordOptions {
         output: opts.dir.join("perf.data"),
         freq: opts.freq,
         cpu: Some(cpu),
         priority: opts.priority,
         iterations: opts.iterations,
-        filter: Some(HOOK_FILTER.into()),
-        load: Load::SampleHook,
+        op: op.clone(),
+        op_choice: OpChoice::Given,
+        filter: opts.load.is_none().then(|| HOOK_FILTER.into()),
+        load: match &opts.load {
+            Some(p) => Load::Object(p.clone()),
+            None => Load::SampleHook,
+        },
         perf: opts.perf.clone(),
         ..RecordOptions::defaults(Scope::Bench)
     })?;
@@ -68,14 +87,55 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
     let (profile, hot) =
         crate::report::lines::load_with_hot_lines(&recorded.files.data, None, &opts.perf)?;
     let svg = opts.dir.join("flame.svg");
-    write_svg(&svg, &profile, &recorded)?;
-    summarise(&recorded, &cost, (&profile, hot.as_deref()), &svg, opts)
+    write_svg(&svg, &profile, &recorded, &hook_name(opts))?;
+    let measured = Cost {
+        comparison: &cost,
+        op: op.operation().name(),
+        object: &object,
+    };
+    summarise(&recorded, &measured, (&profile, hot.as_deref()), &svg, opts)
 }
 
-fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
+/// What the hook costs, per which operation, for which object.
+struct Cost<'a> {
+    comparison: &'a Comparison,
+    op: &'a str,
+    object: &'a Path,
+}
+
+/// The object the demo measures: the user's (`--load`), or the sample hook this kernel runs,
+/// written into the demo's directory.
+fn object(opts: &DemoOptions) -> Result<PathBuf> {
+    if let Some(p) = &opts.load {
+        if !p.is_file() {
+            return Err(usage(format!(
+                "{} is not a file: give the path of a compiled BPF object (.bpf.o)",
+                p.display()
+            )));
+        }
+        return Ok(p.clone());
+    }
+    let object = opts.dir.join("hook.bpf.o");
+    let (_, bytes) = crate::bpf::sample_hook_for_this_kernel();
+    write_file(&object, bytes, true, 0o644)?;
+    Ok(object)
+}
+
+/// "the sample hook", or the user's object by its file name.
+fn hook_name(opts: &DemoOptions) -> String {
+    match &opts.load {
+        Some(p) => p.file_name().map_or_else(
+            || p.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        ),
+        None => "the sample hook".into(),
+    }
+}
+
+fn write_svg(path: &Path, profile: &Profile, rec: &Recorded, hook: &str) -> Result<()> {
     let opts = FlameOptions {
         title: rec.record.title(),
-        subtitle: Some(format!("ebpf-prof demo: the bundled sample hook; {LEGEND}")),
+        subtitle: Some(format!("ebpf-prof demo: {hook}; {LEGEND}")),
         count_name: rec.record.count_unit().into(),
     };
     let mut svg = Vec::new();
@@ -85,7 +145,7 @@ fn write_svg(path: &Path, profile: &Profile, rec: &Recorded) -> Result<()> {
 
 fn summarise(
     rec: &Recorded,
-    cost: &Comparison,
+    cost: &Cost<'_>,
     (profile, hot): (&Profile, Option<&[HotLine]>),
     svg: &Path,
     opts: &DemoOptions,
@@ -128,22 +188,23 @@ fn percent_below_100(c: f64) -> String {
 
 /// The hook's cost from the `overhead` run, and the recording's latencies labelled as what
 /// they are: the bench under perf, whose own sampling costs time too.
-fn cost_lines(cost: &Comparison, rec: &Recorded, freq: u32) -> String {
+fn cost_lines(cost: &Cost<'_>, rec: &Recorded, freq: u32) -> String {
     let mut s = String::new();
-    if let Some(d) = cost.diff(50.0).filter(|d| d.lo.is_finite()) {
+    let op = cost.op;
+    if let Some(d) = cost.comparison.diff(50.0).filter(|d| d.lo.is_finite()) {
         s.push_str(&format!(
-            "the hook costs {:+.0} ns per openat at p50 [{:.0}, {:.0}] ({} interval, {} pairs of rounds without perf; `ebpf-prof overhead --load {}` for more)\n",
+            "the hook costs {:+.0} ns per {op} at p50 [{:.0}, {:.0}] ({} interval, {} pairs of rounds without perf; `ebpf-prof overhead --load {}` for more)\n",
             d.delta,
             d.lo,
             d.hi,
             percent_below_100(d.confidence),
-            cost.rounds,
-            rec.files.data.with_file_name("hook.bpf.o").display()
+            cost.comparison.rounds,
+            cost.object.display()
         ));
     }
     if let Some(r) = &rec.record.samples {
         s.push_str(&format!(
-            "  under perf at {freq} Hz, with the hook: p50 {} ns, p99 {} ns per openat (perf's own sampling included: not the hook's cost)\n",
+            "  under perf at {freq} Hz, with the hook: p50 {} ns, p99 {} ns per {op} (perf's own sampling included: not the hook's cost)\n",
             r.p50, r.p99
         ));
     }

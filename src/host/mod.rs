@@ -8,6 +8,7 @@ pub mod kallsyms;
 pub mod lock;
 pub mod mounts;
 pub mod notes;
+pub mod procs;
 pub mod recovery;
 pub mod security;
 pub mod sysctl;

@@ -17,6 +17,8 @@ use super::Host;
 
 /// Where libbpf looks for tracepoint ids.
 pub const TRACEFS: &CStr = c"/sys/kernel/tracing";
+/// Where libbpf-tools also look for tracepoints.
+pub const DEBUGFS: &CStr = c"/sys/kernel/debug";
 /// Where the lockdown mode and the active LSM list are.
 pub const SECURITYFS: &CStr = c"/sys/kernel/security";
 
@@ -48,23 +50,38 @@ pub fn with_private_mount<T: Send>(
 /// `unshare -m`, `mount --make-rprivate /`, `mount -t <fstype> nodev <target>`, for the
 /// calling thread only.
 fn mount_privately(fstype: &CStr, target: &CStr) -> io::Result<()> {
+    unshare_private()?;
+    mount_fs(fstype, target)
+}
+
+/// A mount namespace of this thread's own (this process's, in a child between fork and exec),
+/// whose mounts do not propagate back to the host.
+fn unshare_private() -> io::Result<()> {
     // SAFETY: unshare(2) with CLONE_NEWNS affects only this thread (it implies CLONE_FS).
     check(unsafe { libc::unshare(libc::CLONE_NEWNS) })?;
     // Without this, mounts below a shared "/" would propagate back to the host.
     let private = libc::MS_REC | libc::MS_PRIVATE;
     let null = std::ptr::null();
     // SAFETY: valid NUL-terminated strings, NULL where mount(2) allows it.
-    check(unsafe { libc::mount(null, c"/".as_ptr(), null, private, null.cast()) })?;
-    // SAFETY: as above.
-    check(unsafe {
-        libc::mount(
-            c"nodev".as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            null.cast(),
-        )
-    })
+    check(unsafe { libc::mount(null, c"/".as_ptr(), null, private, null.cast()) })
+}
+
+/// `mount -t <fstype> nodev <target>`.
+fn mount_fs(fstype: &CStr, target: &CStr) -> io::Result<()> {
+    let null = std::ptr::null::<libc::c_void>();
+    // SAFETY: valid NUL-terminated strings, NULL data.
+    check(unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, null) })
+}
+
+/// For a child between fork and exec (it allocates nothing, as `pre_exec` requires): a mount
+/// namespace of its own with tracefs mounted, and debugfs where it mounts (libbpf-tools look
+/// for tracepoints under /sys/kernel/debug/tracing too), so that a libbpf-based loader finds
+/// tracepoint ids while the host's mount table stays as it is.
+pub fn tracing_namespace_for_exec() -> io::Result<()> {
+    unshare_private()?;
+    mount_fs(c"tracefs", TRACEFS)?;
+    let _ = mount_fs(c"debugfs", DEBUGFS);
+    Ok(())
 }
 
 fn check(ret: libc::c_int) -> io::Result<()> {

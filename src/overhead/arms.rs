@@ -18,15 +18,15 @@
 //! end the object is unloaded and its programs must be gone.
 
 use super::anchor::Anchors;
+use super::loader::Loader;
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
-use crate::error::{child, usage};
+use crate::error::child;
 use crate::signals;
 use anyhow::{Context, Result};
 use libbpf_rs::Link;
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,8 +38,8 @@ pub enum ArmSpec {
     Detached,
     /// A libbpf-style object, attached by its SEC() names.
     Object(PathBuf),
-    /// The user's loader (argv), started for the round and stopped by its pid after.
-    Command(Vec<String>),
+    /// The user's loader, started for the round and stopped by its pid after.
+    Command(Loader),
 }
 
 impl ArmSpec {
@@ -51,7 +51,7 @@ impl ArmSpec {
                 || p.display().to_string(),
                 |f| f.to_string_lossy().into_owned(),
             ),
-            ArmSpec::Command(argv) => argv.first().cloned().unwrap_or_default(),
+            ArmSpec::Command(loader) => loader.label(),
         }
     }
 }
@@ -65,7 +65,7 @@ pub enum Arm {
     Object(Reaper, Attached, Option<Arc<Anchors>>),
     /// An object's arm between an unload and the next load; the tracepoints it holds stay held.
     Unloaded(Option<Arc<Anchors>>),
-    Command(Vec<String>),
+    Command(Loader),
 }
 
 /// Hold the tracepoints both arms' objects attach (anchor.rs) for as long as the returned
@@ -126,9 +126,6 @@ impl Drop for Reaper {
     }
 }
 
-/// How long to wait for a user's loader to load its programs.
-pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
-
 impl Arm {
     /// Make `spec` ready: load its object (checking it attaches), or just keep the loader's
     /// argv. Its links are dropped in place until [`Arm::overlap_with`].
@@ -140,7 +137,7 @@ impl Arm {
                 a.detach();
                 Ok(Arm::Object(Reaper::default(), a, None))
             }
-            ArmSpec::Command(argv) => Ok(Arm::Command(argv.clone())),
+            ArmSpec::Command(loader) => Ok(Arm::Command(loader.clone())),
         }
     }
 
@@ -234,10 +231,19 @@ impl Arm {
                     held: held.as_deref(),
                 })
             }
-            Arm::Command(argv) => start_command(argv),
+            Arm::Command(loader) => start_command(loader),
             Arm::Unloaded(_) => Err(anyhow::anyhow!(
                 "internal error: a round of an arm whose object is not loaded"
             )),
+        }
+    }
+
+    /// A user's loader started and its programs waited for, to keep across a block of rounds
+    /// (see [`Arm::engage`] for one round); `None` for the other arms.
+    pub fn start_loader(&self) -> Result<Option<Engaged<'static>>> {
+        match self {
+            Arm::Command(loader) => start_command(loader).map(Some),
+            _ => Ok(None),
         }
     }
 
@@ -360,34 +366,10 @@ impl Drop for Engaged<'_> {
     }
 }
 
-fn start_command(argv: &[String]) -> Result<Engaged<'static>> {
-    let line = argv.join(" ");
-    let program = crate::perf::trust::program(std::ffi::OsStr::new(&argv[0]), "--attach-cmd")?;
-    let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
-    let mut cmd = Command::new(program);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Should we die without stopping it (SIGKILL), the kernel stops the loader, and
-            // the programs it holds go with it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            if libc::getppid() != parent {
-                // We were already gone before the prctl took effect.
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| usage(format!("cannot start --attach-cmd `{line}`: {e}")))?;
-    let mut alive = || matches!(child.try_wait(), Ok(None));
-    match bpf::wait_for_new_programs(&before, ATTACH_TIMEOUT, &mut alive) {
+fn start_command(loader: &Loader) -> Result<Engaged<'static>> {
+    let (mut child, waited) = loader.start()?;
+    let line = loader.line();
+    match waited {
         Ok(programs) => Ok(Engaged::Command {
             child: Some(child),
             line,
@@ -395,7 +377,7 @@ fn start_command(argv: &[String]) -> Result<Engaged<'static>> {
         }),
         Err(e) => {
             let _ = stop_child(&mut child, &line);
-            Err(e.context(format!("--attach-cmd '{line}'")))
+            Err(e.context(format!("--attach-cmd {line}")))
         }
     }
 }
@@ -422,17 +404,22 @@ fn stop_child(child: &mut Child, line: &str) -> Result<()> {
 
 fn child_err(line: &str) -> anyhow::Error {
     child(format!(
-        "--attach-cmd `{line}` exited during the round: its programs may have gone with it"
+        "--attach-cmd {line} exited during the round: its programs may have gone with it"
     ))
 }
 
-/// Poll `still_there` every `every` for up to 2 s until it lists nothing; fail with `what`.
+/// How long links and programs may take to go once they are closed: their teardown waits for
+/// RCU grace periods, which a busy machine stretches.
+const UNDONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Poll `still_there` every `every` for up to [`UNDONE_WITHIN`] until it lists nothing; fail
+/// with `what`.
 fn wait_until_none(
     every: Duration,
     still_there: impl Fn() -> Result<Vec<u32>>,
     what: impl Fn(&[u32]) -> String,
 ) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + UNDONE_WITHIN;
     loop {
         let left = still_there()?;
         if left.is_empty() {

@@ -25,7 +25,8 @@ pub struct ProgramView {
     pub name: String,
     pub runs: u64,
     pub run_time_ns: u64,
-    /// Runs per benchmark iteration (other processes' events count too).
+    /// Runs per timed operation: per iteration of the built-in bench, per latency a user's
+    /// bench printed (other processes' events count too).
     pub runs_per_iteration: f64,
     /// Mean run time per run, ns.
     pub mean_run_ns: f64,
@@ -66,17 +67,27 @@ impl ProgramView {
         if self.runs == 0 {
             return format!("kernel ({} arm): {} is attached but did not run during the stats rounds: its event did not fire (the bench does not trigger it)", self.arm, self.name);
         }
+        if self.runs_per_iteration < NONE_BELOW && !self.tail_call_target {
+            return format!(
+                "kernel ({} arm, {method}): {} is attached but did not run inside the timed operations ({:.2} runs per timed operation, {} in all: other processes' events); the bench does not trigger it",
+                self.arm, self.name, self.runs_per_iteration, self.runs
+            );
+        }
         let inside = match (self.runs_in_span(), self.outside_runs_per_iteration) {
             (Some(r), Some(_)) => format!(", {r:.2} of them inside the timed span"),
             (None, _) => ", some outside the timed span (this bench cannot tell how many)".into(),
             _ => String::new(),
         };
         format!(
-            "kernel ({} arm, {method}): {} ran {:.2} times per iteration{inside}, {:.0} ns per run",
+            "kernel ({} arm, {method}): {} ran {:.2} times per timed operation{inside}, {:.0} ns per run",
             self.arm, self.name, self.runs_per_iteration, self.mean_run_ns
         )
     }
 }
+
+/// Below this many runs per timed operation the programs did not run inside it: other
+/// processes' events add a few runs.
+pub const NONE_BELOW: f64 = 0.05;
 
 /// Up to this many runs per iteration count as "once": other processes' events add a few.
 const ONCE_PER_ITERATION: f64 = 1.05;
@@ -136,41 +147,63 @@ pub fn collect(
             continue;
         }
         let arm = if i == 0 { "base" } else { "treat" };
-        let (totals, targets) = stats_rounds(spec, bench, rounds, arm, &mut view.method, ints)?;
-        let outside = match bench.untimed() {
-            Some(u) => Some(stats_rounds(spec, &u, 1, arm, &mut view.method, ints)?.0),
-            None => None,
-        };
-        let per_iteration = |n: u64, rounds: usize| n as f64 / (iterations * rounds) as f64;
-        view.programs.extend(totals.into_iter().map(|t| {
-            let out = outside
-                .as_ref()
-                .map(|o| o.iter().find(|x| x.name == t.name));
-            ProgramView {
-                arm: arm.into(),
-                id: t.id,
-                outside_runs_per_iteration: out
-                    .map(|o| o.map_or(0.0, |o| per_iteration(o.run_cnt, 1))),
-                outside_ns_per_iteration: out
-                    .map(|o| o.map_or(0.0, |o| per_iteration(o.run_time_ns, 1))),
-                tail_call_target: targets.contains(&t.id),
-                name: t.name,
-                runs: t.run_cnt,
-                run_time_ns: t.run_time_ns,
-                runs_per_iteration: per_iteration(t.run_cnt, rounds),
-                mean_run_ns: if t.run_cnt == 0 {
-                    0.0
-                } else {
-                    t.run_time_ns as f64 / t.run_cnt as f64
-                },
-            }
-        }));
+        let views = arm_view(spec, bench, (rounds, iterations), arm, ints)?;
+        view.method = views.0;
+        view.programs.extend(views.1);
     }
     Ok(view)
 }
 
+/// `rounds` stats rounds of one arm (and the `--untimed-only` round of the built-in bench):
+/// how the stats were on, and each program's view. Runs count per timed operation: of the
+/// built-in bench, its `iterations` each round (the unprinted warm-up included: it is timed
+/// too); of a user's bench, the latencies it printed (an unprinted warm-up of its own counts in
+/// as runs: see docs/overhead-method.md).
+pub(super) fn arm_view(
+    spec: &mut Arm,
+    bench: &BenchRun,
+    (rounds, iterations): (usize, usize),
+    arm: &str,
+    ints: &Interrupts,
+) -> Result<(String, Vec<ProgramView>)> {
+    let mut method = String::new();
+    let (totals, targets, printed) = stats_rounds(spec, bench, rounds, arm, &mut method, ints)?;
+    let outside = match bench.untimed() {
+        Some(u) => Some(stats_rounds(spec, &u, 1, arm, &mut method, ints)?.0),
+        None => None,
+    };
+    let timed = |rounds: usize| match bench.builtin {
+        true => (iterations * rounds).max(1) as f64,
+        false => printed.max(1) as f64,
+    };
+    let per_op = |n: u64, rounds: usize| n as f64 / timed(rounds);
+    let views = totals.into_iter().map(|t| {
+        let out = outside
+            .as_ref()
+            .map(|o| o.iter().find(|x| x.name == t.name));
+        ProgramView {
+            arm: arm.into(),
+            id: t.id,
+            outside_runs_per_iteration: out.map(|o| o.map_or(0.0, |o| per_op(o.run_cnt, 1))),
+            outside_ns_per_iteration: out.map(|o| o.map_or(0.0, |o| per_op(o.run_time_ns, 1))),
+            tail_call_target: targets.contains(&t.id),
+            name: t.name,
+            runs: t.run_cnt,
+            run_time_ns: t.run_time_ns,
+            runs_per_iteration: per_op(t.run_cnt, rounds),
+            mean_run_ns: if t.run_cnt == 0 {
+                0.0
+            } else {
+                t.run_time_ns as f64 / t.run_cnt as f64
+            },
+        }
+    });
+    Ok((method, views.collect()))
+}
+
 /// `rounds` rounds of `bench` with the arm engaged and run stats on: each program's runs and
-/// time, summed by name, and the tail-call targets of the arm's maps.
+/// time, summed by name, the tail-call targets of the arm's maps, and the latencies the
+/// benchmark printed.
 fn stats_rounds(
     spec: &mut Arm,
     bench: &BenchRun,
@@ -178,9 +211,10 @@ fn stats_rounds(
     arm: &str,
     method: &mut String,
     ints: &Interrupts,
-) -> Result<(Vec<ProgramStats>, std::collections::BTreeSet<u32>)> {
+) -> Result<(Vec<ProgramStats>, std::collections::BTreeSet<u32>, usize)> {
     let mut totals: Vec<ProgramStats> = Vec::new();
     let mut targets = std::collections::BTreeSet::new();
+    let mut printed = 0;
     for r in 1..=rounds {
         ints.check()?;
         let active = spec.engage()?;
@@ -200,10 +234,10 @@ fn stats_rounds(
         }
         drop(guard);
         active.disengage()?;
-        ran?;
+        printed += ran?.len();
         accumulate(&mut totals, &before, &after);
     }
-    Ok((totals, targets))
+    Ok((totals, targets, printed))
 }
 
 /// Add `after − before` per program name into `totals` (ids change from round to round).

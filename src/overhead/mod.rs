@@ -8,15 +8,21 @@
 
 mod anchor;
 mod arms;
+mod engine;
+mod fires;
 mod kstats;
+mod loader;
 mod output;
 mod pressure;
 mod profile;
+mod ran;
 mod rig;
 mod rounds;
 mod runner;
+mod sidecost;
 mod sweep;
 
+use crate::bench::choose::OpChoice;
 use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
 use crate::error::{check, usage};
@@ -31,10 +37,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use engine::run as run_rounds;
+pub use loader::{LoaderMounts, LoaderOptions};
 pub use output::Report;
 pub use rounds::{
-    first_look, is_look, run as run_rounds, Ended, Progress, Rig, Rounds, RoundsPlan, Side, Stop,
-    StopReason, MIN_PAIRS,
+    first_look, is_look, Ended, Progress, Rig, Rounds, RoundsPlan, Side, Stop, StopReason,
+    MIN_PAIRS,
 };
 
 /// The default time budget of the latency rounds.
@@ -49,20 +57,23 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.99;
 /// close in time and a budget holds thousands of pairs (see `bench/serve.rs` and
 /// `docs/overhead-method.md` for the measurements behind it).
 pub const DEFAULT_ITERATIONS: usize = 250;
-/// The default when one arm is nothing attached (`--load`, `--attach-cmd`): taking a tracepoint
-/// program off its hook waits for grace periods in place (17–90 ms, see `arms.rs`), which
+/// The default when one arm is nothing attached and the other an object (`--load`): taking a
+/// tracepoint program off its hook waits for grace periods in place (see `arms.rs`), which
 /// dwarfs a round; longer rounds then cost almost nothing and give each pair more samples.
 pub const DEFAULT_ITERATIONS_DETACHED: usize = 2_000;
 
-/// The default iterations per round: [`DEFAULT_ITERATIONS`] when both arms attach objects or
-/// neither does, [`DEFAULT_ITERATIONS_DETACHED`] against nothing attached.
-pub fn default_iterations(compare: bool, aa: bool) -> usize {
-    if compare || aa {
+/// The default iterations per round: [`DEFAULT_ITERATIONS`] when both arms are brought about
+/// in a millisecond or two, or not for each round (`--compare`, `--aa`, and `--attach-cmd`,
+/// whose loader is held for a block of rounds), [`DEFAULT_ITERATIONS_DETACHED`] against
+/// nothing attached.
+pub fn default_iterations(compare: bool, aa: bool, attach_cmd: bool) -> usize {
+    if compare || aa || attach_cmd {
         DEFAULT_ITERATIONS
     } else {
         DEFAULT_ITERATIONS_DETACHED
     }
 }
+
 /// The default loads of the objects a run spreads its rounds over (`--loads`): where the
 /// kernel places an object and in which order two are loaded moves their cost for as long as
 /// they stay loaded, so the intervals are taken across loads (see `stats/loads.rs` and
@@ -70,6 +81,15 @@ pub fn default_iterations(compare: bool, aa: bool) -> usize {
 pub const DEFAULT_LOADS: usize = 12;
 /// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
 pub const MAX_PAIRS: usize = 2000;
+
+/// Whether to measure the side cost of the attach point as well (`--side-cost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideCost {
+    /// Only the operation chosen (the hook's own event).
+    Skip,
+    /// A second measurement on an operation that fires none of the programs.
+    Measure,
+}
 
 /// The CI gates: exceeded when the lower end of the difference's interval is above the limit.
 #[derive(Debug, Clone, Default)]
@@ -87,12 +107,22 @@ pub struct OverheadOptions {
     pub attach_cmd: Option<String>,
     pub compare: Option<PathBuf>,
     pub aa: bool,
-    /// Loads of the arms' objects to spread the rounds over (each loaded afresh).
-    pub loads: usize,
+    /// Loads of the arms' objects to spread the rounds over (each loaded afresh); `None`: the
+    /// default ([`DEFAULT_LOADS`], or for a loader held in blocks as many as fit).
+    pub loads: Option<usize>,
     /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
     pub stop: Stop,
     pub iterations: usize,
+    /// The operation timed (until `--op auto` has chosen: openat, holding `--path`).
     pub op: OpKind,
+    /// Whether `op` was given, or is chosen from the programs' attach points.
+    pub op_choice: OpChoice,
+    /// `--path`: what the operations that take a file work on, whichever is chosen.
+    pub path: PathBuf,
+    /// Also measure on an operation that fires none of the programs.
+    pub side_cost: SideCost,
+    /// How the `--attach-cmd` loader is started and waited for.
+    pub loader: LoaderOptions,
     pub cpu: Option<u32>,
     pub priority: Option<u8>,
     /// Extra attached rounds with BPF run stats on (0: none).
@@ -134,13 +164,17 @@ impl OverheadOptions {
             attach_cmd: None,
             compare: None,
             aa: false,
-            loads: DEFAULT_LOADS,
+            loads: None,
             stop: Stop::Adaptive {
                 target_ns: None,
                 budget,
             },
             iterations: DEFAULT_ITERATIONS_DETACHED,
             op: OpKind::Openat("/etc/hostname".into()),
+            op_choice: OpChoice::Default,
+            path: "/etc/hostname".into(),
+            side_cost: SideCost::Skip,
+            loader: LoaderOptions::default(),
             cpu: Some(cpu),
             priority,
             stats_rounds: 0,
@@ -167,15 +201,20 @@ impl OverheadOptions {
 /// the comparison only, nothing printed but progress.
 pub fn hook_cost(
     load: &Path,
+    op: &OpKind,
     cpu: u32,
     priority: Option<u8>,
     budget: Duration,
 ) -> Result<Comparison> {
-    let o = OverheadOptions::for_load(load, cpu, priority, budget);
+    let o = OverheadOptions {
+        op: op.clone(),
+        op_choice: OpChoice::Given,
+        ..OverheadOptions::for_load(load, cpu, priority, budget)
+    };
     let ints = Interrupts::install()?;
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
     let specs = (ArmSpec::Detached, ArmSpec::Object(load.to_path_buf()));
-    Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), &ints)?.comparison)
+    Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), None, &ints)?.comparison)
 }
 
 /// What a measurement compares.
@@ -216,6 +255,7 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
         ),
         None => None,
     };
+
     for p in o.load.iter().chain(o.compare.iter()) {
         if !p.is_file() {
             return Err(usage(format!(
@@ -232,7 +272,11 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
         (Some(a), None, None, true) => Ok((object(a), object(a), Mode::AaLoad)),
         (Some(a), None, Some(b), false) => Ok((object(a), object(b), Mode::Compare)),
         (Some(a), None, None, false) => Ok((ArmSpec::Detached, object(a), Mode::Load)),
-        (None, Some(c), None, false) => Ok((ArmSpec::Detached, ArmSpec::Command(c), Mode::AttachCmd)),
+        (None, Some(argv), None, false) => Ok((
+            ArmSpec::Detached,
+            ArmSpec::Command(loader::Loader { argv, options: o.loader }),
+            Mode::AttachCmd,
+        )),
         (None, None, Some(_), false) => Err(usage("--compare B.bpf.o needs --load A.bpf.o: it measures A attached against B attached")),
         (Some(_), Some(_), _, _) | (None, Some(_), Some(_), _) => Err(usage("give either --load or --attach-cmd, not both")),
         (None, None, None, false) => Err(usage("nothing to measure: give --load OBJ.bpf.o, --attach-cmd 'CMD…', or --aa for the noise floor")),
@@ -280,15 +324,7 @@ fn bench_run(
             "-n".into(),
             o.iterations.to_string().into(),
         ];
-        match &o.op {
-            OpKind::Openat(p) => c.extend([
-                "--op".into(),
-                "openat".into(),
-                "--path".into(),
-                p.clone().into(),
-            ]),
-            OpKind::Connect => c.extend(["--op".into(), "connect".into()]),
-        }
+        c.extend(o.op.bench_args());
         c.extend([
             "--paths".into(),
             paths.to_string().into(),
@@ -408,6 +444,12 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     let (base, treat, mode) = arms(o)?;
     check_stop(o.stop)?;
     check_confidence(o.confidence)?;
+    fires::refuse_op_with_own_bench(o)?;
+    if o.side_cost == SideCost::Measure && o.sweep.is_some() {
+        return Err(usage(
+            "give --side-cost or --sweep, not both: each measures the hook more than once",
+        ));
+    }
     if !security::is_root() {
         return Err(usage(
             "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",
@@ -430,27 +472,75 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         output::check_new_file(p)?;
     }
     let watch = watched_maps(o)?;
+    let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
+    let o = &resolved;
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, &host, cpu, (&base, &treat), &watch, &ints);
     }
+    if o.side_cost == SideCost::Measure {
+        let arms = (&base, &treat, mode);
+        return sidecost::run(o, arms, (&host, cpu), chosen.as_ref(), &watch, &ints);
+    }
+    let done = measure_and_report(
+        o,
+        (&base, &treat, mode),
+        (&host, cpu),
+        chosen,
+        &watch,
+        &ints,
+    )?;
+    done.report.emit(o, &done.rounds)?;
+    if let Some(dir) = &o.profile {
+        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &done.bench)?;
+    }
+    gate_exit(&done.report.gates)
+}
+
+/// One measurement of `o` with its report (and the profiles of `--profile`).
+fn measure_and_report(
+    o: &OverheadOptions,
+    (base, treat, mode): (&ArmSpec, &ArmSpec, Mode),
+    (host, cpu): (&Host, u32),
+    chosen: Option<crate::bench::choose::Chosen>,
+    watch: &[u32],
+    ints: &Interrupts,
+) -> Result<Reported> {
     let ws = working_set(o, o.paths)?;
     let bench = bench_run(
         o,
-        cpus_for(&host, cpu, o.workers)?,
+        cpus_for(host, cpu, o.workers)?,
         o.paths,
         o.workers,
         ws.as_ref(),
     )?;
     let clock = runner::clock_cost();
-    let m = measure(o, (&base, &treat), &bench, (&watch, o.stats_rounds), &ints)?;
+    let m = measure(
+        o,
+        (base, treat),
+        &bench,
+        (watch, o.stats_rounds),
+        chosen.as_ref(),
+        ints,
+    )?;
     let gates = gates(&m.comparison, &o.gates);
-    let mut report = Report::new(mode, (&base, &treat), o, cpu, clock, &m, gates);
+    let mut report = Report::new(mode, (base, treat), o, cpu, clock, &m, gates);
     report.maps = pressure::summarise(&m.maps);
-    report.emit(o, &m.rounds)?;
-    if let Some(dir) = &o.profile {
-        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &bench)?;
-    }
-    gate_exit(&report.gates)
+    report.op = chosen;
+    Ok(Reported {
+        report,
+        rounds: m.rounds,
+        bench,
+        working_set: ws,
+    })
+}
+
+/// A report, the rounds it was made from (for `--plot` and `--keep`) and the bench that ran
+/// them with its working set (for `--profile`, which runs it again).
+pub struct Reported {
+    pub report: Report,
+    pub rounds: Rounds,
+    pub bench: BenchRun,
+    pub working_set: Option<WorkingSet>,
 }
 
 /// What one measurement gives: the rounds, the comparison, the maps after each attached round
@@ -460,6 +550,8 @@ pub struct Measured {
     pub comparison: Comparison,
     pub maps: Vec<pressure::RoundMaps>,
     pub kernel: kstats::KernelView,
+    /// What ran inside the timed operation (the attached arm's programs).
+    pub ran: Option<ran::Ran>,
 }
 
 /// The names the arms go by in notes and modes: "base (detached)", "treat (hook.bpf.o)".
@@ -489,11 +581,13 @@ fn measure(
     specs: (&ArmSpec, &ArmSpec),
     bench: &BenchRun,
     (watch, stats_rounds): (&[u32], usize),
+    chosen: Option<&crate::bench::choose::Chosen>,
     ints: &Interrupts,
 ) -> Result<Measured> {
     let mut base = Arm::prepare(specs.0)?;
     let mut treat = Arm::prepare(specs.1)?;
     preflight(&[&base, &treat], &[specs.0, specs.1])?;
+    let checked = fires::check([&mut base, &mut treat], bench, chosen, ints)?;
     let _anchors = arms::overlap_teardowns(&mut base, &mut treat)?;
     let opts = CompareOptions {
         arm_names: arm_names(specs),
@@ -508,16 +602,8 @@ fn measure(
         seed: o.seed,
         loads: o.loads,
     };
-    let (rounds, maps) = {
-        let mut rig = rig::MachineRig::new(
-            [&mut base, &mut treat],
-            [specs.0, specs.1],
-            (bench, watch),
-            ints,
-        )?;
-        let rounds = rounds::run(&mut rig, &plan)?;
-        (rounds, std::mem::take(&mut rig.maps))
-    };
+    let (rounds, maps) =
+        run_on_the_machine([&mut base, &mut treat], specs, (bench, watch), &plan, ints)?;
     let kernel = kstats::collect(
         [&mut base, &mut treat],
         bench,
@@ -534,12 +620,28 @@ fn measure(
         &rounds.loads,
         &opts,
     );
+    let ran = fires::what_ran(&kernel.programs, &checked, bench, chosen);
     Ok(Measured {
         rounds,
         comparison,
         maps,
         kernel,
+        ran,
     })
+}
+
+/// The rounds of `plan` on the prepared `arms`: the rounds, and the maps read after each
+/// attached round.
+fn run_on_the_machine(
+    arms: [&mut Arm; 2],
+    specs: (&ArmSpec, &ArmSpec),
+    bench_and_watch: (&BenchRun, &[u32]),
+    plan: &RoundsPlan,
+    ints: &Interrupts,
+) -> Result<(Rounds, Vec<pressure::RoundMaps>)> {
+    let mut rig = rig::MachineRig::new(arms, [specs.0, specs.1], bench_and_watch, ints)?;
+    let rounds = engine::run(&mut rig, plan)?;
+    Ok((rounds, std::mem::take(&mut rig.maps)))
 }
 
 /// Exit status 1 (a check) when any gate is exceeded.

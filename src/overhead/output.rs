@@ -59,6 +59,12 @@ pub struct Report {
     pub gates: Vec<GateResult>,
     /// The programs' maps over the rounds (full or close to full ones carry a message).
     pub maps: Vec<super::pressure::MapSummary>,
+    /// The operation timed: how it was chosen, and which programs it fires (`None` with a
+    /// benchmark of one's own, and for `--aa`).
+    pub op: Option<crate::bench::choose::Chosen>,
+    /// What ran inside the timed operation: the attached arm's programs' runs per timed
+    /// operation inside the span, and what the delta then is.
+    pub ran: Option<super::ran::Ran>,
 }
 
 /// The latency delta at p50 against the programs' own time inside the timed span.
@@ -139,10 +145,7 @@ fn bench_label(o: &OverheadOptions) -> String {
             .collect::<Vec<_>>()
             .join(" ");
     }
-    match &o.op {
-        crate::bench::OpKind::Openat(p) => format!("{} openats of {}", o.iterations, p.display()),
-        crate::bench::OpKind::Connect => format!("{} loopback TCP connects", o.iterations),
-    }
+    o.op.describe(o.iterations)
 }
 
 fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
@@ -167,8 +170,18 @@ impl Report {
         gates: Vec<GateResult>,
     ) -> Report {
         let (r, comparison, kernel) = (&m.rounds, m.comparison.clone(), m.kernel.clone());
-        let verdict = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
-        let dispatch = Dispatch::of(mode, &comparison, &kernel);
+        let figures = stats::verdict(&comparison, clock.step_ns.max(1) as f64);
+        let verdict = match &m.ran {
+            Some(ran) if comparison.rounds > 0 => ran.verdict(&figures),
+            _ => figures,
+        };
+        // Programs that did not run inside the timed operation have no dispatch cost there:
+        // the whole delta is their attach point's side cost, which the verdict says.
+        let not_run = m
+            .ran
+            .as_ref()
+            .is_some_and(|r| r.inside == super::ran::Inside::NotRun);
+        let dispatch = Dispatch::of(mode, &comparison, &kernel).filter(|_| !not_run);
         Report {
             schema: crate::out::JSON_SCHEMA,
             mode,
@@ -190,6 +203,8 @@ impl Report {
             kernel,
             gates,
             maps: Vec::new(),
+            op: None,
+            ran: m.ran.clone(),
         }
     }
 
@@ -200,6 +215,11 @@ impl Report {
         if let Some(p) = &o.export_json {
             write_user_file(p, json.as_bytes())?;
         }
+        self.write_files(o, r)
+    }
+
+    /// Write the Markdown export and the plot, keep the rounds.
+    pub fn write_files(&self, o: &OverheadOptions, r: &Rounds) -> Result<()> {
         if let Some(p) = &o.export_markdown {
             write_user_file(p, self.markdown().as_bytes())?;
         }
@@ -225,13 +245,12 @@ impl Report {
         ));
         for d in &self.comparison.diffs {
             s.push_str(&format!(
-                "| p{} | {:.0} | {:.0} | {:+.0} | [{:+.0}, {:+.0}] | {:+.1}% |\n",
+                "| p{} | {:.0} | {:.0} | {:+.0} | {} | {:+.1}% |\n",
                 trim(d.q),
                 d.base,
                 d.treat,
                 d.delta,
-                d.lo,
-                d.hi,
+                interval(d, d.lo, d.hi),
                 d.pct
             ));
         }
@@ -275,8 +294,8 @@ impl Report {
                 format!("p{}", trim(d.q)),
                 d.base,
                 d.treat,
-                format!("{:+.0} [{:+.0}, {:+.0}]", d.delta, d.lo, d.hi),
-                format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_lo, d.pct_hi)
+                format!("{:+.0} {}", d.delta, interval(d, d.lo, d.hi)),
+                format!("{:+.1}% {}", d.pct, interval_pct(d))
             )
         }));
         v
@@ -458,6 +477,24 @@ fn mode_sentence(m: &crate::stats::Mode, starts: &[f64]) -> String {
     )
 }
 
+/// "[+1633, +1748]", or "[no interval]" for a quantile compared over a single block.
+fn interval(d: &stats::QuantileDiff, lo: f64, hi: f64) -> String {
+    if stats::shows_interval(d) {
+        format!("[{lo:+.0}, {hi:+.0}]")
+    } else {
+        "[no interval]".into()
+    }
+}
+
+/// The same in percent: "[+65.2, +69.8]".
+fn interval_pct(d: &stats::QuantileDiff) -> String {
+    if stats::shows_interval(d) {
+        format!("[{:+.1}, {:+.1}]", d.pct_lo, d.pct_hi)
+    } else {
+        "[no interval]".into()
+    }
+}
+
 fn trim(q: f64) -> String {
     if q.fract() == 0.0 {
         format!("{q:.0}")
@@ -634,6 +671,8 @@ mod tests {
             dispatch: None,
             gates: Vec::new(),
             maps: Vec::new(),
+            op: None,
+            ran: None,
         }
     }
 

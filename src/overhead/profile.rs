@@ -40,6 +40,9 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
             cpu: bench.cpus.first().copied(),
             priority: bench.priority,
             iterations: 0,
+            // The command is the measurement's own bench, its operation in it already.
+            op: crate::bench::OpKind::Openat("/etc/hostname".into()),
+            op_choice: crate::bench::choose::OpChoice::Default,
             filter: None,
             allow_no_bpf: true,
             load,

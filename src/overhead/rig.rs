@@ -3,9 +3,9 @@
 //! the maps read after every attached round, and the signals that end the run. The engine of
 //! [`super::rounds`] drives it.
 
-use super::arms::{Arm, ArmSpec};
+use super::arms::{Arm, ArmSpec, Engaged};
 use super::pressure::{self, RoundMaps};
-use super::rounds::{progress_line, Progress, Rig, Side};
+use super::rounds::{progress_line, BlockTimes, Progress, Rig, Side};
 use super::runner::{BenchRun, Served};
 use crate::signals::Interrupts;
 use crate::stats::LoadOrder;
@@ -31,7 +31,13 @@ pub struct MachineRig<'a> {
     terminal: bool,
     last_shown: Instant,
     shown: bool,
+    /// The treatment's loader, kept running for a block of rounds.
+    held: Option<Engaged<'static>>,
 }
+
+/// A loader whose start takes more than this share of a round is kept running for blocks of
+/// rounds: started for every round, it would spend the budget starting.
+const SLOW_START_SHARE: f64 = 0.1;
 
 impl<'a> MachineRig<'a> {
     /// A rig of prepared `arms` (as `specs` describe them) and `bench`, started now; the
@@ -55,6 +61,7 @@ impl<'a> MachineRig<'a> {
             terminal: std::io::stderr().is_terminal(),
             last_shown: start,
             shown: false,
+            held: None,
         })
     }
 
@@ -89,8 +96,56 @@ impl Rig for MachineRig<'_> {
         Ok(())
     }
 
+    fn wants_blocks(&mut self) -> Result<Option<BlockTimes>> {
+        let started = Instant::now();
+        let Some(loader) = self.arms[1].start_loader()? else {
+            return Ok(None);
+        };
+        loader.disengage()?;
+        // A hold of the loader: its start, its programs' load and its stop.
+        let start = started.elapsed();
+        let round_began = Instant::now();
+        self.round(Side::Base, 0)?;
+        let round = round_began.elapsed();
+        let slow = start.as_secs_f64() > SLOW_START_SHARE * round.as_secs_f64();
+        if slow {
+            crate::out::say(format!(
+                "{} took {:.2} s to start, load its programs and stop, {:.0} rounds' worth: it is kept running for a block of rounds in each load, the blocks' order drawn by the coin",
+                self.specs[1].label(),
+                start.as_secs_f64(),
+                start.as_secs_f64() / round.as_secs_f64().max(1e-9)
+            ));
+        }
+        Ok(slow.then_some(BlockTimes { hold: start, round }))
+    }
+
+    fn hold(&mut self, side: Side) -> Result<()> {
+        if side == Side::Treat {
+            self.ints.check()?;
+            self.held = self.arms[1].start_loader()?;
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, side: Side) -> Result<()> {
+        match self.held.take() {
+            Some(loader) if side == Side::Treat => loader.disengage(),
+            _ => Ok(()),
+        }
+    }
+
     fn round(&mut self, side: Side, pair: usize) -> Result<Vec<u64>> {
         self.ints.check()?;
+        if let (Side::Treat, Some(held)) = (side, self.held.as_ref()) {
+            let ids = held.map_ids();
+            return held_round(
+                (side, pair),
+                (self.bench, self.server.as_mut()),
+                (&ids, self.watch),
+                &mut self.maps,
+            )
+            .or_else(|e| self.ints.check().and(Err(e)));
+        }
         let index = match side {
             Side::Base => 0,
             Side::Treat => 1,
@@ -129,6 +184,27 @@ impl Drop for MachineRig<'_> {
             crate::out::err_text("\n");
         }
     }
+}
+
+/// One round of an arm kept as it is across a block (its maps `map_ids`): run the bench, read
+/// the maps into `maps`.
+fn held_round(
+    (side, pair): (Side, usize),
+    (bench, server): (&BenchRun, Option<&mut Served>),
+    (map_ids, watch): (&[u32], &[u32]),
+    maps: &mut Vec<RoundMaps>,
+) -> Result<Vec<u64>> {
+    let label = format!("{} {pair}", side.name());
+    let samples = match server {
+        Some(s) => s.round(&label)?,
+        None => bench.run(&label)?,
+    };
+    let mut ids = map_ids.to_vec();
+    ids.extend_from_slice(watch);
+    if !ids.is_empty() {
+        maps.push(pressure::read(side.name(), pair, &ids)?);
+    }
+    Ok(samples)
 }
 
 /// One round of one arm: bring it about, run the bench, read the maps, undo it.

@@ -1,8 +1,8 @@
-//! The measuring engine: pairs of one round per arm, the order within each pair drawn by a
-//! fair coin (seeded), spread over several loads of the arms' objects, added until a fixed
-//! count, or until the p50 interval is narrower than a target or a time budget runs out. It
-//! drives a [`Rig`]: the real one attaches BPF objects and runs the pinned benchmark
-//! ([`super::rig`]); the tests drive a seeded fake.
+//! What the measuring engine ([`super::engine`]) works with: the rig it drives ([`Rig`]: the
+//! arms, the benchmark and the clock), when to stop ([`Stop`]), the rounds it collects and how
+//! they ended. The rounds come in pairs of one round per arm, the order within each pair drawn
+//! by a fair coin (seeded), spread over several loads of the arms' objects, added until a
+//! fixed count, or until the p50 interval is narrower than a target or a time budget runs out.
 //!
 //! Why a coin and not strict alternation (base-treat, treat-base, …): both run each arm first
 //! in half the pairs, so a steady trend biases neither; but with a coin, which arm runs first
@@ -20,12 +20,10 @@
 //! two objects in couples of loads made in both orders ([`crate::stats::loads`]), and the
 //! interval is taken across loads.
 
-use crate::error::usage;
 use crate::stats::compare::block_pairs;
-use crate::stats::loads::{self, Load, LoadOrder, MIN_LOADS};
+use crate::stats::loads::{Load, LoadOrder, MIN_LOADS};
 use crate::stats::rank::critical_rank;
-use crate::stats::rng::Rng;
-use crate::stats::{shift_interval, shift_interval_loads, RoundSummary};
+use crate::stats::RoundSummary;
 use anyhow::Result;
 use serde::Serialize;
 use std::time::Duration;
@@ -48,7 +46,7 @@ impl Side {
         }
     }
 
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         match self {
             Side::Base => 0,
             Side::Treat => 1,
@@ -68,6 +66,20 @@ pub trait Rig {
     fn round(&mut self, side: Side, pair: usize) -> Result<Vec<u64>>;
     /// Time since the rounds began.
     fn elapsed(&self) -> Duration;
+    /// Whether the treatment is slow to bring about for each round (a user's loader): then
+    /// the rounds of a load come in two blocks, the treatment held for its block, and what a
+    /// hold and a round take. Asked once, before the rounds; no by default.
+    fn wants_blocks(&mut self) -> Result<Option<BlockTimes>> {
+        Ok(None)
+    }
+    /// Bring `side` about and keep it for a block of rounds; nothing by default.
+    fn hold(&mut self, _side: Side) -> Result<()> {
+        Ok(())
+    }
+    /// Undo what [`Rig::hold`] brought about; nothing by default.
+    fn release(&mut self, _side: Side) -> Result<()> {
+        Ok(())
+    }
     /// Whether the rig shows progress now (a terminal, and the line is due): only then is
     /// the interval's width worked out for it.
     fn shows_progress(&mut self) -> bool {
@@ -75,6 +87,14 @@ pub trait Rig {
     }
     /// Show where the rounds are.
     fn progress(&mut self, _status: &Progress) {}
+}
+
+/// What bringing the treatment about for a block and one round take, measured before the
+/// rounds: the engine sizes its blocks with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockTimes {
+    pub hold: Duration,
+    pub round: Duration,
 }
 
 /// Where the rounds are, for a progress line.
@@ -95,13 +115,13 @@ pub const MIN_PAIRS: usize = 100;
 
 /// Pairs fitted to stop in no less than 2 s even for a short --max-time (the "too short"
 /// hint).
-const HINT_PAIRS: usize = 30;
+pub(super) const HINT_PAIRS: usize = 30;
 
 /// The fewest pairs of a fixed count (`--rounds`) per load.
 pub const PAIRS_PER_LOAD: usize = 5;
 
 /// Load `load`'s share of `total` pairs over `loads` loads: as equal as whole pairs allow.
-fn share(total: usize, load: usize, loads: usize) -> usize {
+pub(super) fn share(total: usize, load: usize, loads: usize) -> usize {
     total * (load + 1) / loads - total * load / loads
 }
 
@@ -189,7 +209,7 @@ impl Stop {
     /// Whether load `load` (0-based, of `loads`) has had its share: its pairs of a fixed count,
     /// or, with a budget, its time, the next pair taking `per_pair`. A load gets one pair at
     /// least.
-    fn load_done(
+    pub(super) fn load_done(
         self,
         (load, loads): (usize, usize),
         in_load: usize,
@@ -233,7 +253,7 @@ impl Stop {
 
     /// Whether to stop after a load, `done` loads in, the p50 interval across them `width` ns
     /// wide: a target is looked at once there are [`MIN_LOADS`] loads, after each load.
-    fn after_load(self, done: usize, width: Option<f64>) -> Option<StopReason> {
+    pub(super) fn after_load(self, done: usize, width: Option<f64>) -> Option<StopReason> {
         match self {
             Stop::Adaptive {
                 target_ns: Some(target),
@@ -292,7 +312,7 @@ pub struct Ended {
 impl Ended {
     /// How `stop` ended after `pairs` pairs over `loads` loads in `spent`, the p50 interval
     /// `width` ns wide.
-    fn new(
+    pub(super) fn new(
         reason: StopReason,
         (pairs, loads): (usize, usize),
         spent: Duration,
@@ -359,8 +379,15 @@ pub struct ArmRounds {
 }
 
 impl ArmRounds {
+    /// Keep the first `rounds` rounds only.
+    pub(super) fn truncate(&mut self, rounds: usize) {
+        self.samples.truncate(rounds);
+        self.summaries.truncate(rounds);
+        self.started_s.truncate(rounds);
+    }
+
     /// Add a round: its samples, their summary at `quantiles`, when it began.
-    fn push(&mut self, samples: Vec<u64>, quantiles: &[f64], began: f64) {
+    pub(super) fn push(&mut self, samples: Vec<u64>, quantiles: &[f64], began: f64) {
         self.summaries.push(RoundSummary::of(&samples, quantiles));
         self.samples.push(samples);
         self.started_s.push(began);
@@ -388,188 +415,9 @@ pub struct RoundsPlan<'a> {
     pub confidence: f64,
     /// Seed of the coin that orders each pair and each couple of loads.
     pub seed: u64,
-    /// Loads of the arms' objects to spread the pairs over (1: load once).
-    pub loads: usize,
-}
-
-/// The rounds so far, and the coin.
-struct Engine<'p> {
-    plan: &'p RoundsPlan<'p>,
-    arms: [ArmRounds; 2],
-    loads: Vec<Load>,
-    coin: Rng,
-    k50: usize,
-    /// Time spent in pairs of rounds (not in loading), and the pairs run.
-    in_pairs: Duration,
-    pairs: usize,
-    /// The first pair count at which a single load looks at a target ([`first_look`]).
-    first_look: usize,
-}
-
-/// Run the interleaved rounds on `rig`: the pairs, spread over the plan's loads, reloading
-/// the arms' objects before each load but the first.
-pub fn run<R: Rig>(rig: &mut R, plan: &RoundsPlan) -> Result<Rounds> {
-    let prepared = rig.prepared();
-    let loads = match prepared {
-        Some(_) => plan.stop.loads_for(plan.loads),
-        None => 1,
-    };
-    let mut engine = Engine {
-        plan,
-        arms: [ArmRounds::default(), ArmRounds::default()],
-        loads: Vec::new(),
-        coin: Rng::new(plan.seed),
-        k50: plan.quantiles.iter().position(|&q| q == 50.0).unwrap_or(0),
-        in_pairs: Duration::ZERO,
-        pairs: 0,
-        first_look: MIN_PAIRS,
-    };
-    let two_objects = prepared.is_some_and(|o| o != LoadOrder::OneObject);
-    let orders = loads::orders(loads, two_objects, || engine.coin.uniform() < 0.5);
-    let mut current = prepared.unwrap_or(LoadOrder::OneObject);
-    let mut reason = None;
-    for (index, &order) in orders.iter().enumerate() {
-        if index > 0 || order != current {
-            rig.reload(order)?;
-            current = order;
-        }
-        let first_pair = engine.pairs;
-        reason = engine.one_load(rig, (index, loads))?;
-        engine.loads.push(Load {
-            first_pair,
-            pairs: engine.pairs - first_pair,
-            order,
-        });
-        if reason.is_some() {
-            break;
-        }
-        let width = engine.load_width();
-        reason = plan.stop.after_load(engine.loads.len(), width);
-        if reason.is_some() {
-            break;
-        }
-    }
-    let width = engine.width();
-    let reason = reason.unwrap_or(match plan.stop {
-        Stop::Pairs(_) => StopReason::Rounds,
-        Stop::Adaptive { .. } => StopReason::Time,
-    });
-    let counts = (engine.pairs, engine.loads.len());
-    let ended = Ended::new(reason, counts, rig.elapsed(), width, plan.stop);
-    let [base, treat] = engine.arms;
-    Ok(Rounds {
-        base,
-        treat,
-        loads: engine.loads,
-        ended,
-    })
-}
-
-impl Engine<'_> {
-    /// The pairs of load `load` (of `loads`); `Some` when the rounds as a whole must stop.
-    fn one_load<R: Rig>(
-        &mut self,
-        rig: &mut R,
-        (load, loads): (usize, usize),
-    ) -> Result<Option<StopReason>> {
-        let stop = self.plan.stop;
-        let mut in_load = 0;
-        loop {
-            let per_pair = self
-                .in_pairs
-                .checked_div(self.pairs as u32)
-                .unwrap_or_default();
-            if let Some(reason) = stop.before_pair(self.pairs, rig.elapsed(), per_pair) {
-                return Ok(Some(reason));
-            }
-            if stop.load_done((load, loads), in_load, rig.elapsed(), per_pair) {
-                return Ok(None);
-            }
-            self.one_pair(rig)?;
-            in_load += 1;
-            if rig.shows_progress() {
-                let status = Progress {
-                    pairs: self.pairs,
-                    load: load + 1,
-                    loads,
-                    stop,
-                    elapsed: rig.elapsed(),
-                    width: self.width(),
-                };
-                rig.progress(&status);
-            }
-            // With one load, a target is looked at after pairs, as the pairs are the level.
-            if loads == 1 && stop.has_target() && is_look(self.pairs, self.first_look) {
-                if let Some(reason) = stop.after_pair(self.pairs, self.first_look, self.width()) {
-                    return Ok(Some(reason));
-                }
-            }
-        }
-    }
-
-    /// One pair of rounds, the order of its arms by the coin.
-    fn one_pair<R: Rig>(&mut self, rig: &mut R) -> Result<()> {
-        self.pairs += 1;
-        let began = rig.elapsed();
-        let mut order = [Side::Base, Side::Treat];
-        if self.coin.uniform() < 0.5 {
-            order.reverse();
-        }
-        for side in order {
-            let at = rig.elapsed().as_secs_f64();
-            let samples = rig.round(side, self.pairs)?;
-            let first_round = self.arms.iter().all(|a| a.samples.is_empty());
-            self.arms[side.index()].push(samples, self.plan.quantiles, at);
-            if first_round {
-                check_two_rounds_fit(self.plan.stop, rig.elapsed())?;
-                let kept = self.arms[side.index()].samples[0].len();
-                self.first_look = first_look(kept, self.plan.quantiles, self.plan.confidence);
-            }
-        }
-        self.in_pairs += rig.elapsed().saturating_sub(began);
-        Ok(())
-    }
-
-    /// The width of the p50 interval: across loads when there are enough of them, else over
-    /// the pairs.
-    fn width(&self) -> Option<f64> {
-        self.load_width().or_else(|| {
-            let [base, treat] = &self.arms;
-            shift_interval(
-                &base.summaries,
-                &treat.summaries,
-                self.k50,
-                self.plan.confidence,
-            )
-            .map(|i| i.hi - i.lo)
-        })
-    }
-
-    /// The width of the p50 interval across the loads so far.
-    fn load_width(&self) -> Option<f64> {
-        let [base, treat] = &self.arms;
-        shift_interval_loads(
-            (&base.summaries, &treat.summaries),
-            &self.loads,
-            self.k50,
-            self.plan.confidence,
-        )
-        .map(|a| a.hi - a.lo)
-    }
-}
-
-/// After the first round (which took `one`): a budget that cannot hold two rounds is a usage
-/// error, said before spending it.
-fn check_two_rounds_fit(stop: Stop, one: Duration) -> Result<()> {
-    match stop {
-        Stop::Adaptive { budget, .. } if one * 2 > budget => Err(usage(format!(
-            "--max-time {:.2}s is too short for two rounds: one round took {:.2}s here; give at least {:.0}s, or fewer iterations per round (-n)",
-            budget.as_secs_f64(),
-            one.as_secs_f64(),
-            (one.as_secs_f64() * 2.0 * HINT_PAIRS as f64).ceil()
-        ))),
-        _ => Ok(()),
-    }
+    /// Loads of the arms' objects to spread the pairs over (1: load once); `None`: the
+    /// default, [`super::DEFAULT_LOADS`], or for a treatment held in blocks as many as fit.
+    pub loads: Option<usize>,
 }
 
 /// The progress line on a terminal: pairs, the load, time, the p50 interval's width.

@@ -110,7 +110,7 @@ pub fn run(
     watch: &[u32],
     ints: &Interrupts,
 ) -> Result<()> {
-    if sw.param == SweepParam::Paths && o.op == crate::bench::OpKind::Connect {
+    if sw.param == SweepParam::Paths && !matches!(o.op, crate::bench::OpKind::Openat(_)) {
         return Err(usage("--sweep paths is for --op openat"));
     }
     let mut points = Vec::new();
@@ -128,7 +128,7 @@ pub fn run(
             ws.as_ref(),
         )?;
         crate::out::say(format!("sweep {}={v}", name(sw.param)));
-        let m = measure(o, arms, &bench, (watch, 0), ints)?;
+        let m = measure(o, arms, &bench, (watch, 0), None, ints)?;
         points.push(SweepPoint {
             value: v,
             ended: m.rounds.ended,

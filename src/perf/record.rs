@@ -100,6 +100,15 @@ impl RecordPlan {
     }
 }
 
+/// Words as one command line, each quoted for a POSIX shell where it needs it.
+pub fn quote_line<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Quote a word for a POSIX shell, only when it needs it.
 pub fn shell_quote(w: &str) -> String {
     let plain = !w.is_empty()

@@ -18,6 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod fires;
 pub mod gate;
 
 /// Compile a user's --filter regex, with a clear error.
@@ -49,6 +50,10 @@ pub struct RecordOptions {
     /// SCHED_FIFO priority; `None` runs without chrt.
     pub priority: Option<u8>,
     pub iterations: usize,
+    /// The built-in bench's operation (until `--op auto` has chosen: openat, holding `--path`).
+    pub op: crate::bench::OpKind,
+    /// Whether `op` was given, or is chosen from the `--load` object's attach points.
+    pub op_choice: crate::bench::choose::OpChoice,
     /// Narrows the programs the recording is for ([`gate`]); `None` takes them all.
     pub filter: Option<String>,
     pub allow_no_bpf: bool,
@@ -75,6 +80,8 @@ impl RecordOptions {
             cpu: None,
             priority: Some(99),
             iterations: 200_000,
+            op: crate::bench::OpKind::Openat("/etc/hostname".into()),
+            op_choice: crate::bench::choose::OpChoice::Default,
             filter: None,
             allow_no_bpf: false,
             load: Load::Nothing,
@@ -197,9 +204,10 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     }
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
+    fires::refuse_op_with_own_bench(opts)?;
     let command = if bench {
         crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
-        bench_command(opts)?
+        bench_command(opts, &opts.op)?
     } else {
         Vec::new()
     };
@@ -229,12 +237,13 @@ fn record_guarded(
     let attached = load(&opts.load)?;
     crate::failpoint::hit("record:after-load");
     ints.check()?;
-    let (programs, loaded) = matching_programs(
+    let matched = matching_programs(
         host,
         prep.filter.as_ref(),
         opts.allow_no_bpf,
         attached.as_ref(),
     )?;
+    let (command, programs_ran) = bench_for(opts, prep, attached.as_ref(), &matched)?;
     let plan = RecordPlan {
         perf: prep.perf.path.clone(),
         event: opts.event.clone(),
@@ -244,7 +253,7 @@ fn record_guarded(
         extra: opts.perf_args.clone(),
         cpu: prep.cpu,
         priority: opts.priority,
-        command: prep.command.clone(),
+        command,
         scope: opts.scope.clone(),
     };
     let mut rec = base_record(
@@ -254,14 +263,40 @@ fn record_guarded(
         &plan,
         &prep.files,
         prep.cpu,
-        programs,
+        matched.seen,
     );
-    rec.loaded_programs = loaded;
+    rec.loaded_programs = matched.loaded;
+    rec.programs_ran = programs_ran;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
     run_perf(host, &plan, &prep.files, ints, &mut rec)?;
     drop(attached);
     Ok(rec)
+}
+
+/// The benchmark for the recording: the built-in bench on the operation that fires its
+/// programs (`--op auto`), checked to fire them in a short run; a user's as it is.
+fn bench_for(
+    opts: &RecordOptions,
+    prep: &Prepared,
+    attached: Option<&Attached>,
+    matched: &Matched,
+) -> Result<(Vec<OsString>, Option<crate::runrecord::ProgramsRan>)> {
+    if opts.scope != Scope::Bench || !opts.command.is_empty() {
+        return Ok((prep.command.clone(), None));
+    }
+    let shown: Vec<&bpf::InventoryProgram> = matched
+        .loaded
+        .iter()
+        .filter(|p| matched.shown.contains(&p.id))
+        .collect();
+    let (op, chosen) = fires::operation(opts, attached, &shown);
+    let command = bench_command(opts, &op)?;
+    if shown.is_empty() {
+        return Ok((command, None));
+    }
+    let ran = fires::check(&matched.shown, &command, (prep.cpu, opts.priority), &chosen)?;
+    Ok((command, Some(ran)))
 }
 
 fn require_privileges(host: &Host) -> Result<()> {
@@ -275,16 +310,18 @@ fn require_privileges(host: &Host) -> Result<()> {
     }
 }
 
-/// The benchmark argv: the user's command (checked to exist), or `ebpf-prof bench -n N`.
-fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
+/// The benchmark argv: the user's command (checked to exist), or `ebpf-prof bench -n N --op OP`.
+fn bench_command(opts: &RecordOptions, op: &crate::bench::OpKind) -> Result<Vec<OsString>> {
     if opts.command.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
-        return Ok(vec![
+        let mut c: Vec<OsString> = vec![
             me.into(),
             "bench".into(),
             "-n".into(),
             opts.iterations.to_string().into(),
-        ]);
+        ];
+        c.extend(op.bench_args());
+        return Ok(c);
     }
     let found = crate::perf::trust::program(&opts.command[0], "benchmark")?;
     let mut cmd = vec![found.into_os_string()];
@@ -294,12 +331,20 @@ fn bench_command(opts: &RecordOptions) -> Result<Vec<OsString>> {
 
 /// The programs the recording is for ([`gate`]), each with the symbols of its functions, and
 /// every loaded program; refuse when none would show up in the profile.
+/// What the gate let through: the functions the recording is for, every loaded program, and
+/// the ids of the programs the recording is for.
+struct Matched {
+    seen: Vec<ProgramSeen>,
+    loaded: Vec<bpf::InventoryProgram>,
+    shown: Vec<u32>,
+}
+
 fn matching_programs(
     host: &Host,
     filter: Option<&regex::Regex>,
     allow_none: bool,
     attached: Option<&Attached>,
-) -> Result<(Vec<ProgramSeen>, Vec<bpf::InventoryProgram>)> {
+) -> Result<Matched> {
     let syms = kallsyms::read(host)?;
     if kallsyms::addresses_hidden(&syms) {
         return Err(check("/proc/kallsyms shows only zero addresses even to us: set kernel.kptr_restrict=1 or 0 (sudo sysctl -w kernel.kptr_restrict=1)"));
@@ -337,7 +382,12 @@ fn matching_programs(
     if let Some(why) = gate::unnamed(&shown).filter(|_| !allow_none) {
         return Err(check(why));
     }
-    Ok((seen, all))
+    let shown = shown.iter().map(|p| p.id).collect();
+    Ok(Matched {
+        seen,
+        loaded: all,
+        shown,
+    })
 }
 
 fn read_sysctls(host: &Host) -> Vec<(String, String)> {
@@ -403,6 +453,7 @@ fn base_record(
         perf_samples: None,
         interrupted: false,
         samples: None,
+        programs_ran: None,
     }
 }
 

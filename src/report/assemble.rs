@@ -58,6 +58,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
             .cloned()
             .collect(),
         unresolved: unresolved(&t, input.top, &nearest),
+        programs_ran: input.record.and_then(|r| r.programs_ran.clone()),
         warnings: Vec::new(),
         bpf,
     };
@@ -273,14 +274,30 @@ fn hints(
                     .map(|f| f.name.as_str()),
                 cat => kfuncs
                     .iter()
-                    .find(|k| k.category == Some(cat))
+                    .find(|k| k.category == Some(cat) && !kinds::is_wakeup(&k.name))
                     .map(|k| k.name.as_str()),
             };
+            if c.category == Category::Output {
+                return kinds::output_hint(c.share_of_bpf, who, wakeup(c, kfuncs));
+            }
             kinds::hint(c.category, c.share_of_bpf, who, evidence)
         })
         .collect();
     kinds::rank(&mut v);
     v
+}
+
+/// The heaviest wake-up function under the output (`cat`), with its share of the time in BPF.
+fn wakeup<'a>(cat: &CategoryShare, kfuncs: &'a [KernelFunction]) -> Option<(&'a str, f64)> {
+    if cat.share_of_bpf <= 0.0 {
+        return None;
+    }
+    let in_bpf = 100.0 * cat.percent / cat.share_of_bpf;
+    kfuncs
+        .iter()
+        .filter(|k| kinds::is_wakeup(&k.name))
+        .max_by(|a, b| a.percent.total_cmp(&b.percent))
+        .map(|k| (k.name.as_str(), 100.0 * k.percent / in_bpf))
 }
 
 fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unresolved> {
@@ -301,11 +318,12 @@ fn unresolved(t: &Tally, top: usize, nearest: &HashMap<&str, &str>) -> Vec<Unres
 }
 
 fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
-    let mut w: Vec<String> = input
-        .kernel_symbols_note
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
+    let mut w = Vec::new();
+    let not_run = r.programs_ran.as_ref().filter(|p| !p.fired());
+    if let Some(ran) = not_run {
+        w.push(did_not_run(ran));
+    }
+    w.extend(input.kernel_symbols_note.iter().map(|n| n.to_string()));
     if input.folded.skipped > 0 {
         w.push(format!(
             "{} malformed folded lines were skipped",
@@ -316,7 +334,10 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
         w.push(format!("{:.0}% of the samples have no named kernel frame: kernel names were hidden from perf (kernel.kptr_restrict) and no kallsyms snapshot named them; give the run's snapshot with --kallsyms", pct(t.no_kernel, t.total)));
     }
     if t.bpf == 0 {
-        w.push(no_bpf(r));
+        // When the programs did not run, that is why no stack passes through them.
+        if not_run.is_none() {
+            w.push(no_bpf(r));
+        }
     } else if let Some(n) = r.bpf.samples.filter(|&n| n < MIN_BPF_SAMPLES) {
         w.push(too_few(n, input.record));
     }
@@ -324,6 +345,17 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
         w.push("the sample count is unknown (no perf.data.json beside the input, and the counts are periods): cannot tell whether enough samples fell inside BPF".into());
     }
     w
+}
+
+/// The cause named first: the recording's programs did not run under its benchmark.
+pub(super) fn did_not_run(ran: &crate::runrecord::ProgramsRan) -> String {
+    format!(
+        "the loaded programs did not run during the benchmark: {:.2} runs per timed {} in the short run `record` made before perf started ({}): {}",
+        ran.runs_per_op,
+        ran.op,
+        ran.programs.join(", "),
+        ran.why
+    )
 }
 
 fn no_bpf(r: &Report) -> String {

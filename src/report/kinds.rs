@@ -14,14 +14,18 @@
 //! - map access: any other map function (`__htab_map_lookup_elem`, `lookup_nulls_elem_raw`,
 //!   `bpf_map_*`, `*array_map*`, `trie_*`, …);
 //! - probe reads: `bpf_probe_read_*`, `copy_from_{kernel,user}_nofault*`, `strncpy_from_*`;
+//! - output: sending events to user space, `bpf_perf_event_output`, `perf_event_output`,
+//!   `bpf_ringbuf_output`/`_reserve`/`_submit`, and the reader's wake-up under them
+//!   (`irq_work_queue`, which raises a self-IPI: `native_write_msr` on x86 with x2APIC) — first
+//!   of all, since a sample under an output helper is output whatever it calls;
 //! - other kernel: any other helper and what it calls (and interrupts landing there);
 //! - own code: the sample is in the JIT-ed code of a program or sub-function;
 //! - glue: in a trampoline, dispatcher or unresolved frame above the programs.
 //!
 //! Hints are ranked by what the user can act on, as the reference write-up reads its profile
 //! ("fewer probe reads or a cache in front of the map, not micro-tuning the instruction
-//! count"): first the categories with a concrete change behind them — probe reads, element
-//! allocation, map hashing, map access, in that order — each from [`ACTION_SHARE`] percent of
+//! count"): first the categories with a concrete change behind them — probe reads, output,
+//! element allocation, map hashing, map access, in that order — each from [`ACTION_SHARE`] percent of
 //! the time inside BPF (the write-up acts on htab_map_hash at 5.5% of it); then own code, from
 //! [`HINT_SHARE`] percent, and only as far as the evidence goes: with the hottest source line
 //! when line information is at hand, else a pointer to `ebpf-prof annotate`, last. Glue and
@@ -44,6 +48,8 @@ pub enum Category {
     OwnCode,
     /// In a probe read helper or the copy under it.
     ProbeRead,
+    /// Sending an event to user space (perf buffer or ring buffer) and waking its reader.
+    Output,
     /// Allocating or freeing a map element under a map update or delete.
     Alloc,
     /// Hashing a hash map's key.
@@ -62,6 +68,7 @@ impl Category {
         match self {
             Category::OwnCode => "own code",
             Category::ProbeRead => "probe reads",
+            Category::Output => "output to user space",
             Category::Alloc => "map element allocation",
             Category::MapHash => "map hashing",
             Category::MapAccess => "map access",
@@ -73,7 +80,9 @@ impl Category {
 
 /// The category of a kernel function by its own (bare) name, if it belongs to one.
 pub fn of_function(name: &str) -> Option<Category> {
-    if is_alloc(name) {
+    if is_output(name) || is_wakeup(name) {
+        Some(Category::Output)
+    } else if is_alloc(name) {
         Some(Category::Alloc)
     } else if is_map_hash(name) {
         Some(Category::MapHash)
@@ -98,7 +107,9 @@ pub fn of_sample<'a>(below: impl Iterator<Item = &'a str> + Clone, in_program: b
         };
     }
     let any = |f: fn(&str) -> bool| names.clone().any(f);
-    if any(is_map_change) && any(is_alloc) && !any(is_prealloc_pool) {
+    if any(is_output) {
+        Category::Output
+    } else if any(is_map_change) && any(is_alloc) && !any(is_prealloc_pool) {
         Category::Alloc
     } else if any(is_map_hash) {
         Category::MapHash
@@ -166,6 +177,34 @@ fn is_map_access(n: &str) -> bool {
         || n.contains("_map_delete_elem")
 }
 
+/// A helper that sends an event to user space, or what it calls to write the record.
+fn is_output(n: &str) -> bool {
+    const PREFIXES: [&str; 7] = [
+        "bpf_perf_event_output",
+        "perf_event_output",
+        "__perf_event_output",
+        "perf_output_",
+        "bpf_event_output",
+        "bpf_ringbuf_",
+        "__bpf_ringbuf_",
+    ];
+    PREFIXES.iter().any(|p| n.starts_with(p))
+}
+
+/// The wake-up of an output's reader: an irq_work queued, and the self-IPI that raises it.
+pub fn is_wakeup(n: &str) -> bool {
+    const PREFIXES: [&str; 7] = [
+        "irq_work_queue",
+        "__irq_work_queue",
+        "irq_work_claim",
+        "arch_irq_work_raise",
+        "native_write_msr",
+        "x2apic_send_IPI",
+        "default_send_IPI",
+    ];
+    PREFIXES.iter().any(|p| n.starts_with(p))
+}
+
 fn is_probe_read(n: &str) -> bool {
     n.starts_with("bpf_probe_read")
         || n.starts_with("copy_from_kernel_nofault")
@@ -225,6 +264,7 @@ pub fn hint(
         Category::MapAccess => format!(
             "map look-ups and updates (hashing aside) take {share:.0}% of the time in BPF{who}: fewer look-ups per event — a cache in front of the map — or another map type (an array or per-CPU array where the key allows)"
         ),
+        Category::Output => output_text(share, &who, None),
         Category::OwnCode => match evidence {
             OwnCodeEvidence::Line(line) => format!(
                 "the programs' own instructions take {share:.0}% of the time in BPF{who}; the hottest line: {line}"
@@ -242,16 +282,47 @@ pub fn hint(
     })
 }
 
+/// The output hint: what sending events to user space costs, the wake-up under it when its
+/// frames are there (`wakeup`: the heaviest wake-up function and its share of the time in BPF),
+/// and the cure.
+fn output_text(share: f64, who: &str, wakeup: Option<(&str, f64)>) -> String {
+    let woken = wakeup.map_or_else(String::new, |(f, w)| {
+        format!(" — {w:.0}% of it waking the reader up ({f}: irq_work_queue raises a self-IPI for every event)")
+    });
+    format!(
+        "sending events to user space takes {share:.0}% of the time in BPF{who}{woken}: use a ring buffer (BPF_MAP_TYPE_RINGBUF, bpf_ringbuf_reserve/submit) rather than a perf buffer, submit with BPF_RB_NO_WAKEUP and wake the reader only every N events (BPF_RB_FORCE_WAKEUP) or let it poll on a timer, and batch several events into one record"
+    )
+}
+
+/// The output hint with the wake-up under it named (see [`output_text`]); `None` below
+/// [`ACTION_SHARE`].
+pub fn output_hint(
+    share: f64,
+    heaviest: Option<&str>,
+    wakeup: Option<(&str, f64)>,
+) -> Option<Hint> {
+    if share < ACTION_SHARE {
+        return None;
+    }
+    let who = heaviest.map_or_else(String::new, |h| format!(", {h} most"));
+    Some(Hint {
+        category: Category::Output,
+        share_of_bpf: share,
+        text: output_text(share, &who, wakeup),
+    })
+}
+
 /// The order hints are given in, the write-up's: fewer probe reads first, then the map —
 /// its element allocation (one flag away: preallocate), its hashing, its access — and own
 /// code last.
 pub fn rank(hints: &mut [Hint]) {
     let order = |c: Category| match c {
         Category::ProbeRead => 0,
-        Category::Alloc => 1,
-        Category::MapHash => 2,
-        Category::MapAccess => 3,
-        _ => 4,
+        Category::Output => 1,
+        Category::Alloc => 2,
+        Category::MapHash => 3,
+        Category::MapAccess => 4,
+        _ => 5,
     };
     hints.sort_by_key(|h| order(h.category));
 }
@@ -319,7 +390,7 @@ mod tests {
             Category::Alloc
         );
         assert_eq!(
-            sample(&["bpf_ringbuf_reserve", "kmalloc"]),
+            sample(&["bpf_get_current_task_btf", "kmalloc"]),
             Category::OtherKernel,
             "an allocation outside map updates is not the map's"
         );
@@ -357,9 +428,45 @@ mod tests {
     }
 
     #[test]
+    fn regression_the_output_path_and_its_wake_up_are_named_with_the_cure() {
+        // opensnoop's perf buffer: 63% of a recording in native_write_msr under the output.
+        let under_output = [
+            "bpf_perf_event_output",
+            "perf_event_output",
+            "perf_output_end",
+            "irq_work_queue",
+            "native_write_msr",
+        ];
+        assert_eq!(sample(&under_output), Category::Output);
+        assert_eq!(
+            sample(&["bpf_ringbuf_output", "htab_map_hash"]),
+            Category::Output,
+            "whatever the output calls is output"
+        );
+        assert_eq!(of_function("native_write_msr"), Some(Category::Output));
+        let h = output_hint(
+            70.0,
+            Some("bpf_perf_event_output"),
+            Some(("native_write_msr", 63.0)),
+        )
+        .unwrap();
+        for part in [
+            "sending events to user space takes 70% of the time in BPF, bpf_perf_event_output most",
+            "63% of it waking the reader up (native_write_msr",
+            "BPF_MAP_TYPE_RINGBUF",
+            "BPF_RB_NO_WAKEUP",
+            "batch",
+        ] {
+            assert!(h.text.contains(part), "{part}: {}", h.text);
+        }
+        assert!(output_hint(4.0, None, None).is_none());
+    }
+
+    #[test]
     fn ranked_by_what_can_be_acted_on() {
         let none = OwnCodeEvidence::None;
         let mut h = vec![
+            hint(Category::Output, 10.0, None, none).unwrap(),
             hint(Category::OwnCode, 60.0, Some("p"), none).unwrap(),
             hint(Category::MapAccess, 70.0, None, none).unwrap(),
             hint(Category::MapHash, 5.5, None, none).unwrap(),
@@ -372,13 +479,14 @@ mod tests {
             order,
             [
                 Category::ProbeRead,
+                Category::Output,
                 Category::Alloc,
                 Category::MapHash,
                 Category::MapAccess,
                 Category::OwnCode
             ]
         );
-        assert!(h[4].text.contains("ebpf-prof annotate"), "{}", h[4].text);
+        assert!(h[5].text.contains("ebpf-prof annotate"), "{}", h[5].text);
         let line = hint(
             Category::OwnCode,
             60.0,

@@ -275,6 +275,9 @@ pub struct Report {
     /// Unresolved frames the snapshot named.
     pub resolved: Vec<resolve::Outcome>,
     pub unresolved: Vec<Unresolved>,
+    /// Whether the recording's programs ran under its benchmark, as `record` checked just
+    /// before perf started (from the run record).
+    pub programs_ran: Option<crate::runrecord::ProgramsRan>,
     pub warnings: Vec<String>,
 }
 

@@ -47,6 +47,13 @@ fn header(s: &mut String, r: &Report) {
             b.programs_percent, b.glue_percent
         );
     }
+    if let Some(ran) = r.programs_ran.as_ref().filter(|p| !p.fired()) {
+        let _ = writeln!(
+            s,
+            "  the loaded programs did not run during the benchmark ({:.2} runs per timed {}): see the first warning",
+            ran.runs_per_op, ran.op
+        );
+    }
     if b.unresolved_under_runners_percent > 0.0 {
         let _ = writeln!(
             s,

@@ -92,7 +92,7 @@ pub use loads::{Load, LoadOrder};
 pub use modes::Mode;
 pub use notes::STALL_NS;
 pub use rank::{median_interval, ShiftInterval};
-pub use verdict::{gate_ns, gate_pct, q_label, verdict, GateResult};
+pub use verdict::{gate_ns, gate_pct, q_label, shows_interval, verdict, GateResult};
 
 /// The percentile `p` (0..=100) of already sorted samples; `None` when empty.
 pub fn percentile_sorted(sorted: &[u64], p: f64) -> Option<u64> {

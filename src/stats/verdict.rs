@@ -67,8 +67,23 @@ fn holds_zero(d: &QuantileDiff) -> bool {
     d.lo <= 0.0 && 0.0 <= d.hi
 }
 
-/// "p99 +410 ns [380, 440], +20.1%", with "(holds 0)" when its interval does.
+/// Whether `d` has an interval to show: one difference alone (a tail compared over a single
+/// block of pairs) gives the estimate only, a 0% "interval".
+pub fn shows_interval(d: &QuantileDiff) -> bool {
+    d.confidence > 0.0
+}
+
+/// "p99 +410 ns [380, 440], +20.1%", with "(holds 0)" when its interval does; "p99.9 +47942
+/// ns, +12.0% (one block of pairs: no interval)" without one.
 fn tail_part(d: &QuantileDiff) -> String {
+    if !shows_interval(d) {
+        return format!(
+            "{} {:+.0} ns, {:+.1}% (one block of pairs: no interval)",
+            q_label(d.q),
+            d.delta,
+            d.pct
+        );
+    }
     let zero = if holds_zero(d) { " (holds 0)" } else { "" };
     format!(
         "{} {:+.0} ns [{:.0}, {:.0}], {:+.1}%{zero}",
@@ -193,6 +208,9 @@ mod tests {
             diff(99.0, -5.0, -40.0, 30.0, 2000.0),
         ]);
         let tiny = comparison(vec![diff(50.0, 14.0, 6.0, 22.0, 1200.0)]);
+        let mut one_block = diff(99.9, 47942.0, 47942.0, 47942.0, 50000.0);
+        one_block.confidence = 0.0;
+        let short = comparison(vec![diff(50.0, 212.0, 196.0, 228.0, 1452.0), one_block]);
         let cases = [
             (&shifted, 10.0, "+212 ns at p50 [196, 228], +14.6%; p99 +410 ns [380, 440], +20.1%"),
             (
@@ -203,11 +221,20 @@ mod tests {
             ),
             (&tiny, 10.0, "+14 ns at p50 [6, 22], +1.2% — near the clock's resolution (10 ns a reading)"),
             (&null, 10.0, "holds 0) — near the clock's resolution (10 ns"),
+            (
+                &short,
+                0.0,
+                "; p99.9 +47942 ns, +95.9% (one block of pairs: no interval)",
+            ),
         ];
         for (c, res, want) in cases {
             let v = verdict(c, res);
             assert!(v.contains(want), "got {v:?}\nwant {want:?}");
         }
+        assert!(
+            !verdict(&short, 0.0).contains("[47942"),
+            "no 0% interval printed"
+        );
     }
 
     #[test]

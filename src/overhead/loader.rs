@@ -1,0 +1,360 @@
+//! The user's own loader (`--attach-cmd`): its label (the program it finally runs, through
+//! wrappers such as `unshare … sh -c '… && exec execsnoop'`), its command line quoted as a shell
+//! would need it, and starting it — optionally in a mount namespace of its own with tracefs
+//! mounted — while its stderr is passed on and watched, so that the wait for its programs ends
+//! as soon as it exits, prints an error and loads nothing, or idles without having loaded
+//! anything, instead of after the whole `--attach-timeout`.
+
+use crate::bpf::{self, LoadedProgram, LoaderState};
+use crate::error::usage;
+use crate::host::{procs, Host};
+use anyhow::Result;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where the loader finds its filesystems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoaderMounts {
+    /// The host's, as they are.
+    Host,
+    /// A mount namespace of its own with tracefs (and debugfs) mounted (`--attach-tracefs`).
+    PrivateTracefs,
+}
+
+/// How a loader is started and waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderOptions {
+    /// How long to wait for its programs (`--attach-timeout`).
+    pub timeout: Duration,
+    pub mounts: LoaderMounts,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> Self {
+        LoaderOptions {
+            timeout: Duration::from_secs(30),
+            mounts: LoaderMounts::Host,
+        }
+    }
+}
+
+/// The user's loader: its argv and how to start it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loader {
+    pub argv: Vec<String>,
+    pub options: LoaderOptions,
+}
+
+/// After printing an error, how long the loader has to load something before the wait ends.
+const AFTER_ERROR: Duration = Duration::from_secs(1);
+/// How long a loader that has loaded nothing may use no CPU at all before it counts as idle.
+const IDLE: Duration = Duration::from_secs(2);
+
+impl Loader {
+    /// The program it finally runs, for labels ("execsnoop", not "unshare").
+    pub fn label(&self) -> String {
+        final_program(&self.argv)
+    }
+
+    /// The command line, each word quoted where a shell needs it.
+    pub fn line(&self) -> String {
+        crate::perf::record::quote_line(&self.argv)
+    }
+
+    /// Start it and wait until its new programs are loaded (see [`bpf::wait_for_loader`]): the
+    /// loader, and its programs or why the wait ended without them (the caller stops it then).
+    pub fn start(&self) -> Result<(Child, Result<Vec<LoadedProgram>>)> {
+        let line = self.line();
+        let program =
+            crate::perf::trust::program(std::ffi::OsStr::new(&self.argv[0]), "--attach-cmd")?;
+        let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
+        let mut cmd = Command::new(program);
+        cmd.args(&self.argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        prepare_child(&mut cmd, self.options.mounts);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| usage(format!("cannot start --attach-cmd {line}: {e}")))?;
+        let errors = pass_on_stderr(&mut child);
+        let mut watch = Watch::new(child.id(), errors);
+        let waited = bpf::wait_for_loader(&before, self.options.timeout, &mut || {
+            watch.state(&mut child)
+        });
+        Ok((child, waited))
+    }
+}
+
+/// Between fork and exec: stop the loader with us (the kernel sends it SIGTERM should we be
+/// SIGKILLed, and the programs it holds go with it), and give it its mount namespace.
+fn prepare_child(cmd: &mut Command, mounts: LoaderMounts) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl, getppid, unshare and mount are async-signal-safe system calls, and
+    // nothing here allocates or touches the parent's memory.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                // We were already gone before the prctl took effect.
+                libc::_exit(1);
+            }
+            if mounts == LoaderMounts::PrivateTracefs {
+                crate::host::mounts::tracing_namespace_for_exec()?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Pass the loader's stderr on to ours, line by line, on a thread of its own (until the loader
+/// closes it); the last line that reads as an error, with when it came.
+fn pass_on_stderr(child: &mut Child) -> Arc<Mutex<Option<(String, Instant)>>> {
+    let last = Arc::new(Mutex::new(None));
+    let Some(stderr) = child.stderr.take() else {
+        return last;
+    };
+    let seen = Arc::clone(&last);
+    let spawned = std::thread::Builder::new()
+        .name("ebpf-prof-loader-stderr".into())
+        .spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                crate::out::err_text(&format!("{line}\n"));
+                if reads_as_error(&line) {
+                    if let Ok(mut slot) = seen.lock() {
+                        *slot = Some((line, Instant::now()));
+                    }
+                }
+            }
+        });
+    drop(spawned);
+    last
+}
+
+/// Whether a line a loader printed says something failed.
+fn reads_as_error(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    [
+        "error",
+        "failed",
+        "failure",
+        "cannot",
+        "can't",
+        "could not",
+        "not supported",
+        "permission denied",
+        "no such file",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+/// What the wait knows of the loader: its error lines, and its CPU time over time.
+struct Watch {
+    pid: u32,
+    errors: Arc<Mutex<Option<(String, Instant)>>>,
+    ticks: u64,
+    busy_at: Instant,
+}
+
+impl Watch {
+    fn new(pid: u32, errors: Arc<Mutex<Option<(String, Instant)>>>) -> Watch {
+        Watch {
+            pid,
+            errors,
+            ticks: 0,
+            busy_at: Instant::now(),
+        }
+    }
+
+    /// Asked while none of its programs is loaded.
+    fn state(&mut self, child: &mut Child) -> LoaderState {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return LoaderState::Exited;
+        }
+        let error = self.errors.lock().ok().and_then(|e| e.clone());
+        if let Some((line, at)) = error.filter(|(_, at)| at.elapsed() >= AFTER_ERROR) {
+            let ago = at.elapsed().as_secs_f64();
+            return LoaderState::WillNotLoad(format!(
+                "the loader printed \"{}\" {ago:.0} s ago and has loaded nothing since",
+                line.trim()
+            ));
+        }
+        let ticks = procs::tree_cpu_ticks(&Host::live(), self.pid);
+        if ticks != self.ticks {
+            self.ticks = ticks;
+            self.busy_at = Instant::now();
+        } else if self.busy_at.elapsed() >= IDLE {
+            return LoaderState::WillNotLoad(format!(
+                "the loader has used no CPU for {:.0} s (it idles)",
+                IDLE.as_secs_f64()
+            ));
+        }
+        LoaderState::Running
+    }
+}
+
+/// Programs that run the command after their options: their names, the options of theirs
+/// that take a value (as a separate word), and how many plain words they take before it.
+const WRAPPERS: &[(&str, &[&str], usize)] = &[
+    (
+        "unshare",
+        &[
+            "--propagation",
+            "-R",
+            "--root",
+            "-w",
+            "--wd",
+            "-S",
+            "--setuid",
+            "-G",
+            "--setgid",
+            "--setgroups",
+            "--map-user",
+            "--map-group",
+        ],
+        0,
+    ),
+    (
+        "nsenter",
+        &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
+        0,
+    ),
+    ("env", &["-u", "--unset", "-C", "--chdir"], 0),
+    (
+        "sudo",
+        &["-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p"],
+        0,
+    ),
+    ("nice", &["-n", "--adjustment"], 0),
+    ("ionice", &["-c", "--class", "-n", "--classdata"], 0),
+    ("chrt", &[], 1),
+    ("taskset", &[], 1),
+    ("timeout", &["-s", "--signal", "-k", "--kill-after"], 1),
+    ("stdbuf", &["-i", "-o", "-e"], 0),
+    ("setsid", &[], 0),
+    ("exec", &[], 0),
+    ("nohup", &[], 0),
+];
+
+/// Shells whose `-c SCRIPT` runs the command.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
+
+/// The name of the program `argv` finally runs: wrappers, their options and shells' scripts
+/// looked through (the last command of a script).
+pub fn final_program(argv: &[String]) -> String {
+    let mut words: Vec<String> = argv.to_vec();
+    for _ in 0..16 {
+        let Some(first) = words.first() else {
+            break;
+        };
+        let name = first.rsplit('/').next().unwrap_or(first).to_string();
+        if SHELLS.contains(&name.as_str()) {
+            match shell_script_command(&words) {
+                Some(next) => words = next,
+                None => return name,
+            }
+            continue;
+        }
+        let Some((_, valued, plain)) = WRAPPERS.iter().find(|(w, _, _)| *w == name) else {
+            return name;
+        };
+        words = after_wrapper(&words[1..], valued, *plain, name == "env");
+    }
+    argv.first().cloned().unwrap_or_default()
+}
+
+/// The words after a wrapper's options (`valued` take the next word; `plain` positional words
+/// are skipped; for `env`, VAR=VALUE words too).
+fn after_wrapper(words: &[String], valued: &[&str], plain: usize, env: bool) -> Vec<String> {
+    let mut i = 0;
+    let mut positional = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if w == "--" {
+            i += 1;
+            break;
+        }
+        if w.starts_with('-') {
+            i += if valued.contains(&w) { 2 } else { 1 };
+        } else if env && w.contains('=') {
+            i += 1;
+        } else if positional < plain {
+            positional += 1;
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    words.get(i..).unwrap_or_default().to_vec()
+}
+
+/// The last command of `sh … -c SCRIPT`'s script, as words.
+fn shell_script_command(words: &[String]) -> Option<Vec<String>> {
+    let at = words.iter().position(|w| w == "-c")?;
+    let script = words.get(at + 1)?;
+    let spaced = script
+        .replace("&&", " ; ")
+        .replace("||", " ; ")
+        .replace(['|', ';'], " ; ");
+    let parts = shlex::split(&spaced)?;
+    let last = parts.split(|w| w == ";").rfind(|c| !c.is_empty())?;
+    Some(last.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        shlex::split(line).unwrap()
+    }
+
+    #[test]
+    fn labelled_by_the_program_it_finally_runs() {
+        let cases = [
+            ("/usr/sbin/execsnoop", "execsnoop"),
+            (
+                "unshare -m --propagation private sh -c 'mount -t tracefs nodev /sys/kernel/tracing && exec syscount -L'",
+                "syscount",
+            ),
+            (
+                "unshare -m --propagation private sh -c 'mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; mount -t debugfs nodev /sys/kernel/debug; exec /usr/sbin/opensnoop'",
+                "opensnoop",
+            ),
+            ("env FOO=1 nice -n 5 ./agent --config x", "agent"),
+            ("taskset -c 0 chrt -f 50 timeout 30 my-loader", "my-loader"),
+            ("sudo -u root -- bpftrace -e x", "bpftrace"),
+            ("bash -c 'cd /tmp; ./hook'", "hook"),
+            ("sh", "sh"),
+        ];
+        for (line, want) in cases {
+            assert_eq!(final_program(&words(line)), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn error_lines_are_told_from_chatter() {
+        assert!(reads_as_error(
+            "libbpf: failed to determine tracepoint 'syscalls/sys_enter_stat' perf event ID"
+        ));
+        assert!(reads_as_error("Error: failed to load BPF object"));
+        assert!(!reads_as_error(
+            "Tracing syscalls, printing top 10... Ctrl+C to quit."
+        ));
+    }
+
+    #[test]
+    fn the_line_is_quoted() {
+        let l = Loader {
+            argv: words("sh -c 'exec x'"),
+            options: LoaderOptions::default(),
+        };
+        assert_eq!(l.line(), "sh -c 'exec x'");
+        assert_eq!(l.label(), "x");
+    }
+}
