@@ -8,8 +8,8 @@
 //! helper or kfunc below it (inclusive, with the callee named), so that a helper's time goes
 //! to the line that called it. A caller BPF function (BPF-to-BPF call) is not charged again:
 //! each function's lines add up to the time spent in that function and what it called outside
-//! BPF. Functions are named with the KSYMBOL name perf gave their frames (func 0 of a program
-//! loaded before the recording differs from the tag-derived name, notes §4.3).
+//! BPF. Functions are named with the KSYMBOL name perf gave their frames, because for a program
+//! loaded before the recording the name of func 0 differs from the one its tag gives.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -6,8 +6,8 @@
 //! We need two things from a program's BTF: the names of FUNC types (the functions'
 //! `func_info[].type_id`) and strings by offset (`line_info` file names and source text).
 //! Types are variable-length, so they are walked once from id 1, with the trailing bytes per
-//! kind as libbpf's `btf_type_size()` adds them; an unknown kind stops the walk (types before
-//! it stay usable). Every string read is bounds-checked. Notes: perfdata-research.md §3.5, §5.5.
+//! kind as libbpf's `btf_type_size()` adds them. An unknown kind stops the walk, and the types
+//! before it stay usable. Every string read is bounds-checked.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

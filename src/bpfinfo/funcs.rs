@@ -1,9 +1,8 @@
 //! From [`ProgParts`] to [`ProgInfo`]: the functions with their addresses, tags, code and
-//! line info, after the cross-counts perf and libbpf require
-//! (`nr_jited_ksyms == nr_jited_func_lens == nr_prog_tags`, `nr_func_info` 0 or the same,
-//! `nr_jited_line_info == nr_line_info`; libbpf `bpf_prog_linfo__new`, perf
-//! `bpf-event.c: perf_event__synthesize_one_bpf_prog`). Names follow perf's
-//! `synthesize_bpf_prog_name()` (notes §4.1).
+//! line info. The counts must agree as libbpf's `bpf_prog_linfo__new` and perf's
+//! `perf_event__synthesize_one_bpf_prog` in `bpf-event.c` require them to: `nr_jited_ksyms`,
+//! `nr_jited_func_lens` and `nr_prog_tags` are equal, `nr_func_info` is 0 or the same, and
+//! `nr_jited_line_info` equals `nr_line_info`. Names follow perf's `synthesize_bpf_prog_name()`.
 
 use std::ops::Range;
 

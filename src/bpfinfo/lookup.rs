@@ -1,10 +1,10 @@
 //! From an instruction pointer to the BPF program, function and source line it is in.
 //!
-//! The line is libbpf's `bpf_prog_linfo__lfind_addr_func()` answer
-//! (`tools/lib/bpf/bpf_prog_linfo.c`): within the function, the last line info entry whose
-//! JIT address is at or below the address. Return addresses (a BPF frame below which a helper
-//! ran) are looked up at `ip - 1`, so that a call that ends a line is charged to that line (the
-//! addr2line convention). Notes: perfdata-research.md §5.4.
+//! The line is the one libbpf's `bpf_prog_linfo__lfind_addr_func()` in
+//! `tools/lib/bpf/bpf_prog_linfo.c` gives: within the function, the last line info entry whose
+//! JIT address is at or below the address. A return address, a BPF frame below which a helper
+//! ran, is looked up at `ip - 1`. That way a call that ends a line is charged to that line, as
+//! addr2line does.
 
 use std::ops::Range;
 
@@ -191,9 +191,9 @@ impl BpfInfo {
     ///    what another process loads or unloads, so the reader's map there can be stale;
     /// 2. the one whose tag `name` carries (the KSYMBOL name perf gave the frame,
     ///    `bpf_prog_<tag>_<name>`; it cannot tell two loads of one object apart);
-    /// 3. the one loaded last at or before `time` (a sample's `perf_clock` time against
-    ///    `load_time`, `CLOCK_BOOTTIME`: the clocks agree to some milliseconds, 13 ms on this
-    ///    project's VM, so a sample that close to a reload may go to the wrong load);
+    /// 3. the one loaded last at or before `time`, a sample's `perf_clock` time held against
+    ///    the programs' `load_time` in `CLOCK_BOOTTIME`. The two clocks agree only to some
+    ///    milliseconds, so a sample that close to a reload may go to the wrong load;
     /// 4. the highest program id.
     pub fn func_at_named(&self, addr: u64, seen: Seen<'_>) -> Option<(usize, usize)> {
         if !self.spans(addr) {

@@ -3,14 +3,16 @@
 //! u8 data[data_len]; }` back to back, where each array pointer of the `bpf_prog_info` in
 //! `info` holds an offset into `data` when its bit is set in `arrays`.
 //!
-//! Layouts: perf `tools/perf/util/header.c` (`write_bpf_prog_info`, `process_bpf_prog_info`),
-//! `tools/perf/util/bpf-utils.c` (`bpil_array_desc[]`, `bpil_addr_to_offs`), the kernel's
-//! `include/uapi/linux/bpf.h` (`struct bpf_prog_info`; offsets checked against the 6.1 UAPI
-//! headers). Notes: /work/notes/perfdata-research.md §3.
+//! The layouts are those of perf's `write_bpf_prog_info` and `process_bpf_prog_info` in
+//! `tools/perf/util/header.c`, of `bpil_array_desc[]` and `bpil_addr_to_offs` in
+//! `tools/perf/util/bpf-utils.c`, and of `struct bpf_prog_info` in the kernel's
+//! `include/uapi/linux/bpf.h`. A unit test holds the offsets used here against libbpf-sys's
+//! copy of that struct.
 //!
-//! Defensive as §3.6 of the notes says: counts are capped by the bytes present, every array
-//! offset is checked against `data_len`, and a bad array is dropped (with a problem noted)
-//! rather than trusted; nothing is allocated from a claimed size that the bytes do not back.
+//! The file may be damaged or hostile, so the reading is defensive. Counts are capped by the
+//! bytes present, every array offset is checked against `data_len`, and a bad array is dropped
+//! with a problem noted rather than trusted. Nothing is allocated from a claimed size that the
+//! bytes do not back.
 
 use super::bytes::Bytes;
 use super::model::{ProgParts, RawFuncInfo, RawLineInfo};

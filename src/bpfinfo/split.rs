@@ -1,14 +1,14 @@
 //! Which line info entries belong to which JIT-ed function.
 //!
-//! The reference is libbpf's `dissect_jited_func()` (`tools/lib/bpf/bpf_prog_linfo.c`), which
-//! bpftool and perf use: `jited_line_info[0]` must be the first function's address, a new
+//! The split follows libbpf's `dissect_jited_func()` in `tools/lib/bpf/bpf_prog_linfo.c`, which
+//! bpftool and perf use. `jited_line_info[0]` must be the first function's address, a new
 //! function starts at the entry whose JIT address equals that function's `jited_ksyms[f]`, and
-//! addresses must increase within a function. We add the checks libbpf skips for the last
-//! function (addresses increasing and inside it), so that lookups can binary-search.
+//! addresses must increase within a function. libbpf skips these checks for the last function;
+//! we make them there too, so that lookups can binary-search every function.
 //!
-//! The alternative split is by `func_info[f].insn_off` (xlated instruction offsets, from the
-//! verifier's sub-program boundaries): used as a cross-check, and as the fallback when the JIT
-//! addresses break libbpf's rules. Notes: /work/notes/perfdata-research.md §5.2–5.3.
+//! The other split is by `func_info[f].insn_off`, the verifier's sub-program boundaries in
+//! xlated instruction offsets. It serves as a cross-check, and as the fallback when the JIT
+//! addresses break libbpf's rules.
 
 use std::ops::Range;
 

@@ -119,8 +119,8 @@ pub(super) fn perf_check(choice: &PerfChoice) -> Check {
     }
 }
 
-/// Issue 13.7: which perf was chosen and why, and whether it can annotate BPF programs (a
-/// perf built without libbfd/libopcodes cannot disassemble them). Not a blocker for recording.
+/// Which perf was chosen and why, and whether it can annotate BPF programs: a perf built
+/// without libbfd and libopcodes cannot disassemble them. Not a blocker for recording.
 pub(super) fn perf_choice_and_annotate(choice: &PerfChoice) -> Vec<Check> {
     let Ok(p) = choice.find(true) else {
         return Vec::new();
@@ -351,9 +351,10 @@ mod tests {
         assert_eq!(programs(&denied, None, true).status, Status::Fail);
     }
 
-    /// Issue 15.1: record's second refusal — programs that would show up, none with a listed
-    /// `bpf_prog_` symbol (hardened or not JIT-ed) — fails doctor too, once the listing is on;
-    /// with `bpf_jit_kallsyms=0` record turns the listing on first, so doctor does not hold it.
+    /// Record refuses to run when programs would show up but none has a listed `bpf_prog_`
+    /// symbol, because they are hardened or not JIT-ed. Doctor fails then too, once the listing
+    /// is on. With `bpf_jit_kallsyms=0` record turns the listing on first, so doctor does not
+    /// hold that against the machine.
     #[test]
     fn programs_without_symbols_fail_as_record_refuses_them() {
         let mut p = prog(7, "on_enter", "raw_tracepoint");

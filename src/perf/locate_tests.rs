@@ -579,7 +579,7 @@ const NEAREST_CASES: &[(&str, &[&str], &str, &str)] = &[
     ),
 ];
 
-/// Issue 13.7: a custom kernel's perf lives under a linux-tools name that is not `uname -r`.
+/// A custom kernel's perf lives under a linux-tools name that is not `uname -r`.
 #[test]
 fn nearest_linux_tools_by_major_minor_table() {
     for (release, dirs, want, why) in NEAREST_CASES {
@@ -660,7 +660,7 @@ fn chown(p: &Path, uid: u32) {
 
 const NOBODY: u32 = 65534;
 
-/// Issue 12.2: as root, a perf owned by another user in a 0755 directory is refused.
+/// As root, a perf owned by another user in a 0755 directory is refused.
 #[test]
 fn perf_owned_by_another_user_is_refused_as_root() {
     if !running_as_root() {
@@ -685,7 +685,7 @@ fn perf_owned_by_another_user_is_refused_as_root() {
     assert!(msg.contains("opt belongs to uid 65534"), "{msg}");
 }
 
-/// Issue 12.2: a 0777 directory anywhere above the perf (here its grandparent) is refused.
+/// A 0777 directory anywhere above the perf is refused, here its grandparent.
 #[test]
 fn world_writable_grandparent_is_refused_as_root() {
     let t = Tree::trusted();
@@ -707,7 +707,7 @@ fn world_writable_grandparent_is_refused_as_root() {
     assert!(check_trust(&t.path("bin/perf"), "x", true, false).is_ok());
 }
 
-/// Issue 12.2: a perf found on PATH is checked too; an untrusted one is passed over, with why.
+/// A perf found on PATH is checked too, and an untrusted one is passed over with the reason.
 #[test]
 fn untrusted_perf_on_path_is_passed_over_as_root() {
     let t = Tree::trusted();

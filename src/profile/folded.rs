@@ -80,15 +80,14 @@ fn looks_like_event_line(l: &str) -> bool {
 /// the flame graph can tell them from user and BPF frames (BPF frames' DSO is their own symbol,
 /// not `[kernel.kallsyms]`, so they stay unannotated).
 ///
-/// Bytes outside ASCII are replaced by `?` on the way in: inferno 0.12 slices symbol names at
-/// byte offsets and panics inside a multi-byte character (found by tests/parsers_prop.rs).
+/// Bytes outside ASCII are replaced by `?` on the way in, because inferno 0.12 slices symbol
+/// names at byte offsets and panics inside a multi-byte character.
 ///
-/// inferno takes the event to keep from the first sample's header line and asserts it found
-/// one when the first block ends: text whose first block has no such line (a blank line first,
-/// a header split in two) panicked it (found by tests/parsers_prop.rs). The event is looked up
-/// here the way inferno reads it and handed to inferno, so its choice is inferno's own
-/// wherever inferno made one; where inferno would have asserted, the search goes on into the
-/// blocks after (tests/parsers_prop.rs holds the two against each other).
+/// inferno takes the event to keep from the first sample's header line, and asserts that it
+/// found one when the first block ends. Text whose first block has no such line, such as a
+/// blank line first or a header split in two, made it panic. So the event is looked up here
+/// the way inferno reads it and handed to inferno: wherever inferno makes a choice, the choice
+/// is its own, and where it would have asserted, the search goes on into the blocks after.
 pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     let mut input = BufReader::with_capacity(1 << 16, AsciiOnly(reader));
     let scan = first_event(&mut input).context("cannot read the perf script output")?;
@@ -363,8 +362,8 @@ mod tests {
         assert!(e.contains("line 1 is neither"), "{e}");
     }
 
-    /// Issue 12, item 9: a valid folded file whose first frame is longer than 4096 bytes, or
-    /// holds a byte that is not UTF-8, was refused as neither kind.
+    /// A valid folded file whose first frame is longer than 4096 bytes, or holds a byte that
+    /// is not UTF-8, was refused as neither kind.
     #[test]
     fn regression_long_or_non_utf8_first_frame_is_still_folded() {
         let long = format!("{};leaf 7\nb 1\n", "f".repeat(5000));
@@ -394,9 +393,9 @@ mod tests {
         );
     }
 
-    /// A first block without a sample header made inferno assert (tests/parsers_prop.rs): a
-    /// blank line first, or the first header split in two. The rest is still read, with the
-    /// event of the first header found.
+    /// A first block without a sample header made inferno assert: a blank line first, or the
+    /// first header split in two. The rest is still read, with the event of the first header
+    /// found.
     #[test]
     fn regression_no_header_in_the_first_block_panicked_inferno() {
         let stack =
@@ -465,7 +464,7 @@ mod tests {
         assert_eq!(f.to_text(), "a;b 3\na;c 2\n");
     }
 
-    /// Issue 12, item 6: counts near u64::MAX wrapped silently ("1844674407370955161600.0 %").
+    /// Counts near u64::MAX wrapped silently and showed as "1844674407370955161600.0 %".
     #[test]
     fn regression_counts_near_u64_max_are_one_clear_error() {
         assert_eq!(checked_total("a;b 3\nnot a line\na;c 2.9\n"), Ok(5));

@@ -1,13 +1,14 @@
-//! The one classifier of folded frames, for every reader (`flame` colours, `report`
-//! attributes): a BPF program's function, BPF glue (trampolines, dispatchers), a kernel
-//! function, an unresolved address, or anything else (user space, the command name).
+//! The one classifier of folded frames, for every reader: `flame` colours by it and `report`
+//! attributes by it. A frame is a BPF program's function, BPF glue such as a trampoline or a
+//! dispatcher, a kernel function, an unresolved address, or anything else, which is user
+//! space or the command name.
 //!
-//! Unresolved frames come in several spellings, depending on who folded the stacks:
-//! `[unknown]` (inferno, perf script printed `ffffffffc0288c18 [unknown] ([unknown])`),
-//! `[unknown <ffffffffc0288c18>]` (inferno with `--addrs`), `[kernel.kallsyms]_[k]` (a kernel
-//! address perf could not name), `0xffffffffc0288c18` (perf report's call graphs, as in the
-//! reference), or a bare hex address. Only the last three forms carry an address that can be
-//! looked up in a kallsyms snapshot.
+//! Unresolved frames come in several spellings, depending on who folded the stacks. inferno
+//! writes `[unknown]` where perf script printed `ffffffffc0288c18 [unknown] ([unknown])`, and
+//! `[unknown <ffffffffc0288c18>]` with `--addrs`. A kernel address perf could not name is
+//! `[kernel.kallsyms]_[k]`. perf report's call graphs print `0xffffffffc0288c18`, as in the
+//! profile of *Profiling eBPF Code*, the write-up this tool automates. Some tools print a bare
+//! hex address. Only the last three forms carry an address to look up in a kallsyms snapshot.
 
 use crate::host::kallsyms::split_bpf_symbol;
 use crate::profile::folded::bare;

@@ -4,7 +4,8 @@
 //! record of (it recorded without the rights to read BPF program info, or the program came and
 //! went) stays `ffffffffc0025cd2 [unknown]` even when the snapshot has
 //! `ffffffffc0025c60 t bpf_prog_…_enforce_access_policy [bpf]`. Trampolines and dispatchers made
-//! before the recording are never in perf's records: the reference's one unresolved frame.
+//! before the recording are never in perf's records. Such a trampoline is the one unresolved
+//! frame in the profile of *Profiling eBPF Code*, the write-up this tool automates.
 //!
 //! /proc/kallsyms gives start addresses only, so where a symbol ends is inferred:
 //! - kernel and module text is dense: a symbol ends where the next one starts;

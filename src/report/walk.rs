@@ -1,16 +1,18 @@
 //! Where each stack enters BPF, and the tallies `report` is built from.
 //!
 //! A stack's BPF part starts at its first BPF frame, or at an unresolved frame that sits right
-//! above BPF frames somewhere in the profile (JIT glue with no symbol: the reference's
-//! trampoline `0xffffffffc0288c18`). The frame above that start is the attach point. Then come
-//! the programs' code frames (glue, program, sub-functions, unresolved), then the kernel
-//! functions the code called (helpers and what they call).
+//! above BPF frames somewhere in the profile. Such a frame is JIT glue with no symbol, like the
+//! trampoline `0xffffffffc0288c18` in the profile of *Profiling eBPF Code*, the write-up this
+//! tool automates. The frame above that start is the attach point. Then come the programs'
+//! code frames, which are glue, programs, sub-functions and unresolved frames. After them come
+//! the kernel functions the code called: helpers and what they call.
 //!
-//! Grouping follows stack position: the first program frame is the entry, the program frames
-//! below it its sub-functions (BPF-to-BPF calls nest; a tail call replaces the caller's frame,
-//! so a tail-called program shows as an entry of its own). One correction: a sub-function seen
-//! more often below a program than directly under the attach point is kept with that program
-//! (a sample in its prologue, before it pushed its frame pointer, loses the caller's frame).
+//! Grouping follows stack position. The first program frame is the entry, and the program
+//! frames below it are its sub-functions, because BPF-to-BPF calls nest. A tail call replaces
+//! the caller's frame, so a tail-called program shows as an entry of its own. There is one
+//! correction. A sample in a sub-function's prologue, before it pushed its frame pointer, loses
+//! the caller's frame. So a sub-function seen more often below a program than directly under
+//! the attach point is kept with that program.
 
 use super::kinds::{self, Category};
 use crate::profile::folded::{bare, Stack};

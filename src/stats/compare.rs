@@ -427,7 +427,7 @@ pub fn mid_quantile(sorted: &[u64], q: f64) -> f64 {
 
 /// The inverse of the empirical CDF at position `x` in [0, n), with every run of equal values
 /// spread evenly over the half-gaps to its neighbouring distinct values. Clock readings come in
-/// steps (10 ns here), so thousands of samples tie at p50; spreading a tie run over its step lets
+/// steps of several ns on a VM, so thousands of samples tie at p50; spreading a tie run over its step lets
 /// a shift smaller than the step move the estimate instead of snapping to the step. For a value
 /// without ties this is the value itself, give or take a quarter of the neighbouring gaps.
 fn value_at(sorted: &[u64], x: f64) -> f64 {

@@ -15,9 +15,9 @@
 //!    half-gaps to its neighbours ([`compare::mid_quantile`]; Parzen, "Quantile probability and
 //!    statistical data modeling", Statist. Sci. 2004, and Ma, Genton & Parzen, "Asymptotic
 //!    properties of sample quantiles of discrete distributions", AISM 2011). Clock readings
-//!    come in steps (~10 ns on the test VM, in pairs such as 1833/1834), so thousands of samples
-//!    tie at p50 and a plain order statistic — or a Harrell–Davis or band mean, whose window is
-//!    narrower than a step — moves only when the median crosses a step: in simulation they saw
+//!    come in steps of several ns on a VM, so thousands of samples tie at p50 and a plain
+//!    order statistic — or a Harrell–Davis or band mean, whose window is narrower than a
+//!    step — moves only when the median crosses a step: in simulation they saw
 //!    a 3 ns shift as 1 ns. The mid-quantile saw it as 2.8 ns (a shift of s ns reads as
 //!    0.93–1.0 s), from 9,000 samples a round; over 2,000 pairs of `overhead`'s rounds of 225
 //!    it resolves shifts of 3 and 5 ns to within 1 ns (the tests of [`compare`]).
@@ -27,12 +27,11 @@
 //!    coverage needs the `D_i − shift` to be as likely positive as negative, independently:
 //!    with the order of each pair drawn by a coin and the effect a shift of the round, that
 //!    holds whatever the noise looks like — not normal, not symmetric, not even independent
-//!    between pairs (a randomization argument: the coin decides each sign). Why not a t interval: on a shared VM, bursts of interference lift a whole
-//!    round by 150–900 ns in 2–15% of rounds (measured on the test VM with `--keep`); one such
-//!    round stretches a t interval over every pair (A/A intervals 336 ns wide at 5 pairs, 39 ns
-//!    at 40 pairs of the test VM's kept rounds), while a burst moves the median by at most one
-//!    place (10 ns at 40 pairs on the same rounds). Kalibera & Jones ("Rigorous benchmarking in
-//!    reasonable time", ISMM 2013) show that such run-level variation, not the samples within a
+//!    between pairs (a randomization argument: the coin decides each sign). Why not a t interval:
+//!    on a shared VM, bursts of interference lift a whole round by hundreds of ns in a few
+//!    percent of rounds. One such round stretches a t interval over every pair, while a burst
+//!    moves the median by at most one place (docs/overhead-method.md has the figures).
+//!    Kalibera & Jones ("Rigorous benchmarking in reasonable time", ISMM 2013) show that such run-level variation, not the samples within a
 //!    run, sets how many repetitions a benchmark needs: here, many short rounds. Why not the
 //!    Hodges–Lehmann shift with its Wilcoxon signed-rank interval (Hodges & Lehmann 1963), 1.3×
 //!    narrower when nothing is skewed: it needs the `D_i` symmetric, and bursts that strike the

@@ -1,8 +1,8 @@
 //! Rounds that sit in a different mode from the rest of their arm, reported, never dropped.
 //!
-//! On a shared VM interference comes in bursts of tens to hundreds of ms that lift a whole
-//! round's p50 by 150–900 ns, and now and then the machine changes state for a while (both arms
-//! move together). A round is in another mode when its p50 is more than 3.5 robust standard
+//! On a shared VM, interference comes in bursts that lift a whole round's p50 by hundreds of
+//! ns, and now and then the machine changes state for a while, so that both arms move together
+//! (docs/overhead-method.md has the figures). A round is in another mode when its p50 is more than 3.5 robust standard
 //! deviations (1.4826 × MAD, the modified z-score of Iglewicz & Hoaglin, 1993) from the median
 //! of its arm's round p50s *and* more than 3% of that median away (the floor keeps a tiny MAD,
 //! rounds that agree to a nanosecond, from flagging a one-step difference). The comparison

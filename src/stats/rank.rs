@@ -11,12 +11,12 @@
 //! achieves (93.8% for 5, 50% for 2).
 //!
 //! It asks less than the Wilcoxon signed-rank interval around the Hodges–Lehmann estimate,
-//! which also needs the differences to be *symmetric* about the shift: when bursts of
-//! interference hit one arm's rounds more often than the other's (the test VM shows that with a
-//! hook attached), the differences are skewed and the Walsh averages follow the skew. In the
-//! simulation of `examples/stats_coverage.rs` (4% of base and 10% of attached rounds lifted by
-//! 150–700 ns), signed-rank intervals held the true shift in 87–90% of runs and sign intervals
-//! in 94–96%, for intervals 1.3× as wide as the signed-rank ones where nothing is skewed.
+//! which also needs the differences to be *symmetric* about the shift. When bursts of
+//! interference hit one arm's rounds more often than the other's, as they do with a hook
+//! attached, the differences are skewed and the Walsh averages follow the skew.
+//! `examples/stats_coverage.rs` simulates that, and docs/overhead-method.md gives what it
+//! found: the sign interval keeps its coverage where the signed-rank interval loses some, for
+//! an interval somewhat wider where nothing is skewed.
 
 use super::dist::{normal_quantile, normal_sf};
 

@@ -73,8 +73,9 @@ pub(crate) struct KernelSymbols {
     pub modules: HashMap<String, SymTab>,
 }
 
-/// Load a snapshot. `reloc` is the recorded `(name, address)` of the reference symbol
-/// (`_text`, from the kernel MMAP's pgoff). `Err` says why perf would have no kernel symbols.
+/// Load a snapshot. `reloc` is the recorded name and address of the symbol the kernel map
+/// is relocated by, `_text` from the kernel MMAP's pgoff. `Err` says why perf would have no
+/// kernel symbols.
 pub(crate) fn load(
     text: &[u8],
     reloc: Option<(&str, u64)>,
