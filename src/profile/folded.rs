@@ -21,7 +21,7 @@ pub enum InputKind {
 /// neither, naming the first line that fits no kind. Bytes that are not UTF-8 are read as `?`:
 /// a frame name may hold any byte.
 pub fn detect(head: &[u8]) -> Result<InputKind, String> {
-    if super::perfheader::is_perf_data(head) {
+    if super::perfdata::is_perf_data(head) {
         return Ok(InputKind::PerfData);
     }
     if head.starts_with(b"PERFFILE") {

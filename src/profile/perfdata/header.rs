@@ -5,6 +5,13 @@
 //! `check_magic_endian`, `read_attr`, `perf_session__read_header`,
 //! `perf_header__process_sections`, `read_event_desc`) of perf 6.1. Every offset and size the
 //! file claims is checked against the file's length before anything is read or allocated.
+//!
+//! The header is also checked on its own, before perf or the reader sees the file
+//! ([`incomplete`]). A recording that did not finish, because perf was killed, the disk was
+//! full or a copy was cut short, is then named as one in our words, instead of perf's "failed
+//! to process type: 0 [Invalid argument]" or "incompatible file format". perf writes the
+//! header with a data size of 0 when it starts and rewrites it when it stops, so a 0 there
+//! means perf never got to the end.
 
 use super::attr::EventAttr;
 use super::cursor::{c_str, to_usize, u32_at, u64_at, Cursor, Endian};
@@ -15,8 +22,24 @@ use std::ops::Range;
 const HEADER_SIZE: u64 = 104;
 /// The header of files written before the feature bitmap existed.
 const OLD_HEADER_SIZE: u64 = 72;
+/// The header of a pipe-mode recording (`perf record -o -`): the magic and this size only.
+const PIPE_HEADER_SIZE: u64 = 16;
 /// `PERF_ATTR_SIZE_VER0`: the smallest on-disk `perf_event_attr`.
 const ATTR_SIZE_VER0: usize = 64;
+/// The magic of a file written in little-endian order.
+const MAGIC: &[u8; 8] = b"PERFILE2";
+/// The same magic as a big-endian machine writes it.
+const MAGIC_SWAPPED: &[u8; 8] = b"2ELIFREP";
+/// The magic of the version 1 format, before 2011.
+const MAGIC_V1: &[u8; 8] = b"PERFFILE";
+// Offsets of the fields of `struct perf_file_header`, in `tools/perf/util/header.h`.
+const SIZE_AT: usize = 8;
+const ATTR_SIZE_AT: usize = 16;
+const ATTRS_AT: usize = 24;
+const DATA_AT: usize = 40;
+const FEATURES_AT: usize = 72;
+/// The bytes of one `{offset, size}` pair.
+const SECTION_LEN: usize = 16;
 
 /// Feature ids (`enum` in `tools/perf/util/header.h`).
 pub mod feature {
@@ -38,11 +61,24 @@ pub(crate) struct Section {
 }
 
 impl Section {
-    fn read(c: &mut Cursor<'_>) -> Option<Section> {
+    fn read(cursor: &mut Cursor<'_>) -> Option<Section> {
         Some(Section {
-            offset: c.u64()?,
-            size: c.u64()?,
+            offset: cursor.u64()?,
+            size: cursor.u64()?,
         })
+    }
+
+    /// The pair at byte `at` of `bytes`.
+    fn at(bytes: &[u8], at: usize, endian: Endian) -> Option<Section> {
+        Some(Section {
+            offset: u64_at(bytes, at, endian)?,
+            size: u64_at(bytes, at.checked_add(8)?, endian)?,
+        })
+    }
+
+    /// Where the section ends, if that is within a file of `len` bytes.
+    fn end_within(self, len: u64) -> Option<u64> {
+        self.offset.checked_add(self.size).filter(|&end| end <= len)
     }
 
     /// The byte range, checked against the file's length.
@@ -79,16 +115,22 @@ impl FileHeader {
     }
 }
 
+/// Whether `head`, a file's first bytes, starts like a perf.data in either byte order.
+pub fn is_perf_data(head: &[u8]) -> bool {
+    head.starts_with(MAGIC) || head.starts_with(MAGIC_SWAPPED)
+}
+
 /// The magic's byte order; errors for pipe, legacy and foreign files.
 fn endian_of(bytes: &[u8]) -> Result<Endian, PerfDataError> {
-    let magic = bytes.get(..8);
-    match magic {
-        Some(b"PERFILE2") => Ok(Endian::Little),
-        Some(b"2ELIFREP") => Ok(Endian::Big),
-        Some(b"PERFFILE") => Err(unsupported("the version 1 format of perf before 2011")),
+    match bytes.get(..8) {
+        Some(magic) if magic == MAGIC => Ok(Endian::Little),
+        Some(magic) if magic == MAGIC_SWAPPED => Ok(Endian::Big),
+        Some(magic) if magic == MAGIC_V1 => {
+            Err(unsupported("the version 1 format of perf before 2011"))
+        }
         Some(_) => Err(PerfDataError::NotPerfData("no PERFILE2 magic".into())),
         None if bytes.is_empty() => Err(truncated("the file is empty")),
-        None if b"PERFILE2".starts_with(bytes) || b"2ELIFREP".starts_with(bytes) => {
+        None if MAGIC.starts_with(bytes) || MAGIC_SWAPPED.starts_with(bytes) => {
             Err(truncated("the file ends inside its magic"))
         }
         None => Err(PerfDataError::NotPerfData("shorter than a header".into())),
@@ -98,29 +140,28 @@ fn endian_of(bytes: &[u8]) -> Result<Endian, PerfDataError> {
 /// Decode and check the file header (`perf_file_header__read`).
 pub(crate) fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, PerfDataError> {
     let endian = endian_of(bytes)?;
-    let size = u64_at(bytes, 8, endian).ok_or_else(|| truncated("the header is cut"))?;
-    if size == 16 {
+    let cut = || truncated("the header is cut");
+    let size = u64_at(bytes, SIZE_AT, endian).ok_or_else(cut)?;
+    if size == PIPE_HEADER_SIZE {
         return Err(unsupported("a pipe-mode recording (perf record -o -)"));
     }
     if size != HEADER_SIZE && size != OLD_HEADER_SIZE {
         return Err(malformed(format!("header size {size}, expected 104")));
     }
     if (bytes.len() as u64) < size {
-        return Err(truncated("the header is cut"));
+        return Err(cut());
     }
-    let mut c = Cursor::new(bytes, endian);
-    c.skip(16).ok_or_else(|| truncated("the header is cut"))?;
-    let cut = || truncated("the header is cut");
-    let attr_size = c.u64().ok_or_else(cut)?;
-    let attrs = Section::read(&mut c).ok_or_else(cut)?;
-    let data = Section::read(&mut c).ok_or_else(cut)?;
-    c.skip(16).ok_or_else(cut)?; // event_types, unused since 2011
+    // The event types section, between the data section and the features, is unused since
+    // 2011.
+    let attr_size = u64_at(bytes, ATTR_SIZE_AT, endian).ok_or_else(cut)?;
+    let attrs = Section::at(bytes, ATTRS_AT, endian).ok_or_else(cut)?;
+    let data = Section::at(bytes, DATA_AT, endian).ok_or_else(cut)?;
     let features = if size == HEADER_SIZE {
         feature_bits(bytes, endian)
     } else {
         [0; 4]
     };
-    let h = FileHeader {
+    let header = FileHeader {
         endian,
         size,
         attr_size,
@@ -128,8 +169,90 @@ pub(crate) fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, PerfDataErro
         data,
         features,
     };
-    check_layout(&h, bytes.len())?;
-    Ok(h)
+    check_layout(&header, bytes.len())?;
+    Ok(header)
+}
+
+/// Why the header says the recording did not finish, in words for the user: `None` when the
+/// header is consistent, and when its layout is one this check does not know (perf judges
+/// those). `head` is the file's first bytes, at least [`HEADER_SIZE`] of them when the file
+/// has that many, and `len` the file's length. `read_on(offset, count)` reads `count` bytes
+/// further on, for the feature table after the data.
+pub fn incomplete(
+    head: &[u8],
+    len: u64,
+    read_on: impl FnOnce(u64, usize) -> Option<Vec<u8>>,
+) -> Option<String> {
+    let endian = match head.starts_with(MAGIC_SWAPPED) {
+        true => Endian::Big,
+        false => Endian::Little,
+    };
+    let short = || {
+        Some(format!(
+            "{len} bytes, shorter than perf's {HEADER_SIZE}-byte header"
+        ))
+    };
+    let Some(size) = u64_at(head, SIZE_AT, endian) else {
+        return short();
+    };
+    match size {
+        // A pipe-mode header is followed by records: there is nothing to check.
+        PIPE_HEADER_SIZE => return None,
+        HEADER_SIZE if head.len() < HEADER_SIZE as usize => return short(),
+        HEADER_SIZE => {}
+        _ => return None,
+    }
+    let attrs = Section::at(head, ATTRS_AT, endian)?;
+    let data = Section::at(head, DATA_AT, endian)?;
+    if attrs.end_within(len).is_none() {
+        return Some(format!("its event descriptions end past its {len} bytes"));
+    }
+    if data.size == 0 {
+        return Some("its data size is 0: perf never rewrote its header at the end".into());
+    }
+    let Some(data_end) = data.end_within(len) else {
+        return Some(format!(
+            "its data should end at byte {}, the file has {len}",
+            data.offset.saturating_add(data.size)
+        ));
+    };
+    let bits = &head[FEATURES_AT..HEADER_SIZE as usize];
+    let features: u32 = bits.iter().map(|byte| byte.count_ones()).sum();
+    if features == 0 {
+        return None;
+    }
+    let table = Section {
+        offset: data_end,
+        size: u64::from(features) * SECTION_LEN as u64,
+    };
+    if table.end_within(len).is_none() {
+        return Some("its feature sections are missing after the samples".into());
+    }
+    let bytes = read_on(table.offset, table.size as usize)?;
+    feature_sections_fit(&bytes, endian, len)
+}
+
+/// Whether each `{offset, size}` of the feature table lies inside a file of `len` bytes.
+fn feature_sections_fit(table: &[u8], endian: Endian, len: u64) -> Option<String> {
+    let mut cursor = Cursor::new(table, endian);
+    let mut number = 0;
+    while let Some(section) = Section::read(&mut cursor) {
+        number += 1;
+        if section.end_within(len).is_none() {
+            return Some(format!(
+                "its feature section {number} ends past its {len} bytes"
+            ));
+        }
+    }
+    None
+}
+
+/// `count` bytes at `offset` of `file`, read without moving its position.
+pub fn read_at(file: &std::fs::File, offset: u64, count: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; count];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
 }
 
 /// The feature bitmap, with perf's guess for byte-swapped files written by 32-bit hosts
@@ -424,6 +547,63 @@ pub(crate) mod tests {
         let mut small = b.clone();
         small[124..128].copy_from_slice(&8u32.to_le_bytes());
         assert!(parse_attrs(&small, &h).is_err());
+    }
+
+    /// A header for [`incomplete`]: attrs at 104 (size 8), data at 112 (size `data`), and
+    /// the feature bits of the first byte of the bitmap.
+    fn header_for_check(data: u64, bits: u8) -> Vec<u8> {
+        let mut header = MAGIC.to_vec();
+        for word in [104u64, 136, 104, 8, 112, data, 0, 0] {
+            header.extend_from_slice(&word.to_le_bytes());
+        }
+        header.push(bits);
+        header.resize(HEADER_SIZE as usize, 0);
+        header
+    }
+
+    fn check(file: &[u8]) -> Option<String> {
+        let copy = file.to_vec();
+        incomplete(file, file.len() as u64, |offset, count| {
+            let start = offset as usize;
+            copy.get(start..start + count).map(<[u8]>::to_vec)
+        })
+    }
+
+    #[test]
+    fn complete_and_cut_files_are_told_apart() {
+        let mut ok = header_for_check(16, 0b1);
+        ok.resize(112 + 16, 0);
+        // One feature section, at 144, of 4 bytes.
+        ok.extend_from_slice(&144u64.to_le_bytes());
+        ok.extend_from_slice(&4u64.to_le_bytes());
+        ok.extend_from_slice(b"feat");
+        assert_eq!(check(&ok), None);
+        let mut pipe = MAGIC.to_vec();
+        pipe.extend_from_slice(&16u64.to_le_bytes());
+        pipe.extend_from_slice(&[7; 200]);
+        assert_eq!(check(&pipe), None, "pipe mode has no sections to check");
+        for cut in [10, 50, 104, 120, 130, 146] {
+            let why = check(&ok[..cut]).unwrap_or_else(|| panic!("cut at {cut}"));
+            assert!(!why.is_empty());
+        }
+        let mut killed = header_for_check(0, 0);
+        killed.resize(400, 0);
+        assert!(check(&killed).unwrap().contains("data size is 0"));
+        let mut huge = header_for_check(u64::MAX, 0);
+        huge.resize(400, 0);
+        assert!(check(&huge).is_some(), "offset + size overflows");
+    }
+
+    #[test]
+    fn big_endian_headers_are_checked_too() {
+        let mut header = MAGIC_SWAPPED.to_vec();
+        for word in [104u64, 136, 104, 8, 112, 16, 0, 0] {
+            header.extend_from_slice(&word.to_be_bytes());
+        }
+        header.resize(HEADER_SIZE as usize + 24, 0);
+        assert_eq!(check(&header), None);
+        assert!(check(&header[..120]).is_some());
+        assert!(is_perf_data(&header) && is_perf_data(MAGIC) && !is_perf_data(MAGIC_V1));
     }
 
     #[test]

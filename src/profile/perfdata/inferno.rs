@@ -304,14 +304,24 @@ mod tests {
         }
     }
 
-    /// What the inferno collapser the perf path uses makes of the line perf would print.
+    /// What inferno's collapser, with the options the `perf script` path gives it, makes of
+    /// the line perf would print.
     fn real_inferno(sym: Option<&str>, dso: Option<&str>) -> String {
         let sym = sym.map_or("[unknown]".to_string(), |s| format!("{s}+0x10"));
         let text = format!(
             "bench 12 1.000000: 1 cpu-clock:k:\n\tffffffff81000010 {sym} ({})\n\n",
             dso.unwrap_or("[unknown]")
         );
-        let out = crate::profile::folded::collapse_perf_script(text.as_bytes()).unwrap();
+        let mut options = inferno::collapse::perf::Options::default();
+        options.annotate_kernel = true;
+        options.annotate_jit = true;
+        let mut out = Vec::new();
+        inferno::collapse::Collapse::collapse(
+            &mut inferno::collapse::perf::Folder::from(options),
+            text.as_bytes(),
+            &mut out,
+        )
+        .unwrap();
         String::from_utf8(out).unwrap().trim_end().to_string()
     }
 
