@@ -223,7 +223,7 @@ pub(crate) fn object_name(raw: &[std::ffi::c_char; 16]) -> String {
 
 /// A program tag as 16 hex digits, as in `/proc/kallsyms`' `bpf_prog_<tag>_<name>`.
 pub(crate) fn hex_tag(tag: &[u8; 8]) -> String {
-    tag.iter().map(|b| format!("{b:02x}")).collect()
+    crate::host::notes::hex(tag)
 }
 
 /// libbpf's name for a program type (`tracepoint`, `lsm`, …, as bpftool prints them).

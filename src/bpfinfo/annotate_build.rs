@@ -115,7 +115,9 @@ pub struct Request<'a> {
 
 /// `bpf_prog_<tag>_<name>` → `name`; other symbols as they are.
 pub fn short_name(symbol: &str) -> String {
-    crate::host::kallsyms::split_bpf_symbol(symbol).map_or_else(|| symbol.to_string(), |(_, n)| n)
+    crate::host::kallsyms::ProgSymbol::parse(symbol)
+        .map_or(symbol, |parts| parts.name)
+        .to_string()
 }
 
 /// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`

@@ -7,9 +7,10 @@
 use std::ops::Range;
 
 use super::btf::BtfSet;
-use super::model::{hex, FuncInfo, LineEntry, LineMapping, ProgParts, RawLineInfo};
+use super::model::{FuncInfo, LineEntry, LineMapping, ProgParts, RawLineInfo};
 use super::split::{addresses_fit, dissect_jited, split_by_insn_off};
 use super::{BpfInfoError, ProgInfo};
+use crate::host::kallsyms::prog_symbol;
 
 impl ProgInfo {
     /// Builds the model from the raw content of a `bpf_prog_info`, checking its counts; what
@@ -53,11 +54,7 @@ impl ProgInfo {
                 (None, true) => Some(self.name.as_str()),
                 (None, false) => Some("F"),
             };
-            let tag = hex(&func.tag.unwrap_or(self.tag));
-            func.sym_name = match suffix {
-                Some(s) => format!("bpf_prog_{tag}_{s}"),
-                None => format!("bpf_prog_{tag}"),
-            };
+            func.sym_name = prog_symbol(&func.tag.unwrap_or(self.tag), suffix);
         }
     }
 }

@@ -11,6 +11,7 @@ use std::ops::Range;
 use super::btf::{Btf, BtfSet};
 use super::model::{FuncInfo, LineEntry};
 use super::{parse_btf_section, parse_prog_info, BpfInfoError, ProgInfo};
+use crate::host::kallsyms::ProgSymbol;
 
 /// What an IP is: where the CPU was, or where a call returns to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +226,10 @@ impl BpfInfo {
             .find(|&&(p, _)| Some(self.progs[p].id) == seen.prog);
         let trusted =
             named.filter(|&&(r, _)| !all.iter().any(|&(q, _)| by_then(q) && load(q) > load(r)));
-        let name_tag = seen.name.and_then(tag_of_symbol);
+        let name_tag = seen
+            .name
+            .and_then(ProgSymbol::parse)
+            .and_then(|symbol| symbol.tag_bytes());
         let tagged = |p: usize, f: usize| {
             let prog = &self.progs[p];
             name_tag.is_some_and(|t| prog.tag == t || prog.funcs[f].tag == Some(t))
@@ -284,16 +288,6 @@ impl BpfInfo {
             addr_range: entry_range(f, index),
         }
     }
-}
-
-/// The tag of a `bpf_prog_<tag>_<name>` symbol, as bytes.
-fn tag_of_symbol(name: &str) -> Option<[u8; 8]> {
-    let hex = name.strip_prefix("bpf_prog_")?.get(..16)?;
-    let mut tag = [0u8; 8];
-    for (i, b) in tag.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(tag)
 }
 
 /// `ip` for a sample, `ip - 1` for a return address.

@@ -180,11 +180,6 @@ impl ProgInfo {
 
     /// The tag as 16 lowercase hex digits.
     pub fn tag_hex(&self) -> String {
-        hex(&self.tag)
+        crate::host::notes::hex(&self.tag)
     }
-}
-
-/// Lowercase hex of a tag, as perf and the kernel print it.
-pub(crate) fn hex(tag: &[u8; 8]) -> String {
-    tag.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -125,8 +125,11 @@ fn short_labels(folded: &str) -> HashMap<String, String> {
             }
         }
         for f in stack.split(';').filter(|f| kind(f) == Kind::Program) {
-            if let Some((tag, name)) = crate::host::kallsyms::split_bpf_symbol(bare(f)) {
-                tags.entry(name.clone()).or_default().insert(tag);
+            if let Some(symbol) = crate::host::kallsyms::ProgSymbol::parse(bare(f)) {
+                let name = symbol.name.to_string();
+                tags.entry(name.clone())
+                    .or_default()
+                    .insert(symbol.tag.to_string());
                 frames.insert(f.to_string(), name);
             }
         }

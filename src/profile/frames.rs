@@ -10,12 +10,12 @@
 //! profile of *Profiling eBPF Code*, the write-up this tool automates. Some tools print a bare
 //! hex address. Only the last three forms carry an address to look up in a kallsyms snapshot.
 
-use crate::host::kallsyms::split_bpf_symbol;
+use crate::host::kallsyms::ProgSymbol;
 use crate::profile::folded::bare;
 
 /// Whether a (bare) frame name is BPF JIT code: a program, a trampoline or a dispatcher.
 pub fn is_bpf(name: &str) -> bool {
-    name.starts_with("bpf_prog_") && split_bpf_symbol(name).is_some()
+    ProgSymbol::parse(name).is_some()
         || name.starts_with("bpf_trampoline_")
         || name.starts_with("bpf_dispatcher_")
 }
@@ -96,8 +96,8 @@ fn parse_hex(name: &str) -> Option<u64> {
 /// /proc/kallsyms may tag the same function differently), else the bare frame.
 pub fn display(frame: &str) -> String {
     let name = bare(frame);
-    match split_bpf_symbol(name) {
-        Some((_, n)) if is_bpf(name) => n,
+    match ProgSymbol::parse(name) {
+        Some(symbol) => symbol.name.to_string(),
         _ if name == UNNAMED_KERNEL => "[unknown]".to_string(),
         _ => name.to_string(),
     }
@@ -105,7 +105,7 @@ pub fn display(frame: &str) -> String {
 
 /// The tag of a `bpf_prog_<tag>_<name>` frame.
 pub fn tag(frame: &str) -> Option<String> {
-    split_bpf_symbol(bare(frame)).map(|(t, _)| t)
+    ProgSymbol::parse(bare(frame)).map(|symbol| symbol.tag.to_string())
 }
 
 /// Kernel functions that run BPF programs or sit right above them: an unresolved frame right

@@ -53,9 +53,7 @@ fn parse_one(b: &[u8], e: Endian) -> Option<(BuildIdEntry, usize)> {
 }
 
 /// Lower-case hex, as perf prints and names build ids.
-pub fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::host::notes::hex;
 
 #[cfg(test)]
 mod tests {

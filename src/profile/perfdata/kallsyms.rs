@@ -6,48 +6,19 @@
 //!
 //! Source: `tools/lib/symbol/kallsyms.c: kallsyms__parse()`, `tools/perf/util/symbol.c:
 //! map__process_kallsym_symbol()`, `__dso__load_kallsyms()`, `maps__split_kallsyms()`,
-//! `tools/perf/util/event.c: kallsyms__get_function_start()`.
+//! `tools/perf/util/event.c: kallsyms__get_function_start()`. The lines are split by
+//! `crate::host::kallsyms`, the one parser of kallsyms lines.
 
 use super::symtab::{SymTab, GLOBAL, LOCAL, WEAK};
+use crate::host::kallsyms::{lines, Line};
 use std::collections::HashMap;
 
 /// `KSYM_NAME_LEN + 1`: the longest name perf reads.
 const MAX_NAME: usize = 513;
 
-/// One parsed line: address, type letter, name (with `\t[module]` when a module's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Line<'a> {
-    pub start: u64,
-    pub kind: u8,
-    pub name: &'a [u8],
-}
-
-/// Parse one line as `kallsyms__parse` does: hex digits then a space, a type byte, a space,
-/// and the rest of the line as the name.
-fn parse_line(line: &[u8]) -> Option<Line<'_>> {
-    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || line.get(digits) != Some(&b' ') {
-        return None;
-    }
-    let start = line[..digits].iter().fold(0u64, |acc, &b| {
-        let d = (b as char).to_digit(16).unwrap_or(0);
-        acc.wrapping_shl(4) | u64::from(d)
-    });
-    let kind = *line.get(digits + 1)?;
-    if line.get(digits + 2) != Some(&b' ') {
-        return None;
-    }
-    let name = line.get(digits + 3..).unwrap_or_default();
-    Some(Line {
-        start,
-        kind,
-        name: &name[..name.len().min(MAX_NAME)],
-    })
-}
-
-/// Every well-formed line of a kallsyms text.
-pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = Line<'_>> {
-    text.split(|&b| b == b'\n').filter_map(parse_line)
+/// A line's name as perf reads it, with `\t[module]` when a module's, cut to [`MAX_NAME`].
+fn name<'a>(line: &Line<'a>) -> &'a [u8] {
+    &line.rest[..line.rest.len().min(MAX_NAME)]
 }
 
 /// `kallsyms2elf_binding`.
@@ -88,15 +59,15 @@ pub(crate) fn load(
         None => 0,
     };
     let mut all = SymTab::default();
-    for l in lines(text) {
-        if matches!(l.kind.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B')
-            && l.name.first() != Some(&b'$')
+    for line in lines(text) {
+        if matches!(line.kind.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B')
+            && name(&line).first() != Some(&b'$')
         {
             all.push(
-                l.start,
+                line.addr,
                 0,
-                binding(l.kind),
-                &String::from_utf8_lossy(l.name),
+                binding(line.kind),
+                &String::from_utf8_lossy(name(&line)),
             );
         }
     }
@@ -108,10 +79,10 @@ pub(crate) fn load(
 
 /// `kallsyms__get_function_start`: the first T/W (either case) or A symbol named `name`.
 fn function_start(text: &[u8], name: &str) -> Option<u64> {
-    let function = |k: u8| matches!(k.to_ascii_uppercase(), b'T' | b'W') || k == b'A';
+    let function = |kind: u8| matches!(kind.to_ascii_uppercase(), b'T' | b'W') || kind == b'A';
     lines(text)
-        .find(|l| function(l.kind) && l.name == name.as_bytes())
-        .map(|l| l.start)
+        .find(|line| function(line.kind) && self::name(line) == name.as_bytes())
+        .map(|line| line.addr)
 }
 
 /// `maps__split_kallsyms`: module symbols go to their module (or are dropped), the x86-64
@@ -173,21 +144,15 @@ ffffffff8100 Tmissing_space
 
     #[test]
     fn parses_like_kallsyms_parse() {
-        let l: Vec<_> = lines(SNAP.as_bytes()).collect();
-        assert_eq!(l.len(), 11, "3 malformed lines skipped");
+        let all: Vec<_> = lines(SNAP.as_bytes()).collect();
+        assert_eq!(all.len(), 11, "3 malformed lines skipped");
         assert_eq!(
-            l[8].name,
+            name(&all[8]),
             b"bpf_prog_01d3040eaf485f66_path_check_callback\t[bpf]"
         );
-        assert_eq!(
-            parse_line(b"1 t "),
-            Some(Line {
-                start: 1,
-                kind: b't',
-                name: b""
-            })
-        );
-        assert_eq!(parse_line(b"1 t"), None);
+        let long = format!("1 t {}", "x".repeat(600));
+        let cut = lines(long.as_bytes()).next().unwrap();
+        assert_eq!(name(&cut).len(), MAX_NAME);
     }
 
     #[test]
