@@ -11,7 +11,7 @@
 //! full maps are ([`map_pressure`]).
 
 mod diagnose;
-mod ids;
+pub(crate) mod ids;
 mod introspect;
 mod inventory;
 mod libbpf_log;
