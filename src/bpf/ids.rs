@@ -279,35 +279,7 @@ pub(crate) fn full_name(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_prog_info) ->
     if answer.func_info_rec_size as usize != FUNC_INFO_SIZE {
         return None;
     }
-    btf_type_name(answer.btf_id, func[0].type_id)
-}
-
-/// The name of type `type_id` in the kernel's BTF object `btf_id`, read through libbpf.
-fn btf_type_name(btf_id: u32, type_id: u32) -> Option<String> {
-    // SAFETY: libbpf returns an owned BTF object or NULL (errno set); it is freed below and not
-    // used after. The type and name pointers point into that object and are copied out before
-    // the free; each is checked for NULL.
-    unsafe {
-        let btf = libbpf_sys::btf__load_from_kernel_by_id(btf_id);
-        if btf.is_null() {
-            return None;
-        }
-        let t = libbpf_sys::btf__type_by_id(btf, type_id);
-        let name = if t.is_null() {
-            std::ptr::null()
-        } else {
-            libbpf_sys::btf__name_by_offset(btf, (*t).name_off)
-        };
-        let out = (!name.is_null())
-            .then(|| {
-                std::ffi::CStr::from_ptr(name)
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|n| !n.is_empty());
-        libbpf_sys::btf__free(btf);
-        out
-    }
+    super::btf::kernel_func_name(answer.btf_id, func[0].type_id)
 }
 
 /// `bpf_map_get_info_by_fd`.

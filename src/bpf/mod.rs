@@ -10,6 +10,7 @@
 //! [`program_stats`]), what is loaded ([`loaded_programs`], [`wait_for_new_programs`]) and how
 //! full maps are ([`map_pressure`]).
 
+pub(crate) mod btf;
 mod diagnose;
 pub(crate) mod ids;
 mod introspect;

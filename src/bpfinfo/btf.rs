@@ -1,156 +1,13 @@
-//! BTF: feature 26 (`HEADER_BPF_BTF`: `u32 count`, then per blob `u32 id; u32 data_size;
-//! u8 data[data_size]`, unaligned; perf `tools/perf/util/header.c: write_bpf_btf`,
-//! `process_bpf_btf`) and the raw BTF blob itself (`include/uapi/linux/btf.h`: a 24-byte
-//! `struct btf_header`, then the type and string sections relative to the header's end).
-//!
-//! We need two things from a program's BTF: the names of FUNC types (the functions'
-//! `func_info[].type_id`) and strings by offset (`line_info` file names and source text).
-//! Types are variable-length, so they are walked once from id 1, with the trailing bytes per
-//! kind as libbpf's `btf_type_size()` adds them. An unknown kind stops the walk, and the types
-//! before it stay usable. Every string read is bounds-checked.
+//! Feature 26, `HEADER_BPF_BTF`: `u32 count`, then per blob `u32 id; u32 data_size;
+//! u8 data[data_size]`, unaligned, as perf's `write_bpf_btf` and `process_bpf_btf` in
+//! `tools/perf/util/header.c` write and read it. Each blob is parsed by [`Btf`], the one
+//! reader of BTF, in `bpf::btf`; its unit tests are here, beside the builders of BTF bytes.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 use super::bytes::Bytes;
 use super::BpfInfoError;
-
-const BTF_MAGIC: u16 = 0xeb9f;
-const HEADER_LEN: usize = 24;
-const TYPE_LEN: usize = 12;
-/// `BTF_KIND_FUNC`.
-pub const KIND_FUNC: u32 = 12;
-
-/// One parsed BTF blob.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Btf {
-    /// BTF object id (as in `bpf_prog_info.btf_id`).
-    pub id: u32,
-    data: Vec<u8>,
-    little_endian: bool,
-    strings: Range<usize>,
-    /// Offset in `data` of each type; index 0 is type id 1.
-    types: Vec<usize>,
-    /// Why the type walk stopped early, if it did.
-    walk_stopped: Option<String>,
-}
-
-impl Btf {
-    /// Parses a raw BTF blob (what `btf__raw_data()` returns) in either byte order.
-    pub fn parse(id: u32, data: Vec<u8>) -> Result<Btf, BpfInfoError> {
-        let bad = |reason: String| BpfInfoError::BadBtf { btf_id: id, reason };
-        let magic = |le| Bytes::new(&data, le).u16(0) == Some(BTF_MAGIC);
-        let little_endian = match (magic(true), magic(false)) {
-            (true, _) => true,
-            (_, true) => false,
-            _ => return Err(bad(format!("no BTF magic in {} bytes", data.len()))),
-        };
-        let b = Bytes::new(&data, little_endian);
-        let field = |off| b.u32(off).ok_or_else(|| bad("truncated header".into()));
-        let hdr_len = field(4)? as usize;
-        if hdr_len < HEADER_LEN || hdr_len > data.len() {
-            return Err(bad(format!(
-                "header length {hdr_len} in {} bytes",
-                data.len()
-            )));
-        }
-        let types = section(&b, hdr_len, field(8)?, field(12)?)
-            .ok_or_else(|| bad("type section out of bounds".into()))?;
-        let strings = section(&b, hdr_len, field(16)?, field(20)?)
-            .ok_or_else(|| bad("string section out of bounds".into()))?;
-        if !strings.is_empty() && (data[strings.start] != 0 || data[strings.end - 1] != 0) {
-            return Err(bad("string section does not start and end with NUL".into()));
-        }
-        let (offsets, walk_stopped) = walk_types(&b, types);
-        Ok(Btf {
-            id,
-            data,
-            little_endian,
-            strings,
-            types: offsets,
-            walk_stopped,
-        })
-    }
-
-    /// The NUL-terminated string at `off` of the string section; `None` if `off` is outside it.
-    pub fn string(&self, off: u32) -> Option<Cow<'_, str>> {
-        let table = self.data.get(self.strings.clone())?;
-        let rest = table.get(off as usize..)?;
-        let end = rest.iter().position(|&c| c == 0)?;
-        Some(String::from_utf8_lossy(&rest[..end]))
-    }
-
-    /// Number of types the walk found (ids 1 ..= this).
-    pub fn type_count(&self) -> u32 {
-        self.types.len() as u32
-    }
-
-    /// Why the type walk stopped before the end of the type section, if it did.
-    pub fn walk_stopped(&self) -> Option<&str> {
-        self.walk_stopped.as_deref()
-    }
-
-    /// `(kind, name_off)` of type `id`.
-    pub fn type_kind_name(&self, id: u32) -> Option<(u32, u32)> {
-        let at = *self.types.get((id as usize).checked_sub(1)?)?;
-        let b = Bytes::new(&self.data, self.little_endian);
-        Some(((b.u32(at + 4)? >> 24) & 0x1f, b.u32(at)?))
-    }
-
-    /// The name of type `id` if it is a FUNC (what `func_info[].type_id` points at).
-    pub fn func_name(&self, id: u32) -> Option<Cow<'_, str>> {
-        match self.type_kind_name(id)? {
-            (KIND_FUNC, name_off) => self.string(name_off),
-            _ => None,
-        }
-    }
-}
-
-/// `off..off+len` of the blob, relative to the header's end, if it is inside the blob.
-fn section(b: &Bytes<'_>, hdr_len: usize, off: u32, len: u32) -> Option<Range<usize>> {
-    let start = hdr_len.checked_add(off as usize)?;
-    let end = start.checked_add(len as usize)?;
-    (end <= b.len()).then_some(start..end)
-}
-
-/// Offsets of the types in `range`, and why the walk stopped early (unknown kind, truncated).
-fn walk_types(b: &Bytes<'_>, range: Range<usize>) -> (Vec<usize>, Option<String>) {
-    let mut offsets = Vec::new();
-    let mut at = range.start;
-    while at < range.end {
-        let Some(info) = b.u32(at + 4).filter(|_| at + TYPE_LEN <= range.end) else {
-            return (offsets, Some(format!("truncated type at {at}")));
-        };
-        let Some(extra) = trailing_bytes(info) else {
-            let why = format!(
-                "unknown kind {} at type id {}",
-                (info >> 24) & 0x1f,
-                offsets.len() + 1
-            );
-            return (offsets, Some(why));
-        };
-        offsets.push(at);
-        at += TYPE_LEN + extra;
-    }
-    if at > range.end {
-        return (offsets, Some("last type runs past the type section".into()));
-    }
-    (offsets, None)
-}
-
-/// Bytes after the 12-byte `struct btf_type` for its kind (libbpf `btf_type_size`).
-fn trailing_bytes(info: u32) -> Option<usize> {
-    let vlen = (info & 0xffff) as usize;
-    match (info >> 24) & 0x1f {
-        2 | 7..=12 | 16 | 18 => Some(0),
-        1 | 14 | 17 => Some(4),
-        3 => Some(12),
-        4 | 5 | 15 | 19 => Some(vlen * 12),
-        6 | 13 => Some(vlen * 8),
-        _ => None,
-    }
-}
+pub use crate::bpf::btf::{Btf, BtfError, KIND_FUNC};
 
 /// The BTF blobs of a perf.data file, by id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -230,7 +87,7 @@ pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, 
             .ok_or_else(|| trunc("BTF blob", pos + 8, size.into()))?;
         match Btf::parse(id, blob.to_vec()) {
             Ok(btf) => set.insert(btf),
-            Err(err) => set.problems.push(err),
+            Err(err) => set.problems.push(err.into()),
         }
         pos += 8 + size as usize;
     }

@@ -87,6 +87,15 @@ pub enum BpfInfoError {
     },
 }
 
+impl From<crate::bpf::btf::BtfError> for BpfInfoError {
+    fn from(err: crate::bpf::btf::BtfError) -> BpfInfoError {
+        BpfInfoError::BadBtf {
+            btf_id: err.btf_id,
+            reason: err.reason,
+        }
+    }
+}
+
 impl fmt::Display for BpfInfoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use BpfInfoError::*;

@@ -5,13 +5,11 @@
 //! kernel's `kernel/bpf/btf.c`), which hand out the raw blob perf stores in feature 26. Needs
 //! root: CAP_SYS_ADMIN, and kernel addresses are zeroed unless `bpf_dump_raw_ok`.
 
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 
-use libbpf_rs::libbpf_sys;
-
-use super::btf::{Btf, BtfSet};
+use super::btf::{Btf, BtfError, BtfSet};
 use super::model::{ProgParts, RawFuncInfo, RawLineInfo};
-use super::{BpfInfo, BpfInfoError, ProgInfo};
+use super::{BpfInfo, ProgInfo};
 use crate::bpf::ids::{self, Arrays};
 
 /// What the kernel tells of a program, as [`ProgParts`].
@@ -71,42 +69,8 @@ pub fn prog_infos(ids: &[u32]) -> Vec<ProgInfo> {
 }
 
 /// The raw BTF blob of BTF object `id`, as `btf__raw_data()` would give it.
-pub fn btf_blob(id: u32) -> Result<Vec<u8>, BpfInfoError> {
-    let bad = |what: &str| BpfInfoError::BadBtf {
-        btf_id: id,
-        reason: format!("{what}: {}", std::io::Error::last_os_error()),
-    };
-    // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
-    let fd = unsafe { libbpf_sys::bpf_btf_get_fd_by_id(id) };
-    if fd < 0 {
-        return Err(bad("opening BTF"));
-    }
-    // SAFETY: `fd` was just returned to us and is not owned elsewhere.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut info = libbpf_sys::bpf_btf_info::default();
-    btf_info(&fd, &mut info).map_err(|_| bad("reading BTF info"))?;
-    let mut data = vec![0u8; info.btf_size as usize];
-    let size = info.btf_size;
-    info = libbpf_sys::bpf_btf_info {
-        btf: data.as_mut_ptr() as u64,
-        btf_size: size,
-        ..Default::default()
-    };
-    btf_info(&fd, &mut info).map_err(|_| bad("reading BTF data"))?;
-    data.truncate(info.btf_size.min(size) as usize);
-    Ok(data)
-}
-
-fn btf_info(fd: &OwnedFd, info: &mut libbpf_sys::bpf_btf_info) -> Result<(), ()> {
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_btf_info>() as u32;
-    // SAFETY: `info` is a valid bpf_btf_info of `len` bytes; when `info.btf` is set it points
-    // at a live buffer of `info.btf_size` bytes.
-    let ret = unsafe { libbpf_sys::bpf_btf_get_info_by_fd(fd.as_raw_fd(), info, &mut len) };
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(())
-    }
+pub fn btf_blob(id: u32) -> Result<Vec<u8>, BtfError> {
+    crate::bpf::btf::raw_from_kernel(id)
 }
 
 /// The programs among `ids` (all when empty) and their BTF, from the running kernel; a BTF
@@ -124,7 +88,7 @@ pub fn bpf_info(ids: &[u32]) -> BpfInfo {
     for id in btf_ids {
         match btf_blob(id).and_then(|data| Btf::parse(id, data)) {
             Ok(btf) => btfs.insert(btf),
-            Err(err) => btfs.problems.push(err),
+            Err(err) => btfs.problems.push(err.into()),
         }
     }
     BpfInfo::new(progs, btfs)

@@ -36,7 +36,7 @@ mod testbuf;
 mod tests;
 
 pub use aggregate::{aggregate_lines, Aggregator, Frame, FrameKind, LineCost, LineReport, Sample};
-pub use btf::{parse_btf_section, Btf, BtfSet, KIND_FUNC};
+pub use btf::{parse_btf_section, Btf, BtfError, BtfSet, KIND_FUNC};
 pub use disasm::{disassemble, Insn};
 pub use error::BpfInfoError;
 pub use lookup::{entry_range, line_index, BpfInfo, IpKind, Location, Seen, SourceLine};
