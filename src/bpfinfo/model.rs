@@ -165,11 +165,6 @@ impl ProgInfo {
         self.jited_insns.get(range)
     }
 
-    /// Index of the function that contains `addr`.
-    pub fn func_at(&self, addr: u64) -> Option<usize> {
-        self.funcs.iter().position(|f| f.contains(addr))
-    }
-
     /// Whether any function has line info with JIT addresses, so IPs map to lines.
     pub fn has_line_addresses(&self) -> bool {
         matches!(

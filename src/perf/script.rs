@@ -217,11 +217,6 @@ impl ProgressLine {
         crate::out::err_text(&format!("\r{text}"));
         true
     }
-
-    /// Whether it has drawn, so that the line has to be cleared.
-    pub fn shown(&self) -> bool {
-        self.held
-    }
 }
 
 impl Default for ProgressLine {

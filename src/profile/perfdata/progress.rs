@@ -104,7 +104,7 @@ mod tests {
             off.update(u64::from(done));
             on.update(u64::from(done));
         }
-        assert!(!off.line.shown());
-        assert!(!on.line.shown(), "a fast read draws nothing");
+        assert!(off.last.is_none());
+        assert!(on.last.is_none(), "a fast read draws nothing");
     }
 }
