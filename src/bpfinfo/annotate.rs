@@ -12,8 +12,8 @@ pub use super::annotate_build::{Annotation, AsmInsn, Helper, Line, Program, Requ
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
 use super::{Aggregator, BpfInfo, Frame, FrameKind, IpKind};
 use crate::error::usage;
-use crate::profile::perfdata::fxhash::FxHashMap;
 use crate::profile::perfdata::{FrameId, ResolvedSample};
+use rustc_hash::FxHashMap;
 
 /// The program info of the perf.data, with its architecture; an error explains a file
 /// without it.

@@ -51,7 +51,6 @@ mod error;
 mod events;
 mod file;
 mod fold;
-pub(crate) mod fxhash;
 mod header;
 mod inferno;
 mod kallsyms;

@@ -12,11 +12,11 @@
 use super::error::PerfDataError;
 use super::events::{self, Entry};
 use super::file::PerfData;
-use super::fxhash::FxHashMap;
 use super::kernel::{KernelHit, KernelMaps};
 use super::maps::Dsos;
 use super::record::{self, cpumode, RawRecord};
 use super::threads::{CommId, SpaceId, Threads};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
