@@ -16,7 +16,6 @@ use crate::error::check;
 use anyhow::{bail, Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,15 +82,12 @@ fn open_lock_file(path: &Path) -> Result<File> {
 }
 
 /// Try the exclusive lock without blocking: `Ok(false)` when another process holds it.
-fn try_lock(f: &File) -> Result<bool> {
-    // SAFETY: flock on an fd we own; no memory is involved.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => Ok(false),
-        _ => Err(e).context("cannot lock the run lock"),
+fn try_lock(file: &File) -> Result<bool> {
+    use rustix::fs::{flock, FlockOperation};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(errno) => Err(std::io::Error::from(errno)).context("cannot lock the run lock"),
     }
 }
 
