@@ -273,3 +273,76 @@ impl<'a> Arrays<'a> {
         (0..array.count).filter_map(|i| read(rec(i)?)).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libbpf_rs::libbpf_sys::bpf_prog_info;
+    use std::mem::{offset_of, size_of};
+
+    /// The offsets written out above are those of the kernel's UAPI header, as libbpf-sys
+    /// generates `struct bpf_prog_info` from it.
+    #[test]
+    fn offsets_are_those_of_the_uapi_struct() {
+        assert_eq!(INFO_LEN, size_of::<bpf_prog_info>());
+        assert_eq!(MIN_INFO_LEN as usize, offset_of!(bpf_prog_info, prog_tags));
+        assert_eq!(off::TYPE, offset_of!(bpf_prog_info, type_));
+        assert_eq!(off::ID, offset_of!(bpf_prog_info, id));
+        assert_eq!(off::TAG, offset_of!(bpf_prog_info, tag));
+        assert_eq!(off::LOAD_TIME, offset_of!(bpf_prog_info, load_time));
+        assert_eq!(off::NAME, offset_of!(bpf_prog_info, name));
+        assert_eq!(off::BTF_ID, offset_of!(bpf_prog_info, btf_id));
+        let arrays = [
+            (
+                JITED_INSNS,
+                offset_of!(bpf_prog_info, jited_prog_insns),
+                offset_of!(bpf_prog_info, jited_prog_len),
+                None,
+            ),
+            (
+                JITED_KSYMS,
+                offset_of!(bpf_prog_info, jited_ksyms),
+                offset_of!(bpf_prog_info, nr_jited_ksyms),
+                None,
+            ),
+            (
+                JITED_FUNC_LENS,
+                offset_of!(bpf_prog_info, jited_func_lens),
+                offset_of!(bpf_prog_info, nr_jited_func_lens),
+                None,
+            ),
+            (
+                FUNC_INFO,
+                offset_of!(bpf_prog_info, func_info),
+                offset_of!(bpf_prog_info, nr_func_info),
+                Some(offset_of!(bpf_prog_info, func_info_rec_size)),
+            ),
+            (
+                LINE_INFO,
+                offset_of!(bpf_prog_info, line_info),
+                offset_of!(bpf_prog_info, nr_line_info),
+                Some(offset_of!(bpf_prog_info, line_info_rec_size)),
+            ),
+            (
+                JITED_LINE_INFO,
+                offset_of!(bpf_prog_info, jited_line_info),
+                offset_of!(bpf_prog_info, nr_jited_line_info),
+                Some(offset_of!(bpf_prog_info, jited_line_info_rec_size)),
+            ),
+            (
+                PROG_TAGS,
+                offset_of!(bpf_prog_info, prog_tags),
+                offset_of!(bpf_prog_info, nr_prog_tags),
+                None,
+            ),
+        ];
+        for (desc, ptr, count, rec_size_field) in arrays {
+            assert_eq!((desc.ptr, desc.count), (ptr, count), "{}", desc.name);
+            match (desc.size, rec_size_field) {
+                (RecSize::Field(at, _), Some(field)) => assert_eq!(at, field, "{}", desc.name),
+                (RecSize::Fixed(_), None) => {}
+                _ => panic!("{}: a record size of the wrong kind", desc.name),
+            }
+        }
+    }
+}
