@@ -17,8 +17,6 @@
 
 mod aggregate;
 pub mod annotate;
-pub mod annotate_build;
-pub mod annotate_text;
 mod btf;
 mod bytes;
 mod disasm;

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bpfinfo::annotate_build::basename;
+use crate::bpfinfo::annotate::build::basename;
 use crate::bpfinfo::{BpfInfo, IpKind};
 use crate::perf::PerfChoice;
 use crate::profile::Profile;

@@ -8,11 +8,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-pub use super::annotate_build::{Annotation, AsmInsn, Helper, Line, Program, Request};
+pub mod build;
+pub mod text;
+
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
 use super::{Aggregator, BpfInfo, Frame, FrameKind, IpKind};
 use crate::error::usage;
 use crate::profile::perfdata::{FrameId, ResolvedSample};
+pub use build::{Annotation, AsmInsn, Helper, Line, Program, Request};
 use rustc_hash::FxHashMap;
 
 /// The program info of the perf.data, with its architecture; an error explains a file
@@ -269,9 +272,9 @@ pub fn annotate_from(
             req.source.input.display()
         )));
     }
-    let mut a = super::annotate_build::build(info, &report, req)?;
+    let mut a = build::build(info, &report, req)?;
     if req.asm {
-        super::annotate_build::add_asm(&mut a, info, &by_ip, arch, report.total);
+        build::add_asm(&mut a, info, &by_ip, arch, report.total);
     }
     Ok(a)
 }

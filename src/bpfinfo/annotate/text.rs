@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::annotate_build::{Annotation, Line, Program};
+use super::build::{Annotation, Line, Program};
 
 /// Renders the annotation.
 pub fn render(a: &Annotation) -> String {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::source::SampleSource;
-use super::{disassemble, BpfInfo, LineCost, LineMapping, LineReport};
+use crate::bpfinfo::source::SampleSource;
+use crate::bpfinfo::{disassemble, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
 use crate::stats::pct;
 
@@ -339,7 +339,7 @@ fn line_ranges(info: &BpfInfo, id: u32, fi: usize, row: &Line) -> Vec<std::ops::
             let e = &func.lines[j];
             e.line() == row.line && info.source_line(prog, fi, j).file.ends_with(&row.file)
         })
-        .map(|j| super::entry_range(func, j))
+        .map(|j| crate::bpfinfo::entry_range(func, j))
         .collect()
 }
 
