@@ -9,8 +9,8 @@
 //! for the file names and source text of `line_info`. Types are variable-length, so they are
 //! walked once from id 1, with the trailing bytes per kind as libbpf's `btf_type_size()` adds
 //! them. An unknown kind stops the walk, and the types before it stay usable. Every string
-//! read is bounds-checked. The unit tests are in `bpfinfo/btf.rs`, beside the builders of BTF
-//! bytes they use.
+//! read is bounds-checked. The unit tests are in `bpfinfo/btf_tests.rs`, beside the builders of
+//! BTF bytes they use.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -292,6 +292,11 @@ mod tests {
         assert_eq!(off::LOAD_TIME, offset_of!(bpf_prog_info, load_time));
         assert_eq!(off::NAME, offset_of!(bpf_prog_info, name));
         assert_eq!(off::BTF_ID, offset_of!(bpf_prog_info, btf_id));
+    }
+
+    /// Each array's pointer, count and record size fields are the UAPI struct's too.
+    #[test]
+    fn array_offsets_are_those_of_the_uapi_struct() {
         let arrays = [
             (
                 JITED_INSNS,
