@@ -28,7 +28,7 @@ impl Kind {
 
 /// An error that carries its exit code; anything else exits with 4.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub kind: Kind,
     pub message: String,
 }

@@ -21,7 +21,7 @@ pub struct Interrupts {
 
 /// The signals we catch. SIGQUIT (Ctrl-\) is one more way of asking a run to stop: left to its
 /// default it would end the process at once, without putting anything back.
-pub const CAUGHT: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub(crate) const CAUGHT: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 impl Interrupts {
     /// Start catching.
@@ -75,7 +75,7 @@ impl Drop for Interrupts {
 
 /// A run stopped by a signal; exits 128 + signal number.
 #[derive(Debug, Clone, Copy)]
-pub struct Interrupted(pub i32);
+pub(crate) struct Interrupted(pub i32);
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -90,7 +90,7 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// SIGINT, SIGTERM, … for a number.
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     match sig {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),

@@ -23,7 +23,7 @@ const BTF_MAGIC: u16 = 0xeb9f;
 const HEADER_LEN: usize = 24;
 const TYPE_LEN: usize = 12;
 /// `BTF_KIND_FUNC`.
-pub const KIND_FUNC: u32 = 12;
+pub(crate) const KIND_FUNC: u32 = 12;
 
 /// A BTF blob that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,7 +192,7 @@ fn trailing_bytes(info: u32) -> Option<usize> {
 
 /// The raw blob of the kernel's BTF object `id`, as `btf__raw_data()` would give it
 /// (`BPF_BTF_GET_FD_BY_ID`, then `BPF_OBJ_GET_INFO_BY_FD` for its size and its bytes).
-pub fn raw_from_kernel(id: u32) -> Result<Vec<u8>, BtfError> {
+pub(crate) fn raw_from_kernel(id: u32) -> Result<Vec<u8>, BtfError> {
     let bad = |what: &str| BtfError {
         btf_id: id,
         reason: format!("{what}: {}", std::io::Error::last_os_error()),
@@ -231,7 +231,7 @@ fn btf_info(fd: &OwnedFd, info: &mut libbpf_sys::bpf_btf_info) -> Result<(), ()>
 
 /// The name of FUNC type `type_id` in the kernel's BTF object `btf_id`; `None` when the
 /// object cannot be read or the type is not a named FUNC.
-pub fn kernel_func_name(btf_id: u32, type_id: u32) -> Option<String> {
+pub(crate) fn kernel_func_name(btf_id: u32, type_id: u32) -> Option<String> {
     let btf = Btf::parse(btf_id, raw_from_kernel(btf_id).ok()?).ok()?;
     let name = btf.func_name(type_id)?.into_owned();
     (!name.is_empty()).then_some(name)

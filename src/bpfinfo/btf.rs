@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::bytes::Bytes;
 use super::BpfInfoError;
-pub use crate::bpf::btf::{Btf, BtfError, KIND_FUNC};
+pub use crate::bpf::btf::{Btf, BtfError};
 
 /// The BTF blobs of a perf.data file, by id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,7 +56,10 @@ impl BtfSet {
 /// `little_endian` is the perf.data file's byte order (for the count, ids and sizes; each
 /// blob says its own). `Err` when the section cannot be walked; a blob that is not valid BTF
 /// is left out and noted in `problems`.
-pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, BpfInfoError> {
+pub(crate) fn parse_btf_section(
+    section: &[u8],
+    little_endian: bool,
+) -> Result<BtfSet, BpfInfoError> {
     let b = Bytes::new(section, little_endian);
     let mut set = BtfSet::default();
     if section.is_empty() {

@@ -1,6 +1,7 @@
 //! Unit tests of `btf.rs`, and of the BTF reader of `bpf/btf.rs` it uses.
 
 use super::*;
+use crate::bpf::btf::KIND_FUNC;
 use crate::bpfinfo::testbuf::{btf_section, sample_btf, BtfBuf};
 
 /// One type of every kind libbpf knows (1..=19), with its trailing records, then a FUNC.

@@ -51,7 +51,7 @@ fn parts_from_kernel(prog: ids::ProgInfo) -> ProgParts {
 
 /// The loaded programs among `ids` (all of them when `ids` is empty), with every array, in
 /// the order of their ids. A program that goes away or cannot be read is left out.
-pub fn prog_infos(ids: &[u32]) -> Vec<ProgInfo> {
+pub(crate) fn prog_infos(ids: &[u32]) -> Vec<ProgInfo> {
     let mut wanted = match ids.is_empty() {
         true => ids::all_prog_ids().unwrap_or_default(),
         false => ids.to_vec(),

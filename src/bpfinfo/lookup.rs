@@ -300,7 +300,7 @@ pub(crate) fn effective_addr(ip: u64, kind: IpKind) -> u64 {
 
 /// Index in `func.lines` of the last entry whose address is `<= addr` (libbpf's
 /// `bpf_prog_linfo__lfind_addr_func`); `None` without addresses.
-pub fn line_index(func: &FuncInfo, addr: u64) -> Option<usize> {
+pub(crate) fn line_index(func: &FuncInfo, addr: u64) -> Option<usize> {
     let first = func.lines.first()?.addr?;
     if addr < first || !func.contains(addr) {
         return None;
@@ -312,7 +312,7 @@ pub fn line_index(func: &FuncInfo, addr: u64) -> Option<usize> {
 }
 
 /// JIT addresses of entry `index`: from its address to the next entry's, or the function end.
-pub fn entry_range(func: &FuncInfo, index: usize) -> Range<u64> {
+pub(crate) fn entry_range(func: &FuncInfo, index: usize) -> Range<u64> {
     let addr = |e: Option<&LineEntry>| e.and_then(|e| e.addr);
     let start = addr(func.lines.get(index)).unwrap_or(func.addr);
     let end = addr(func.lines.get(index + 1)).unwrap_or(func.end());

@@ -34,9 +34,11 @@ mod testbuf;
 mod tests;
 
 pub use aggregate::{aggregate_lines, Aggregator, Frame, FrameKind, LineCost, LineReport, Sample};
-pub use btf::{parse_btf_section, Btf, BtfError, BtfSet, KIND_FUNC};
+pub(crate) use btf::parse_btf_section;
+pub use btf::{Btf, BtfError, BtfSet};
 pub use disasm::{disassemble, Insn};
 pub use error::BpfInfoError;
-pub use lookup::{entry_range, line_index, BpfInfo, IpKind, Location, Seen, SourceLine};
+pub(crate) use lookup::entry_range;
+pub use lookup::{BpfInfo, IpKind, Location, Seen, SourceLine};
 pub use model::{FuncInfo, LineEntry, LineMapping, ProgInfo, ProgParts, RawFuncInfo, RawLineInfo};
-pub use proginfo::parse_prog_info;
+pub(crate) use proginfo::parse_prog_info;

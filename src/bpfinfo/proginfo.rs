@@ -84,7 +84,10 @@ const fn desc(bit: u32, name: &'static str, ptr: usize, count: usize, size: RecS
 /// cannot hold, an out-of-range `info_len`/`data_len`); problems inside one program are kept
 /// in its `problems`. Names are perf's fallback names until `ProgInfo::resolve_names` is
 /// given the BTF (or use `BpfInfo::from_sections`, which does both).
-pub fn parse_prog_info(section: &[u8], little_endian: bool) -> Result<Vec<ProgInfo>, BpfInfoError> {
+pub(crate) fn parse_prog_info(
+    section: &[u8],
+    little_endian: bool,
+) -> Result<Vec<ProgInfo>, BpfInfoError> {
     let bytes = Bytes::new(section, little_endian);
     if section.is_empty() {
         return Ok(Vec::new());

@@ -16,7 +16,7 @@ use crate::profile::perfdata::BpfPrograms;
 
 /// The header feature sections `annotate` needs.
 #[derive(Debug, Clone, Default)]
-pub struct Features {
+pub(crate) struct Features {
     /// The file is little-endian (`PERFILE2`); perf itself refuses BPF sections otherwise.
     pub little_endian: bool,
     /// Body of `HEADER_BPF_PROG_INFO`, when the file has one.
@@ -66,7 +66,7 @@ pub struct SampleSource<'a> {
 
 /// The header's feature sections 6 (arch), 25 and 26 of `path`, read by the built-in reader
 /// ([`crate::profile::perfdata::PerfData::headers_of`]).
-pub fn read_features(path: &Path) -> Result<Features> {
+pub(crate) fn read_features(path: &Path) -> Result<Features> {
     use crate::profile::perfdata::{feature, Endian, PerfData};
     let (f, _) = crate::profile::open_regular(path, crate::profile::Role::Profile, false)?;
     let data = PerfData::headers_of(&f).map_err(|e| {
@@ -163,7 +163,9 @@ fn native_samples(
 }
 
 /// A resolved sample's call chain as [`RawFrame`]s: addresses with perf's names.
-pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<RawFrame<'s>> {
+pub(crate) fn raw_frames<'s>(
+    s: &crate::profile::perfdata::ResolvedSample<'s>,
+) -> Vec<RawFrame<'s>> {
     s.ips
         .iter()
         .zip(s.frames)
@@ -181,7 +183,10 @@ pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<R
 /// Parses `perf script -F event,period,ip,sym` text: an event line (`PERIOD EVENT:`), one
 /// `\tHEXIP SYM` line per call-chain entry, a blank line. Samples of events other than the
 /// first one seen are skipped (as inferno's collapser does).
-pub fn parse_script(mut r: impl BufRead, mut each: impl FnMut(&RawSample<'_>)) -> Result<()> {
+pub(crate) fn parse_script(
+    mut r: impl BufRead,
+    mut each: impl FnMut(&RawSample<'_>),
+) -> Result<()> {
     let mut names = String::new();
     let mut ips: Vec<(u64, usize, usize)> = Vec::new();
     let mut first_event: Option<String> = None;

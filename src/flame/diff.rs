@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 /// The label appended to a frame the base profile has nowhere on that path.
-pub const NEW: &str = " (new)";
+pub(crate) const NEW: &str = " (new)";
 
 /// Render the differential graph of `base` → `hooked` (folded texts) into `out`. Only the
 /// lines that are folded stacks go to inferno (the loader warns about the others as skipped;

@@ -62,7 +62,7 @@ fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Rea
 
 /// Whether a folded frame is one `--lines` inserted (`hook.bpf.c:42`, `common.h:?`): drawn in
 /// the BPF colour.
-pub fn is_line_frame(frame: &str) -> bool {
+pub(crate) fn is_line_frame(frame: &str) -> bool {
     frame.rsplit_once(':').is_some_and(|(file, line)| {
         (file.ends_with(".c") || file.ends_with(".h"))
             && !file.contains(';')
@@ -71,7 +71,7 @@ pub fn is_line_frame(frame: &str) -> bool {
 }
 
 /// `perf script` text with source-line frames inserted.
-pub struct WithLines<'a, R> {
+pub(crate) struct WithLines<'a, R> {
     inner: R,
     info: &'a BpfInfo,
     line: String,

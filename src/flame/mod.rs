@@ -20,7 +20,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 /// The colour key, for subtitles.
-pub const LEGEND: &str = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+pub(crate) const LEGEND: &str =
+    "blue-violet: BPF programs and glue; warm: kernel; green: user space";
 
 fn hash(s: &str) -> u32 {
     s.bytes().fold(2166136261u32, |h, b| {

@@ -30,17 +30,17 @@ fn list(host: &Host, file: &str) -> Vec<u32> {
 }
 
 /// Online CPUs.
-pub fn online(host: &Host) -> Vec<u32> {
+pub(crate) fn online(host: &Host) -> Vec<u32> {
     list(host, "online")
 }
 
 /// CPUs isolated from the scheduler (`isolcpus=`).
-pub fn isolated(host: &Host) -> Vec<u32> {
+pub(crate) fn isolated(host: &Host) -> Vec<u32> {
     list(host, "isolated")
 }
 
 /// The CPU to pin to: the highest isolated online CPU if any, else the highest online one.
-pub fn default_cpu(host: &Host) -> Option<u32> {
+pub(crate) fn default_cpu(host: &Host) -> Option<u32> {
     let online = online(host);
     let iso = isolated(host);
     iso.iter()
@@ -51,7 +51,7 @@ pub fn default_cpu(host: &Host) -> Option<u32> {
 }
 
 /// Why the default CPU was chosen, for doctor and the run record.
-pub fn default_reason(host: &Host) -> String {
+pub(crate) fn default_reason(host: &Host) -> String {
     let online = online(host);
     if isolated(host).iter().any(|c| online.contains(c)) {
         "isolated".into()
@@ -61,7 +61,7 @@ pub fn default_reason(host: &Host) -> String {
 }
 
 /// Check that `cpu` exists and is online, before anything runs.
-pub fn validate(host: &Host, cpu: u32) -> Result<()> {
+pub(crate) fn validate(host: &Host, cpu: u32) -> Result<()> {
     let online = online(host);
     if online.contains(&cpu) {
         return Ok(());

@@ -58,7 +58,7 @@ fn leading_address(line: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// Split one line; `None` for a line that is not `ADDR TYPE REST`, each part one space apart.
-pub fn split_line(line: &[u8]) -> Option<Line<'_>> {
+pub(crate) fn split_line(line: &[u8]) -> Option<Line<'_>> {
     let (addr, digits) = leading_address(line)?;
     if line.get(digits) != Some(&b' ') || line.get(digits + 2) != Some(&b' ') {
         return None;
@@ -76,7 +76,7 @@ pub fn lines(text: &[u8]) -> impl Iterator<Item = Line<'_>> {
 }
 
 /// Parse one kallsyms line; `None` for a line that is not `ADDR TYPE NAME[\t[MODULE]]`.
-pub fn parse_line(line: &str) -> Option<Symbol> {
+pub(crate) fn parse_line(line: &str) -> Option<Symbol> {
     let parts = split_line(line.as_bytes())?;
     // The rest starts after three ASCII parts, so it is a whole part of `line`.
     let rest = std::str::from_utf8(parts.rest).ok()?;
@@ -103,7 +103,7 @@ pub fn parse(text: &str) -> Vec<Symbol> {
 /// A `bpf_prog_<tag>_<name>` symbol taken apart. The kernel names a program without a name
 /// `bpf_prog_<tag>`, so the name may be empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProgSymbol<'a> {
+pub(crate) struct ProgSymbol<'a> {
     /// The tag, 16 lower-case hex digits.
     pub tag: &'a str,
     /// The program's or sub-function's name.
@@ -141,7 +141,7 @@ impl<'a> ProgSymbol<'a> {
 
 /// The symbol the kernel gives a JIT-ed program or sub-function, `bpf_prog_<tag>_<name>`, or
 /// `bpf_prog_<tag>` without a name.
-pub fn prog_symbol(tag: &[u8; 8], name: Option<&str>) -> String {
+pub(crate) fn prog_symbol(tag: &[u8; 8], name: Option<&str>) -> String {
     match name {
         Some(name) => format!("bpf_prog_{}_{name}", hex(tag)),
         None => format!("bpf_prog_{}", hex(tag)),
@@ -177,11 +177,11 @@ pub fn addresses_hidden(syms: &[Symbol]) -> bool {
 /// The environment variable that makes profile readers take another file for the running
 /// kernel's /proc/kallsyms. The test suite points it at an empty file to show that every
 /// fixture carries the kernel symbols it is read with; nothing else should set it.
-pub const LIVE_KALLSYMS_VAR: &str = "EBPF_PROF_TEST_LIVE_KALLSYMS";
+pub(crate) const LIVE_KALLSYMS_VAR: &str = "EBPF_PROF_TEST_LIVE_KALLSYMS";
 
 /// The running kernel's kallsyms as profile readers see it: the host's /proc/kallsyms, or
 /// the file [`LIVE_KALLSYMS_VAR`] names.
-pub fn live_path(host: &Host) -> PathBuf {
+pub(crate) fn live_path(host: &Host) -> PathBuf {
     match std::env::var_os(LIVE_KALLSYMS_VAR) {
         Some(path) if host.is_live() => PathBuf::from(path),
         _ => host.path("proc/kallsyms"),
@@ -191,7 +191,7 @@ pub fn live_path(host: &Host) -> PathBuf {
 /// Whether a kallsyms text shows any real address. Read by a user while kptr_restrict hides
 /// them, every address is zero, and such a file would name every kernel frame after the
 /// first symbol in it.
-pub fn shows_addresses(text: &[u8]) -> bool {
+pub(crate) fn shows_addresses(text: &[u8]) -> bool {
     text.split(|&byte| byte == b'\n')
         .any(|line| leading_address(line).is_some_and(|(addr, _)| addr != 0))
 }
@@ -202,7 +202,7 @@ pub fn read(host: &Host) -> Result<Vec<Symbol>> {
 }
 
 /// The raw text of the host's /proc/kallsyms.
-pub fn read_text(host: &Host) -> Result<String> {
+pub(crate) fn read_text(host: &Host) -> Result<String> {
     let path = host.path("proc/kallsyms");
     std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The lock file, under the host's root.
-pub const LOCK_FILE: &str = "run/ebpf-prof.lock";
+pub(crate) const LOCK_FILE: &str = "run/ebpf-prof.lock";
 
 /// Held for as long as it lives; the kernel drops the `flock` when the file closes.
 #[derive(Debug)]
@@ -106,7 +106,7 @@ fn holder(f: &mut File) -> String {
 
 /// Take the run lock under `host`'s root, waiting (with a message naming the holder) or
 /// refusing per `wait`. `poll` is how often a waiting run tries again.
-pub fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
+pub(crate) fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
     let path = host.path(LOCK_FILE);
     let mut f = open_lock_file(&path)?;
     if !try_lock(&f)? {
@@ -132,7 +132,7 @@ pub fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
 
 /// The lock for a root run of a machine-changing command; `None` when not root (such a run
 /// cannot change the machine and fails later with its own message).
-pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
+pub(crate) fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
     if !super::security::is_root() {
         return Ok(None);
     }
@@ -151,7 +151,7 @@ pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
 /// The lock for putting back what a killed run left, when nobody holds it: recovery must not
 /// run while another run records (it could restore a value that run relies on). `None` when
 /// not root, or when the lock is taken: then the holder's run, or a later start, recovers.
-pub fn for_recovery() -> Option<RunLock> {
+pub(crate) fn for_recovery() -> Option<RunLock> {
     if !super::security::is_root() {
         return None;
     }

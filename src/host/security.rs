@@ -9,21 +9,21 @@ pub const CAP_PERFMON: u32 = 38;
 pub const CAP_BPF: u32 = 39;
 
 /// The effective capability mask of this process (`CapEff` in /proc/self/status).
-pub fn effective_caps(host: &Host) -> Option<u64> {
+pub(crate) fn effective_caps(host: &Host) -> Option<u64> {
     let status = host.read("proc/self/status").ok()?;
     parse_cap_eff(&status)
 }
 
 /// The effective capability mask of the calling thread (`/proc/thread-self/status`:
 /// credentials are per thread, and /proc/self shows the main thread's).
-pub fn thread_caps(host: &Host) -> Option<u64> {
+pub(crate) fn thread_caps(host: &Host) -> Option<u64> {
     let status = host.read("proc/thread-self/status").ok()?;
     parse_cap_eff(&status)
 }
 
 /// Whether `mask` may load and attach tracing BPF programs at all: CAP_SYS_ADMIN, or CAP_BPF
 /// with CAP_PERFMON.
-pub fn can_load_bpf(mask: u64) -> bool {
+pub(crate) fn can_load_bpf(mask: u64) -> bool {
     has_cap(mask, CAP_SYS_ADMIN) || (has_cap(mask, CAP_BPF) && has_cap(mask, CAP_PERFMON))
 }
 
@@ -34,7 +34,7 @@ pub fn parse_cap_eff(status: &str) -> Option<u64> {
 }
 
 /// Whether `mask` holds capability `cap`.
-pub fn has_cap(mask: u64, cap: u32) -> bool {
+pub(crate) fn has_cap(mask: u64, cap: u32) -> bool {
     cap < 64 && mask & (1u64 << cap) != 0
 }
 
@@ -47,7 +47,7 @@ pub fn can_record(mask: u64) -> bool {
 }
 
 /// Whether the effective user id is 0.
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
@@ -106,14 +106,14 @@ pub fn lockdown(host: &Host) -> Lockdown {
 }
 
 /// The active LSMs, from `/sys/kernel/security/lsm`.
-pub fn lsm_list(host: &Host) -> Option<Vec<String>> {
+pub(crate) fn lsm_list(host: &Host) -> Option<Vec<String>> {
     let t = securityfs(host, "lsm").ok()?;
     Some(t.split(',').map(str::to_string).collect())
 }
 
 /// Whether a hardware PMU is registered (x86 `cpu`, hybrid `cpu_core`/`cpu_atom`, Arm `armv8_*`).
 /// Without one, `cycles` is not supported and perf samples `cpu-clock` instead.
-pub fn hardware_pmu(host: &Host) -> bool {
+pub(crate) fn hardware_pmu(host: &Host) -> bool {
     let Ok(dir) = std::fs::read_dir(host.path("sys/bus/event_source/devices")) else {
         return false;
     };

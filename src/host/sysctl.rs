@@ -4,7 +4,7 @@ use super::Host;
 use anyhow::{Context, Result};
 
 /// The `/proc/sys` path of a dotted sysctl name (`net.core.bpf_jit_enable`).
-pub fn proc_path(name: &str) -> String {
+pub(crate) fn proc_path(name: &str) -> String {
     format!("proc/sys/{}", name.replace('.', "/"))
 }
 
@@ -33,7 +33,7 @@ pub fn probe(host: &Host, name: &str) -> Reading {
 }
 
 /// A sysctl's value as an integer, `None` when absent or not a number.
-pub fn read_int(host: &Host, name: &str) -> Option<i64> {
+pub(crate) fn read_int(host: &Host, name: &str) -> Option<i64> {
     read(host, name).ok()?.parse().ok()
 }
 
@@ -60,7 +60,7 @@ type Journal = Box<dyn Fn(&[Saved]) -> Result<()>>;
 /// Only values that actually change are recorded, so a setting that was already right is never
 /// written at all (e.g. `bpf_jit_enable` on a CONFIG_BPF_JIT_ALWAYS_ON kernel, where writing 0
 /// would fail anyway).
-pub struct SysctlGuard {
+pub(crate) struct SysctlGuard {
     host: Host,
     saved: Vec<Saved>,
     on_change: Option<Journal>,

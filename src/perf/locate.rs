@@ -75,7 +75,7 @@ impl Source {
 
 /// Everything the search depends on, so tests can point it at a temp tree.
 #[derive(Debug, Clone)]
-pub struct Locator {
+pub(crate) struct Locator {
     /// `--perf PATH`; wins over `env`.
     pub explicit: Option<PathBuf>,
     /// `$PERF`; an empty value counts as unset.
@@ -109,7 +109,7 @@ impl Locator {
 
 /// A perf binary worth trying.
 #[derive(Debug, Clone, Serialize)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The path as found (not canonicalized).
     pub path: PathBuf,
     /// Where it came from.
@@ -142,7 +142,7 @@ pub struct FoundPerf {
 /// The candidates in search order, existing files only, without duplicates (by canonical
 /// path: Ubuntu's linux-tools/<release>/perf links to linux-tools-<abi>/perf). With `--perf` or
 /// `$PERF` set, only that one (none if it does not exist: `locate` reports that).
-pub fn candidates(loc: &Locator) -> Vec<Candidate> {
+pub(crate) fn candidates(loc: &Locator) -> Vec<Candidate> {
     let list = match explicit_choice(loc) {
         Some((given, source)) => resolve_explicit(loc, &given, source)
             .map(|path| {
@@ -163,7 +163,7 @@ pub fn candidates(loc: &Locator) -> Vec<Candidate> {
 
 /// Finds the perf to use: the explicit one or the first candidate whose `--version` works.
 /// The error is one line: what was tried (and why each failed) and how to install perf.
-pub fn locate(loc: &Locator) -> Result<FoundPerf> {
+pub(crate) fn locate(loc: &Locator) -> Result<FoundPerf> {
     if let Some((given, source)) = explicit_choice(loc) {
         return locate_explicit(loc, &given, source);
     }

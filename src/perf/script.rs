@@ -40,7 +40,7 @@ pub fn argv(
 const DATA_FD: i32 = 3;
 
 /// A running `perf script`: read its output from [`Script::reader`], then call [`Script::finish`].
-pub struct Script {
+pub(crate) struct Script {
     child: Child,
     stderr: Option<JoinHandle<String>>,
     line: String,
@@ -168,7 +168,7 @@ impl Script {
 /// first to draw keeps the line and the others stay quiet, instead of taking turns on it. The
 /// line is drawn over with a carriage return, and cleared and given back when dropped.
 #[derive(Debug)]
-pub struct ProgressLine {
+pub(crate) struct ProgressLine {
     /// Whether this one has the line.
     held: bool,
     /// Whether it may still draw: stderr is a terminal and no other holder had the line.
@@ -235,7 +235,7 @@ impl Drop for ProgressLine {
 }
 
 /// A reader that shows the bytes read so far on the progress line, at most ten times a second.
-pub struct Progress<R> {
+pub(crate) struct Progress<R> {
     inner: R,
     label: &'static str,
     bytes: u64,

@@ -59,7 +59,7 @@ pub fn kernel_major_minor(release: &str) -> Option<(u32, u32)> {
 
 /// The command that installs a perf matching `kernel_release`, from `/etc/os-release`'s `ID`
 /// then `ID_LIKE` (so Linux Mint gets Ubuntu's answer, Rocky gets Fedora's).
-pub fn install_hint(os_release: &str, kernel_release: &str) -> String {
+pub(crate) fn install_hint(os_release: &str, kernel_release: &str) -> String {
     distro_ids(os_release)
         .into_iter()
         .find_map(|id| hint_for(&id, kernel_release))

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// One distribution to draw.
 #[derive(Debug, Clone)]
-pub struct CdfSeries {
+pub(crate) struct CdfSeries {
     /// Shown in the legend (any text; escaped).
     pub label: String,
     /// Latencies in ns, any order.
@@ -24,7 +24,7 @@ pub struct CdfSeries {
 
 /// Text around the plot.
 #[derive(Debug, Clone, Default)]
-pub struct PlotOptions {
+pub(crate) struct PlotOptions {
     /// The heading.
     pub title: String,
     /// A line under the heading, e.g. "Δp50 +212 ns [196, 228]; Δp99 +410 ns [380, 440]".
@@ -50,7 +50,7 @@ impl Prepared {
 }
 
 /// The SVG document: CDFs of `series` with p50/p99 marked, the legend, and `opts`' text.
-pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
+pub(crate) fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
     let prepared = prepare(series);
     let mut out = String::new();
     let _ = write!(

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 /// What the sweep plot shows: one point per swept value.
 #[derive(Debug, Clone)]
-pub struct SweepPlot {
+pub(crate) struct SweepPlot {
     pub title: String,
     /// The swept parameter, for the x axis.
     pub param: String,
@@ -20,7 +20,7 @@ pub struct SweepPlot {
 
 /// One swept value: the p50 and p99 differences `(delta, lo, hi)` and the maps full there.
 #[derive(Debug, Clone)]
-pub struct SweepPoint {
+pub(crate) struct SweepPoint {
     pub value: usize,
     pub p50: Option<(f64, f64, f64)>,
     pub p99: Option<(f64, f64, f64)>,
@@ -204,7 +204,7 @@ fn cliffs(r: &SweepPlot, f: &Frame, out: &mut String) {
 }
 
 /// The sweep plot as a self-contained SVG.
-pub fn sweep_svg(r: &SweepPlot) -> String {
+pub(crate) fn sweep_svg(r: &SweepPlot) -> String {
     let f = frame(r);
     let mut out = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>

@@ -2,7 +2,7 @@
 
 /// A duration for people: "850 ns", "1.2 µs", "12.5 µs", "4.8 ms" (three significant digits,
 /// trailing zeros dropped).
-pub fn fmt_duration(ns: f64) -> String {
+pub(crate) fn fmt_duration(ns: f64) -> String {
     let (value, unit) = match ns.abs() {
         a if a >= 1e9 => (ns / 1e9, "s"),
         a if a >= 1e6 => (ns / 1e6, "ms"),

@@ -231,7 +231,7 @@ pub struct Stack {
 }
 
 /// Parse one folded line; `None` for a line that is not `frames COUNT`.
-pub fn parse_line(line: &str) -> Option<Stack> {
+pub(crate) fn parse_line(line: &str) -> Option<Stack> {
     let (stack, count) = line.trim_end().rsplit_once(' ')?;
     let count = count.parse().ok()?;
     if stack.is_empty() {
@@ -273,7 +273,7 @@ pub fn checked_total(text: &str) -> Result<u64, String> {
 }
 
 /// The 1-based number of the first non-empty line that is not a folded stack, if any.
-pub fn first_malformed(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn first_malformed(text: &str) -> Option<(usize, usize)> {
     let mut bad = text
         .lines()
         .enumerate()

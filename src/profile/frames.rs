@@ -56,10 +56,10 @@ pub fn kind(frame: &str) -> Kind {
 /// How inferno's collapser writes a kernel frame perf printed as `[unknown]`: the module's
 /// name in brackets, `[[kernel.kallsyms]]_[k]`. It is kernel text (perf placed it in the
 /// kernel's map), unnamed because no kallsyms of the recording's kernel build was found.
-pub const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
+pub(crate) const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
 
 /// Whether a bare frame name is an address perf (or whoever folded) could not name.
-pub fn is_unresolved(name: &str) -> bool {
+pub(crate) fn is_unresolved(name: &str) -> bool {
     name == "[unknown]"
         || name == "[kernel.kallsyms]"
         || name.starts_with("[unknown <")
@@ -126,7 +126,7 @@ const RUNNERS: [&str; 12] = [
 ];
 
 /// Whether a bare kernel function name is one that calls into BPF programs.
-pub fn is_runner(name: &str) -> bool {
+pub(crate) fn is_runner(name: &str) -> bool {
     RUNNERS.iter().any(|r| name.starts_with(r))
 }
 

@@ -24,7 +24,7 @@ pub struct Tally {
 
 /// A reader that tallies the `perf script` text passing through it; it stops with an error
 /// as soon as the periods overflow.
-pub struct Scan<R> {
+pub(crate) struct Scan<R> {
     inner: R,
     tally: Rc<Tally>,
     /// The current line, when it is an event line (its first 4096 bytes).

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// above them), each starting at the kernel frame above its BPF part — or at the BPF part itself
 /// when the kernel call chain stopped there (a sample in a program's prologue, whose caller is
 /// lost: the frame above is user space). Identical cut stacks are merged.
-pub fn bpf_only(folded: &Folded) -> Folded {
+pub(crate) fn bpf_only(folded: &Folded) -> Folded {
     let glue = glue_frames(&folded.stacks);
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for s in &folded.stacks {

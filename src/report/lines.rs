@@ -14,7 +14,7 @@ use crate::perf::PerfChoice;
 use crate::profile::{self, Profile};
 
 /// How many lines the section lists.
-pub const HOT_LINES: usize = 5;
+pub(crate) const HOT_LINES: usize = 5;
 
 /// One hot line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,7 +47,7 @@ pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Op
 /// BPF program info). The hot lines need the raw IPs: with the built-in reader they are
 /// aggregated in the same pass that folds the stacks; when perf script reads the file
 /// instead, they take a pass of their own.
-pub fn load_with_hot_lines(
+pub(crate) fn load_with_hot_lines(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
@@ -80,7 +80,7 @@ pub fn load_with_hot_lines(
 
 /// The hottest lines from samples already aggregated through `info` (in `report`'s own pass
 /// over the perf.data at `input`).
-pub fn hot_lines_from(
+pub(crate) fn hot_lines_from(
     input: &Path,
     perf: &PerfChoice,
     info: &BpfInfo,
@@ -135,7 +135,7 @@ fn place(l: &HotLine) -> String {
 
 /// The own-code hint's line: the line with the most time in its own code, e.g. "line 99 of
 /// hook.bpf.c (`if (bpf_map_lookup_elem(…))`) holds 6.1% of all samples in its own code".
-pub fn own_code_hint_line(lines: &[HotLine]) -> Option<String> {
+pub(crate) fn own_code_hint_line(lines: &[HotLine]) -> Option<String> {
     let l = lines
         .iter()
         .filter(|l| l.self_percent > 0.0)

@@ -30,7 +30,7 @@ struct Sym {
 
 /// What an address is, per the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// Inside this symbol (a frame name: `_[k]` added for kernel functions).
     Inside(String),
     /// Past the last known BPF symbol: this one is the nearest below, `offset` bytes lower.
@@ -41,7 +41,7 @@ pub enum Lookup {
 
 /// Text symbols of a kallsyms snapshot, sorted by address.
 #[derive(Debug, Clone, Default)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     syms: Vec<Sym>,
 }
 
@@ -117,7 +117,7 @@ pub struct Outcome {
 
 /// Rename every unresolved frame that carries an address the snapshot places inside a symbol.
 /// Returns the renamed stacks and what happened to each distinct unresolved frame name.
-pub fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
+pub(crate) fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
     let mut seen: BTreeMap<String, Outcome> = BTreeMap::new();
     let stacks = folded
         .stacks

@@ -22,14 +22,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 /// The attach point of a stack whose kernel call chain stops at its BPF part: a sample in a
 /// program's prologue, before it saved its frame pointer, loses its kernel callers (the user
 /// part of the chain follows right after).
-pub const CALLER_LOST: &str = "(caller lost)";
+pub(crate) const CALLER_LOST: &str = "(caller lost)";
 
 /// (parent, frame) pairs of unresolved frames found right above BPF frames.
-pub type GlueSet = HashSet<(String, String)>;
+pub(crate) type GlueSet = HashSet<(String, String)>;
 
 /// The BPF part of one stack, as frame indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// First frame of the BPF part; the attach point is the one above.
     pub start: usize,
     /// The first program frame.
@@ -50,7 +50,7 @@ fn is_code(frame: &str) -> bool {
 }
 
 /// Unresolved frames that sit right above BPF frames (through other glue) in some stack.
-pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
+pub(crate) fn glue_frames(stacks: &[Stack]) -> GlueSet {
     let mut glue = GlueSet::new();
     for s in stacks {
         let f = &s.frames;
@@ -71,7 +71,7 @@ pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
 }
 
 /// The BPF part of a stack, if it has one.
-pub fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
+pub(crate) fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
     let start = (0..f.len()).find(|&i| match frames::kind(&f[i]) {
         Kind::Program | Kind::Glue => true,
         Kind::Unresolved => glue.contains(&(parent(f, i).to_string(), bare(&f[i]).to_string())),
@@ -123,7 +123,7 @@ fn homes(stacks: &[Stack], glue: &GlueSet) -> HashMap<String, String> {
 
 /// An attach point's tallies.
 #[derive(Debug, Clone, Default)]
-pub struct AttachTally {
+pub(crate) struct AttachTally {
     /// Samples inside BPF under it.
     pub bpf: u64,
     /// (parent, grandparent) names above it, with their weights.
@@ -139,7 +139,7 @@ pub struct AttachTally {
 
 /// A function of a program.
 #[derive(Debug, Clone, Default)]
-pub struct FuncTally {
+pub(crate) struct FuncTally {
     pub incl: u64,
     pub own: u64,
     /// Frames from the entry, when seen in place.
@@ -151,7 +151,7 @@ pub struct FuncTally {
 
 /// A program (entry) and its functions.
 #[derive(Debug, Clone, Default)]
-pub struct ProgTally {
+pub(crate) struct ProgTally {
     pub incl: u64,
     pub own: u64,
     pub tags: BTreeSet<String>,
@@ -161,7 +161,7 @@ pub struct ProgTally {
 
 /// A kernel function called (directly or not) from BPF code.
 #[derive(Debug, Clone, Default)]
-pub struct KfuncTally {
+pub(crate) struct KfuncTally {
     pub incl: u64,
     pub own: u64,
     pub callers: HashMap<String, u64>,

@@ -6,7 +6,7 @@
 //! (Numerical Recipes §6.4, Lentz's continued fraction) and is inverted by bisection.
 
 /// The complementary error function.
-pub fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = [
@@ -31,12 +31,12 @@ pub fn erfc(x: f64) -> f64 {
 }
 
 /// P(Z > z) for a standard normal Z; accurate far into the tail (no 1 - cdf cancellation).
-pub fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 
 /// The standard normal quantile for `p` in (0, 1).
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
         2.209_460_984_245_205e2,
@@ -152,7 +152,7 @@ fn t_sf(t: f64, df: f64) -> f64 {
 
 /// The quantile of Student's t with `df` degrees of freedom, for `p` in [0.5, 1).
 /// E.g. `t_quantile(0.975, 4.0)` = 2.776 (the multiplier of a 95% interval from 5 pairs).
-pub fn t_quantile(p: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
     let target = 1.0 - p;
     let (mut lo, mut hi) = (0.0, 1.0);
     while t_sf(hi, df) > target && hi < 1e12 {

@@ -86,15 +86,16 @@ pub use compare::{
     compare, compare_loads, compare_rounds, compare_summaries, shift_interval,
     shift_interval_loads, CompareOptions,
 };
-pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD, METHOD_LOADS};
+pub(crate) use comparison::METHOD_LOADS;
+pub use comparison::{Comparison, QuantileDiff, RoundSummary};
 pub use loads::{Load, LoadOrder};
 pub use modes::Mode;
-pub use notes::STALL_NS;
-pub use rank::{median_interval, ShiftInterval};
-pub use verdict::{gate_ns, gate_pct, q_label, verdict, GateResult};
+pub use rank::ShiftInterval;
+pub(crate) use verdict::{gate_ns, gate_pct, q_label};
+pub use verdict::{verdict, GateResult};
 
 /// The percentile `p` (0..=100) of already sorted samples; `None` when empty.
-pub fn percentile_sorted(sorted: &[u64], p: f64) -> Option<u64> {
+pub(crate) fn percentile_sorted(sorted: &[u64], p: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }

@@ -71,14 +71,14 @@ pub fn find(arm: &str, p50s: &[f64]) -> Vec<Mode> {
 }
 
 /// Median and 1.4826 × MAD (a standard deviation for normal data, robust to wild rounds).
-pub fn median_and_robust_sd(xs: &[f64]) -> (f64, f64) {
+pub(crate) fn median_and_robust_sd(xs: &[f64]) -> (f64, f64) {
     let mid = median_of(xs.to_vec());
     let mad = median_of(xs.iter().map(|x| (x - mid).abs()).collect());
     (mid, 1.4826 * mad)
 }
 
 /// The median (NaN when empty).
-pub fn median_of(mut xs: Vec<f64>) -> f64 {
+pub(crate) fn median_of(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -92,7 +92,7 @@ pub fn median_of(mut xs: Vec<f64>) -> f64 {
 }
 
 /// Round numbers (1-based) as ranges: "3, 7–9, 12".
-pub fn round_list(rounds: &[usize]) -> String {
+pub(crate) fn round_list(rounds: &[usize]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
     while i < rounds.len() {

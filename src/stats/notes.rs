@@ -13,7 +13,7 @@ use super::modes::round_list;
 use super::rank::critical_rank;
 
 /// A round whose longest sample is at least this long is noted as a likely RT-throttling stall.
-pub const STALL_NS: u64 = 10_000_000;
+pub(crate) const STALL_NS: u64 = 10_000_000;
 
 /// Notes on the comparison `c` of the rounds `base` and `treat` (arms named `names`).
 pub(super) fn comparison_notes(

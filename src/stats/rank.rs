@@ -21,7 +21,7 @@
 use super::dist::{normal_quantile, normal_sf};
 
 /// Up to this many differences the binomial is summed exactly.
-pub const EXACT_UP_TO: usize = 1000;
+pub(crate) const EXACT_UP_TO: usize = 1000;
 
 /// A shift estimate and its interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -38,7 +38,7 @@ pub struct ShiftInterval {
 
 /// The median of `d` and its sign-test interval at `confidence` (e.g. 0.95); `None` when `d` is
 /// empty or holds a NaN.
-pub fn median_interval(d: &[f64], confidence: f64) -> Option<ShiftInterval> {
+pub(crate) fn median_interval(d: &[f64], confidence: f64) -> Option<ShiftInterval> {
     if d.is_empty() || d.iter().any(|x| x.is_nan()) {
         return None;
     }
@@ -61,7 +61,7 @@ pub fn median_interval(d: &[f64], confidence: f64) -> Option<ShiftInterval> {
 
 /// The 1-based rank `k` of the interval `[d_(k), d_(n+1−k)]` for `n` differences, and the
 /// coverage it achieves: the largest `k ≥ 1` with `2 P(B ≤ k − 1) ≤ 1 − confidence`, or 1.
-pub fn critical_rank(n: usize, confidence: f64) -> (usize, f64) {
+pub(crate) fn critical_rank(n: usize, confidence: f64) -> (usize, f64) {
     let alpha_half = (1.0 - confidence) / 2.0;
     if n == 0 {
         return (1, 0.0);

@@ -15,7 +15,7 @@ pub struct Rng {
 /// and pid should that fail; 53 so that a JSON reader holding numbers as doubles (JavaScript,
 /// jq 1.6) gives back the seed exactly. `overhead` draws its coin from one per run unless `--seed` is given,
 /// so that repeated runs are independent draws of the coin, as the interval's coverage assumes.
-pub fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     let mut b = [0u8; 8];
     // SAFETY: getrandom(2) writes at most b.len() bytes into b.
     let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };

@@ -24,7 +24,7 @@ pub struct GateResult {
 }
 
 /// "p50", "p99.9".
-pub fn q_label(q: f64) -> String {
+pub(crate) fn q_label(q: f64) -> String {
     format!("p{q}")
 }
 
@@ -81,14 +81,14 @@ fn tail_part(d: &QuantileDiff) -> String {
 }
 
 /// `--max-pQ-ns max_ns`: exceeded when the interval's lower end is above `max_ns`.
-pub fn gate_ns(c: &Comparison, q: f64, max_ns: f64) -> GateResult {
+pub(crate) fn gate_ns(c: &Comparison, q: f64, max_ns: f64) -> GateResult {
     let limit = format!("--max-{}-ns {max_ns}", q_label(q));
     gate(c, q, limit, max_ns, |d| (d.lo, d.delta, d.hi), "ns")
 }
 
 /// `--max-pQ-pct max_pct`: exceeded when the interval's lower end, in % of the baseline's
 /// quantile, is above `max_pct`.
-pub fn gate_pct(c: &Comparison, q: f64, max_pct: f64) -> GateResult {
+pub(crate) fn gate_pct(c: &Comparison, q: f64, max_pct: f64) -> GateResult {
     let limit = format!("--max-{}-pct {max_pct}", q_label(q));
     gate(c, q, limit, max_pct, |d| (d.pct_lo, d.pct, d.pct_hi), "%")
 }
@@ -164,13 +164,13 @@ mod tests {
             load_deltas: vec![],
             load_share: None,
             order_effect: None,
-            method: crate::stats::METHOD,
+            method: crate::stats::comparison::METHOD,
         }
     }
 
     fn comparison(diffs: Vec<QuantileDiff>) -> Comparison {
         Comparison {
-            method: crate::stats::METHOD,
+            method: crate::stats::comparison::METHOD,
             diffs,
             modes: vec![],
             notes: vec![],

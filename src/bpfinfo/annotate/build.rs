@@ -114,7 +114,7 @@ pub struct Request<'a> {
 }
 
 /// `bpf_prog_<tag>_<name>` → `name`; other symbols as they are.
-pub fn short_name(symbol: &str) -> String {
+pub(crate) fn short_name(symbol: &str) -> String {
     crate::host::kallsyms::ProgSymbol::parse(symbol)
         .map_or(symbol, |parts| parts.name)
         .to_string()
@@ -123,7 +123,7 @@ pub fn short_name(symbol: &str) -> String {
 /// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
 /// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
 /// sub-program N.
-pub fn display_name(info: &BpfInfo, id: u32, f: usize, symbol: &str) -> String {
+pub(crate) fn display_name(info: &BpfInfo, id: u32, f: usize, symbol: &str) -> String {
     let s = short_name(symbol);
     if !s.is_empty() && s != "F" && !s.starts_with("bpf_prog_") {
         return s;
@@ -228,7 +228,7 @@ fn line(l: &LineCost, total: u64, func_total: u64) -> Line {
 }
 
 /// The file name without its directories (clang records the path it was given).
-pub fn basename(path: &str) -> &str {
+pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -270,7 +270,7 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
 }
 
 /// `--asm`: the JIT-ed instructions of each shown line, with their shares.
-pub fn add_asm(
+pub(crate) fn add_asm(
     a: &mut Annotation,
     info: &BpfInfo,
     by_ip: &BTreeMap<u64, (u64, u64)>,

@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 
 /// The program info of the perf.data, with its architecture; an error explains a file
 /// without it.
-pub fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
+pub(crate) fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
     let feats = read_features(input)?;
     let (Some(progs), btf) = (feats.prog_info, feats.btf) else {
         return Err(usage(format!(
@@ -64,7 +64,7 @@ pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
 }
 
 /// Reads the samples of `input` through `info`.
-pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
+pub(crate) fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
     for_each_sample(src, info.programs(), |s| {
         feed(info, &mut agg, s.frames, s.weight, s.time)
@@ -76,7 +76,7 @@ pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
 /// `depth` (0: the sample IP) of a sample at `time` gets the id of the program that was there
 /// ([`BpfInfo::func_at_named`]: by the reader's id, the tag, the time), so that the aggregator,
 /// which sees no times, looks it up in that program.
-pub fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
+pub(crate) fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
     if !info.overlaps() || f.kind != FrameKind::Bpf {
         return;
     }
@@ -124,7 +124,7 @@ pub fn feed(
 /// adds each reduction once, in the order it was first seen, so the result is the one
 /// per-sample feeding gives.
 #[derive(Default)]
-pub struct ResolvedFeed {
+pub(crate) struct ResolvedFeed {
     /// Per frame id of the reader's table: 0 not yet looked at, 1 not BPF by name, 2 BPF.
     named_bpf: Vec<u8>,
     pending: FxHashMap<Reduction, Pending>,
@@ -259,7 +259,7 @@ pub fn annotate(req: &Request<'_>) -> Result<Annotation> {
 
 /// The reading from samples already aggregated (e.g. while `report` folded them in the same
 /// pass).
-pub fn annotate_from(
+pub(crate) fn annotate_from(
     req: &Request<'_>,
     info: &BpfInfo,
     arch: Option<&str>,
