@@ -33,12 +33,14 @@ mod testbuf;
 #[cfg(test)]
 mod tests;
 
-pub use aggregate::{aggregate_lines, Aggregator, Frame, FrameKind, LineCost, LineReport, Sample};
+pub use aggregate::{
+    aggregate_lines, AddressWeight, Aggregator, Frame, FrameKind, LineCost, LineReport, Sample,
+};
 pub(crate) use btf::parse_btf_section;
 pub use btf::{Btf, BtfError, BtfSet};
 pub use disasm::{disassemble, Insn};
 pub use error::BpfInfoError;
 pub(crate) use lookup::entry_range;
-pub use lookup::{BpfInfo, IpKind, Location, Seen, SourceLine};
+pub use lookup::{BpfInfo, FrameHints, FuncRef, IpKind, Location, SourceLine};
 pub use model::{FuncInfo, LineEntry, LineMapping, ProgInfo, ProgParts, RawFuncInfo, RawLineInfo};
 pub(crate) use proginfo::parse_prog_info;

@@ -45,12 +45,12 @@ fn line_name(
         0 => IpKind::Sample,
         _ => IpKind::Return,
     };
-    let seen = crate::bpfinfo::Seen {
+    let hints = crate::bpfinfo::FrameHints {
         name: sym,
         prog,
         time: None,
     };
-    let l = info.lookup_named(ip, kind, seen)?.line?;
+    let l = info.lookup_hinted(ip, kind, hints)?.line?;
     let file = basename(&l.file);
     let file = if file.is_empty() { "?" } else { file };
     Some(format!("{file}:{}", l.line))

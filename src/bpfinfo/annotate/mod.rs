@@ -74,7 +74,7 @@ pub(crate) fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggreg
 
 /// Where programs overlap (one JIT-ed over another's place while recording), BPF frame
 /// `depth` (0: the sample IP) of a sample at `time` gets the id of the program that was there
-/// ([`BpfInfo::func_at_named`]: by the reader's id, the tag, the time), so that the aggregator,
+/// ([`BpfInfo::func_at_hinted`]: by the reader's id, the tag, the time), so that the aggregator,
 /// which sees no times, looks it up in that program.
 pub(crate) fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
     if !info.overlaps() || f.kind != FrameKind::Bpf {
@@ -85,14 +85,14 @@ pub(crate) fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Opt
     } else {
         IpKind::Return
     };
-    let seen = super::Seen {
+    let hints = super::FrameHints {
         name: f.name,
         prog: f.prog,
         time,
     };
     let addr = super::lookup::effective_addr(f.ip, kind);
-    if let Some((p, _)) = info.func_at_named(addr, seen) {
-        f.prog = Some(info.progs[p].id);
+    if let Some(at) = info.func_at_hinted(addr, hints) {
+        f.prog = Some(info.progs[at.prog].id);
     }
 }
 
