@@ -29,9 +29,21 @@ pub mod cpumode {
     pub const KERNEL: u16 = 1;
     pub const USER: u16 = 2;
     pub const HYPERVISOR: u16 = 3;
+    pub const GUEST_KERNEL: u16 = 4;
 }
-/// `PERF_RECORD_MISC_COMM_EXEC` / `_MMAP_DATA` / `_FORK_EXEC` share bit 13.
-pub const MISC_BIT13: u16 = 1 << 13;
+// Three flags share bit 13 of `misc`, one per record type.
+/// `PERF_RECORD_MISC_COMM_EXEC`: a COMM record's name changed by exec.
+pub const MISC_COMM_EXEC: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_MMAP_DATA`: an MMAP record maps data, not code.
+pub const MISC_MMAP_DATA: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_FORK_EXEC`: perf's own mark on a FORK record it synthesized for an exec.
+pub const MISC_FORK_EXEC: u16 = 1 << 13;
+/// `PERF_RECORD_KSYMBOL_TYPE_BPF`: a KSYMBOL record of a JIT-ed BPF program.
+pub const KSYMBOL_TYPE_BPF: u16 = 1;
+/// `PERF_BPF_EVENT_PROG_LOAD`: a BPF_EVENT record of a program loaded.
+pub const BPF_EVENT_PROG_LOAD: u16 = 1;
+/// `PROT_EXEC` in an MMAP2 record's `prot`.
+pub const PROT_EXEC: u32 = 4;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`.
 pub const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
@@ -353,7 +365,7 @@ pub(crate) fn parse_comm<'a>(r: &RawRecord<'a>, trailer: usize, e: Endian) -> Op
         pid: c.u32()?,
         tid: c.u32()?,
         comm: c_str(c.rest()),
-        exec: r.misc & MISC_BIT13 != 0,
+        exec: r.misc & MISC_COMM_EXEC != 0,
     })
 }
 
