@@ -89,8 +89,10 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The entry for percentile `q`, if it was compared.
-    pub fn diff(&self, q: f64) -> Option<&QuantileDiff> {
-        self.diffs.iter().find(|d| (d.q - q).abs() < 1e-9)
+    /// The entry for percentile `quantile`, if it was compared.
+    pub fn diff(&self, quantile: f64) -> Option<&QuantileDiff> {
+        self.diffs
+            .iter()
+            .find(|diff| (diff.q - quantile).abs() < 1e-9)
     }
 }

@@ -95,13 +95,13 @@ pub(crate) use verdict::{gate_ns, gate_pct, q_label};
 pub use verdict::{verdict, GateResult};
 
 /// The percentile `p` (0..=100) of already sorted samples; `None` when empty.
-pub(crate) fn percentile_sorted(sorted: &[u64], p: f64) -> Option<u64> {
+pub(crate) fn percentile_sorted(sorted: &[u64], percentile: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }
-    let n = sorted.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, n) - 1])
+    let count = sorted.len();
+    let rank = ((percentile / 100.0) * count as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, count) - 1])
 }
 
 /// The summary the bench prints: n, min, p50, p90, p99, p99.9, max (ns).
@@ -127,30 +127,30 @@ pub fn pct(part: u64, whole: u64) -> f64 {
 impl Summary {
     /// Summarise samples (any order); `None` when empty.
     pub fn of(samples: &[u64]) -> Option<Summary> {
-        let mut s = samples.to_vec();
-        s.sort_unstable();
-        Summary::of_sorted(&s)
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        Summary::of_sorted(&sorted)
     }
 
     /// Summarise already sorted samples.
-    pub fn of_sorted(s: &[u64]) -> Option<Summary> {
-        let p = |q| percentile_sorted(s, q);
+    pub fn of_sorted(sorted: &[u64]) -> Option<Summary> {
+        let at = |percentile| percentile_sorted(sorted, percentile);
         Some(Summary {
-            n: s.len(),
-            min: *s.first()?,
-            p50: p(50.0)?,
-            p90: p(90.0)?,
-            p99: p(99.0)?,
-            p999: p(99.9)?,
-            max: *s.last()?,
+            n: sorted.len(),
+            min: *sorted.first()?,
+            p50: at(50.0)?,
+            p90: at(90.0)?,
+            p99: at(99.0)?,
+            p999: at(99.9)?,
+            max: *sorted.last()?,
         })
     }
 }
 
 impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
-            f,
+            formatter,
             "n={} min={} p50={} p90={} p99={} p99.9={} max={} (ns)",
             self.n, self.min, self.p50, self.p90, self.p99, self.p999, self.max
         )

@@ -83,29 +83,29 @@ pub(crate) fn median_of(mut xs: Vec<f64>) -> f64 {
         return f64::NAN;
     }
     xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
+    let count = xs.len();
+    if count % 2 == 1 {
+        xs[count / 2]
     } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        (xs[count / 2 - 1] + xs[count / 2]) / 2.0
     }
 }
 
 /// Round numbers (1-based) as ranges: "3, 7–9, 12".
 pub(crate) fn round_list(rounds: &[usize]) -> String {
     let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < rounds.len() {
-        let mut j = i;
-        while j + 1 < rounds.len() && rounds[j + 1] == rounds[j] + 1 {
-            j += 1;
+    let mut first = 0;
+    while first < rounds.len() {
+        let mut last = first;
+        while last + 1 < rounds.len() && rounds[last + 1] == rounds[last] + 1 {
+            last += 1;
         }
-        out.push(if j > i {
-            format!("{}–{}", rounds[i] + 1, rounds[j] + 1)
+        out.push(if last > first {
+            format!("{}–{}", rounds[first] + 1, rounds[last] + 1)
         } else {
-            format!("{}", rounds[i] + 1)
+            format!("{}", rounds[first] + 1)
         });
-        i = j + 1;
+        first = last + 1;
     }
     out.join(", ")
 }

@@ -36,60 +36,62 @@ pub struct ShiftInterval {
     pub confidence: f64,
 }
 
-/// The median of `d` and its sign-test interval at `confidence` (e.g. 0.95); `None` when `d` is
-/// empty or holds a NaN.
-pub(crate) fn median_interval(d: &[f64], confidence: f64) -> Option<ShiftInterval> {
-    if d.is_empty() || d.iter().any(|x| x.is_nan()) {
+/// The median of `diffs` and its sign-test interval at `confidence` (e.g. 0.95); `None` when
+/// `diffs` is empty or holds a NaN.
+pub(crate) fn median_interval(diffs: &[f64], confidence: f64) -> Option<ShiftInterval> {
+    if diffs.is_empty() || diffs.iter().any(|diff| diff.is_nan()) {
         return None;
     }
-    let mut s = d.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let (k, achieved) = critical_rank(n, confidence);
-    let estimate = if n % 2 == 1 {
-        s[n / 2]
+    let mut sorted = diffs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let count = sorted.len();
+    let (rank, achieved) = critical_rank(count, confidence);
+    let estimate = if count % 2 == 1 {
+        sorted[count / 2]
     } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
+        (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0
     };
     Some(ShiftInterval {
         estimate,
-        lo: s[k - 1],
-        hi: s[n - k],
+        lo: sorted[rank - 1],
+        hi: sorted[count - rank],
         confidence: achieved,
     })
 }
 
-/// The 1-based rank `k` of the interval `[d_(k), d_(n+1−k)]` for `n` differences, and the
-/// coverage it achieves: the largest `k ≥ 1` with `2 P(B ≤ k − 1) ≤ 1 − confidence`, or 1.
-pub(crate) fn critical_rank(n: usize, confidence: f64) -> (usize, f64) {
+/// The 1-based rank `k` of the interval `[d_(k), d_(n+1−k)]` for `count` (n) differences, and
+/// the coverage it achieves: the largest `k ≥ 1` with `2 P(B ≤ k − 1) ≤ 1 − confidence`, or 1.
+pub(crate) fn critical_rank(count: usize, confidence: f64) -> (usize, f64) {
     let alpha_half = (1.0 - confidence) / 2.0;
-    if n == 0 {
+    if count == 0 {
         return (1, 0.0);
     }
-    if n <= EXACT_UP_TO {
-        // P(B = 0) = 2^-n, then P(B = j + 1) = P(B = j) (n − j) / (j + 1).
-        let (mut pmf, mut cdf, mut k) = (0.5f64.powi(n as i32), 0.0, 0);
+    if count <= EXACT_UP_TO {
+        // P(B = 0) = 2^-n, then P(B = j + 1) = P(B = j) (n − j) / (j + 1), j counting up.
+        let mut pmf = 0.5f64.powi(count as i32);
+        let mut cdf = 0.0;
+        let mut rank = 0;
         let mut tail_at_k = pmf;
-        for j in 0..n {
+        for below in 0..count {
             cdf += pmf;
             if cdf > alpha_half {
                 break;
             }
-            k = j + 1;
+            rank = below + 1;
             tail_at_k = cdf;
-            pmf *= (n - j) as f64 / (j + 1) as f64;
+            pmf *= (count - below) as f64 / (below + 1) as f64;
         }
-        return if k == 0 {
+        return if rank == 0 {
             (1, 1.0 - 2.0 * tail_at_k)
         } else {
-            (k, 1.0 - 2.0 * tail_at_k)
+            (rank, 1.0 - 2.0 * tail_at_k)
         };
     }
-    let nf = n as f64;
-    let z = normal_quantile(1.0 - alpha_half);
-    let k = ((nf / 2.0 - z * nf.sqrt() / 2.0 + 0.5).floor() as usize).max(1);
-    let tail = 1.0 - normal_sf((k as f64 - 0.5 - nf / 2.0) / (nf.sqrt() / 2.0));
-    (k, 1.0 - 2.0 * tail)
+    let nf = count as f64;
+    let z_score = normal_quantile(1.0 - alpha_half);
+    let rank = ((nf / 2.0 - z_score * nf.sqrt() / 2.0 + 0.5).floor() as usize).max(1);
+    let tail = 1.0 - normal_sf((rank as f64 - 0.5 - nf / 2.0) / (nf.sqrt() / 2.0));
+    (rank, 1.0 - 2.0 * tail)
 }
 
 #[cfg(test)]

@@ -16,17 +16,17 @@ pub struct Rng {
 /// jq 1.6) gives back the seed exactly. `overhead` draws its coin from one per run unless `--seed` is given,
 /// so that repeated runs are independent draws of the coin, as the interval's coverage assumes.
 pub(crate) fn fresh_seed() -> u64 {
-    let mut b = [0u8; 8];
-    // SAFETY: getrandom(2) writes at most b.len() bytes into b.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom(2) writes at most bytes.len() bytes into bytes.
+    let written = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
     const BITS53: u64 = (1 << 53) - 1;
-    if n == b.len() as isize {
-        return u64::from_le_bytes(b) & BITS53;
+    if written == bytes.len() as isize {
+        return u64::from_le_bytes(bytes) & BITS53;
     }
-    let t = std::time::SystemTime::now()
+    let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    Rng::new(t ^ u64::from(std::process::id()) << 32).next_u64() & BITS53
+    Rng::new(nanos ^ u64::from(std::process::id()) << 32).next_u64() & BITS53
 }
 
 impl Rng {
@@ -38,10 +38,10 @@ impl Rng {
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let mut mixed = self.state;
+        mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        mixed ^ (mixed >> 31)
     }
 
     /// Uniform on the open interval (0, 1): never 0, so `ln` of it is finite.
@@ -49,36 +49,38 @@ impl Rng {
         ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
     }
 
-    /// Uniform integer in `0..n` (`n > 0`); the modulo bias is below 2^-40 for n < 2^24.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+    /// Uniform integer in `0..bound` (`bound > 0`); the modulo bias is below 2^-40 for a bound
+    /// below 2^24.
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
     }
 
     /// Standard normal (Marsaglia's polar method; the second value is dropped for simplicity).
     pub fn normal(&mut self) -> f64 {
         loop {
-            let u = 2.0 * self.uniform() - 1.0;
-            let v = 2.0 * self.uniform() - 1.0;
-            let s = u * u + v * v;
-            if s < 1.0 && s > 0.0 {
-                return u * (-2.0 * s.ln() / s).sqrt();
+            let first = 2.0 * self.uniform() - 1.0;
+            let second = 2.0 * self.uniform() - 1.0;
+            let radius = first * first + second * second;
+            if radius < 1.0 && radius > 0.0 {
+                return first * (-2.0 * radius.ln() / radius).sqrt();
             }
         }
     }
 
     /// Gamma(shape, 1) for `shape >= 1` (Marsaglia & Tsang, ACM TOMS 26(3), 2000).
     pub fn gamma(&mut self, shape: f64) -> f64 {
-        let d = shape - 1.0 / 3.0;
-        let c = 1.0 / (9.0 * d).sqrt();
+        let offset = shape - 1.0 / 3.0;
+        let scale = 1.0 / (9.0 * offset).sqrt();
         loop {
-            let x = self.normal();
-            let v = (1.0 + c * x).powi(3);
-            if v <= 0.0 {
+            let normal = self.normal();
+            let cubed = (1.0 + scale * normal).powi(3);
+            if cubed <= 0.0 {
                 continue;
             }
-            let u = self.uniform();
-            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
-                return d * v;
+            let uniform = self.uniform();
+            if uniform.ln() < 0.5 * normal * normal + offset - offset * cubed + offset * cubed.ln()
+            {
+                return offset * cubed;
             }
         }
     }
