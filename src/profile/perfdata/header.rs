@@ -257,20 +257,20 @@ pub fn read_at(file: &std::fs::File, offset: u64, count: usize) -> Option<Vec<u8
 
 /// The feature bitmap, with perf's guess for byte-swapped files written by 32-bit hosts
 /// (`perf_file_header__read`: try u64 words, then u32 words, keyed on HOSTNAME).
-fn feature_bits(bytes: &[u8], e: Endian) -> [u64; 4] {
-    let mut w = [0u64; 4];
-    for (i, v) in w.iter_mut().enumerate() {
-        *v = u64_at(bytes, 72 + 8 * i, e).unwrap_or(0);
+fn feature_bits(bytes: &[u8], endian: Endian) -> [u64; 4] {
+    let mut words = [0u64; 4];
+    for (index, word) in words.iter_mut().enumerate() {
+        *word = u64_at(bytes, 72 + 8 * index, endian).unwrap_or(0);
     }
-    let hostname = |w: &[u64; 4]| w[0] & (1 << feature::HOSTNAME) != 0;
-    if e == Endian::Little || hostname(&w) {
-        return w;
+    let hostname = |words: &[u64; 4]| words[0] & (1 << feature::HOSTNAME) != 0;
+    if endian == Endian::Little || hostname(&words) {
+        return words;
     }
     let mut w32 = [0u64; 4];
-    for (i, v) in w32.iter_mut().enumerate() {
-        let lo = u32_at(bytes, 72 + 8 * i, e).unwrap_or(0);
-        let hi = u32_at(bytes, 76 + 8 * i, e).unwrap_or(0);
-        *v = u64::from(lo) | u64::from(hi) << 32;
+    for (index, word) in w32.iter_mut().enumerate() {
+        let lo = u32_at(bytes, 72 + 8 * index, endian).unwrap_or(0);
+        let hi = u32_at(bytes, 76 + 8 * index, endian).unwrap_or(0);
+        *word = u64::from(lo) | u64::from(hi) << 32;
     }
     if hostname(&w32) {
         w32
@@ -280,18 +280,18 @@ fn feature_bits(bytes: &[u8], e: Endian) -> [u64; 4] {
 }
 
 /// Whether two byte ranges share a byte.
-pub(crate) fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
-    !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end
+pub(crate) fn overlaps(first: &Range<usize>, second: &Range<usize>) -> bool {
+    !first.is_empty() && !second.is_empty() && first.start < second.end && second.start < first.end
 }
 
 /// perf's own checks on the sections, plus bounds against the file.
-fn check_layout(h: &FileHeader, len: usize) -> Result<(), PerfDataError> {
-    if h.attr_size == 0 {
+fn check_layout(header: &FileHeader, len: usize) -> Result<(), PerfDataError> {
+    if header.attr_size == 0 {
         return Err(malformed("attr_size is 0"));
     }
-    let attrs = h.attrs.range(len, "attrs section")?;
-    let data = h.data.range(len, "data section")?;
-    let head = 0..h.size as usize;
+    let attrs = header.attrs.range(len, "attrs section")?;
+    let data = header.data.range(len, "data section")?;
+    let head = 0..header.size as usize;
     if overlaps(&head, &attrs) || overlaps(&head, &data) {
         return Err(malformed("a section overlaps the file header"));
     }
@@ -307,80 +307,89 @@ fn check_layout(h: &FileHeader, len: usize) -> Result<(), PerfDataError> {
 /// The feature sections present, in bit order, each checked against the file.
 pub(crate) fn parse_feature_table(
     bytes: &[u8],
-    h: &FileHeader,
+    header: &FileHeader,
 ) -> Result<Vec<(u32, Range<usize>)>, PerfDataError> {
-    let ids: Vec<u32> = (0..256u32).filter(|&i| h.has_feature(i)).collect();
+    let ids: Vec<u32> = (0..256u32).filter(|&i| header.has_feature(i)).collect();
     let table = Section {
-        offset: h.data.offset.saturating_add(h.data.size),
+        offset: header.data.offset.saturating_add(header.data.size),
         size: 16 * ids.len() as u64,
     }
     .range(bytes.len(), "feature table")?;
-    let data = h.data.range(bytes.len(), "data section")?;
-    let attrs = h.attrs.range(bytes.len(), "attrs section")?;
-    let mut c = Cursor::new(&bytes[table], h.endian);
+    let data = header.data.range(bytes.len(), "data section")?;
+    let attrs = header.attrs.range(bytes.len(), "attrs section")?;
+    let mut cursor = Cursor::new(&bytes[table], header.endian);
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let s = Section::read(&mut c).ok_or_else(|| truncated("the feature table is cut"))?;
-        let r = s.range(bytes.len(), &format!("feature {id}"))?;
-        let head = 0..h.size as usize;
-        if overlaps(&r, &data) || overlaps(&r, &attrs) || overlaps(&r, &head) {
+        let entry =
+            Section::read(&mut cursor).ok_or_else(|| truncated("the feature table is cut"))?;
+        let range = entry.range(bytes.len(), &format!("feature {id}"))?;
+        let head = 0..header.size as usize;
+        if overlaps(&range, &data) || overlaps(&range, &attrs) || overlaps(&range, &head) {
             return Err(malformed(format!(
                 "feature {id} overlaps the header, attrs or data"
             )));
         }
-        out.push((id, r));
+        out.push((id, range));
     }
     Ok(out)
 }
 
 /// The attrs with their ids (`perf_session__read_header` + `read_attr`): entries follow each
 /// other every `attr.size + 16` bytes, and each must lie inside the attrs section.
-pub(crate) fn parse_attrs(bytes: &[u8], h: &FileHeader) -> Result<Vec<EventAttr>, PerfDataError> {
-    let section = h.attrs.range(bytes.len(), "attrs section")?;
-    let nr = h.attrs.size / h.attr_size;
-    let e = h.endian;
+pub(crate) fn parse_attrs(
+    bytes: &[u8],
+    header: &FileHeader,
+) -> Result<Vec<EventAttr>, PerfDataError> {
+    let section = header.attrs.range(bytes.len(), "attrs section")?;
+    let nr = header.attrs.size / header.attr_size;
+    let endian = header.endian;
     let mut out = Vec::new();
     let mut pos = section.start;
     for index in 0..nr {
         let what = || malformed(format!("attr {index} does not fit in the attrs section"));
         let attr_bytes = bytes.get(pos..section.end).ok_or_else(what)?;
-        let size = match u32_at(attr_bytes, 4, e).ok_or_else(what)? {
+        let size = match u32_at(attr_bytes, 4, endian).ok_or_else(what)? {
             0 => ATTR_SIZE_VER0,
-            n => n as usize,
+            claimed => claimed as usize,
         };
         if size < ATTR_SIZE_VER0 {
             return Err(malformed(format!("attr {index} claims {size} bytes")));
         }
         let raw = attr_bytes.get(..size).ok_or_else(what)?;
         let ids_at = attr_bytes.get(size..size + 16).ok_or_else(what)?;
-        let mut a = EventAttr::parse(raw, index as usize, e).ok_or_else(what)?;
-        let mut c = Cursor::new(ids_at, e);
-        let ids = Section::read(&mut c).ok_or_else(what)?;
-        a.ids = read_ids(bytes, ids, e, index)?;
-        out.push(a);
+        let mut attr = EventAttr::parse(raw, index as usize, endian).ok_or_else(what)?;
+        let mut cursor = Cursor::new(ids_at, endian);
+        let ids = Section::read(&mut cursor).ok_or_else(what)?;
+        attr.ids = read_ids(bytes, ids, endian, index)?;
+        out.push(attr);
         pos += size + 16;
     }
     Ok(out)
 }
 
-fn read_ids(bytes: &[u8], s: Section, e: Endian, index: u64) -> Result<Vec<u64>, PerfDataError> {
-    let r = s.range(bytes.len(), &format!("id array of attr {index}"))?;
-    Ok(bytes[r]
+fn read_ids(
+    bytes: &[u8],
+    array: Section,
+    endian: Endian,
+    index: u64,
+) -> Result<Vec<u64>, PerfDataError> {
+    let range = array.range(bytes.len(), &format!("id array of attr {index}"))?;
+    Ok(bytes[range]
         .chunks_exact(8)
-        .filter_map(|w| u64_at(w, 0, e))
+        .filter_map(|w| u64_at(w, 0, endian))
         .collect())
 }
 
 /// Event names from the EVENT_DESC feature, by attr index (`read_event_desc`):
 /// `u32 nr; u32 attr_size; { attr; u32 nr_ids; u32 len; char name[len]; u64 ids[nr_ids] }[nr]`.
-pub(crate) fn event_names(body: &[u8], e: Endian) -> Vec<Option<String>> {
-    let mut c = Cursor::new(body, e);
-    let (Some(nr), Some(attr_size)) = (c.u32(), c.u32()) else {
+pub(crate) fn event_names(body: &[u8], endian: Endian) -> Vec<Option<String>> {
+    let mut cursor = Cursor::new(body, endian);
+    let (Some(nr), Some(attr_size)) = (cursor.u32(), cursor.u32()) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for _ in 0..nr {
-        let Some(name) = event_desc_entry(&mut c, attr_size as usize) else {
+        let Some(name) = event_desc_entry(&mut cursor, attr_size as usize) else {
             break;
         };
         out.push(Some(name));
@@ -388,18 +397,18 @@ pub(crate) fn event_names(body: &[u8], e: Endian) -> Vec<Option<String>> {
     out
 }
 
-fn event_desc_entry(c: &mut Cursor<'_>, attr_size: usize) -> Option<String> {
-    c.skip(attr_size)?;
-    let nr_ids = c.u32()?;
-    let name = read_string(c)?;
-    c.skip(to_usize(u64::from(nr_ids))?.checked_mul(8)?)?;
+fn event_desc_entry(cursor: &mut Cursor<'_>, attr_size: usize) -> Option<String> {
+    cursor.skip(attr_size)?;
+    let nr_ids = cursor.u32()?;
+    let name = read_string(cursor)?;
+    cursor.skip(to_usize(u64::from(nr_ids))?.checked_mul(8)?)?;
     Some(name)
 }
 
 /// A `perf_header_string`: `u32 len; char str[len]` (NUL-padded).
-pub(crate) fn read_string(c: &mut Cursor<'_>) -> Option<String> {
-    let len = c.u32()? as usize;
-    let raw = c.bytes(len)?;
+pub(crate) fn read_string(cursor: &mut Cursor<'_>) -> Option<String> {
+    let len = cursor.u32()? as usize;
+    let raw = cursor.bytes(len)?;
     Some(String::from_utf8_lossy(c_str(raw)).into_owned())
 }
 

@@ -25,7 +25,7 @@ fn name<'a>(line: &Line<'a>) -> &'a [u8] {
 fn binding(kind: u8) -> u8 {
     match kind {
         b'W' => WEAK,
-        k if k.is_ascii_uppercase() => GLOBAL,
+        letter if letter.is_ascii_uppercase() => GLOBAL,
         _ => LOCAL,
     }
 }
@@ -44,18 +44,25 @@ pub(crate) struct KernelSymbols {
     pub modules: HashMap<String, SymTab>,
 }
 
-/// Load a snapshot. `reloc` is the recorded name and address of the symbol the kernel map
-/// is relocated by, `_text` from the kernel MMAP's pgoff. `Err` says why perf would have no
-/// kernel symbols.
+/// The symbol a kernel map is relocated by and the address the recording gives it: `_text`
+/// and the kernel MMAP's pgoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Relocation {
+    pub symbol: String,
+    pub addr: u64,
+}
+
+/// Load a snapshot, its kernel symbols shifted by `reloc` when the recording has one. `Err`
+/// says why perf would have no kernel symbols.
 pub(crate) fn load(
     text: &[u8],
-    reloc: Option<(&str, u64)>,
+    reloc: Option<&Relocation>,
     modules: &[ModuleMap],
 ) -> Result<KernelSymbols, String> {
     let delta = match reloc {
-        Some((name, addr)) => function_start(text, name)
-            .map(|a| a.wrapping_sub(addr))
-            .ok_or_else(|| format!("the kallsyms snapshot has no `{name}`"))?,
+        Some(reloc) => function_start(text, &reloc.symbol)
+            .map(|start| start.wrapping_sub(reloc.addr))
+            .ok_or_else(|| format!("the kallsyms snapshot has no `{}`", reloc.symbol))?,
         None => 0,
     };
     let mut all = SymTab::default();
@@ -89,27 +96,31 @@ fn function_start(text: &[u8], name: &str) -> Option<u64> {
 /// entry trampoline is dropped, kernel symbols are shifted by `delta`.
 fn split(all: SymTab, delta: u64, modules: &[ModuleMap]) -> KernelSymbols {
     let mut out = KernelSymbols::default();
-    for s in all.syms() {
-        let name = all.name(s);
-        if let Some((sym, module)) = name.split_once('\t') {
-            let Some(m) = modules.iter().find(|m| m.name == module) else {
+    for entry in all.syms() {
+        let name = all.name(entry);
+        if let Some((sym, module_name)) = name.split_once('\t') {
+            let Some(map) = modules.iter().find(|map| map.name == module_name) else {
                 continue;
             };
-            let len = s.end.wrapping_sub(s.start);
-            out.modules.entry(m.name.clone()).or_default().push(
-                s.start.wrapping_sub(m.start),
+            let len = entry.end.wrapping_sub(entry.start);
+            out.modules.entry(map.name.clone()).or_default().push(
+                entry.start.wrapping_sub(map.start),
                 len,
-                s.binding,
+                entry.binding,
                 sym,
             );
         } else if name != "__entry_SYSCALL_64_trampoline" {
-            out.kernel
-                .push(s.start, s.end.wrapping_sub(s.start), s.binding, name);
+            out.kernel.push(
+                entry.start,
+                entry.end.wrapping_sub(entry.start),
+                entry.binding,
+                name,
+            );
         }
     }
     out.kernel.shift_down(delta);
-    for t in out.modules.values_mut() {
-        t.sort();
+    for table in out.modules.values_mut() {
+        table.sort();
     }
     out
 }
@@ -135,6 +146,13 @@ zzzz T no_hex
 ffffffff8100 Tmissing_space
 ";
 
+    fn text_at(addr: u64) -> Relocation {
+        Relocation {
+            symbol: "_text".into(),
+            addr,
+        }
+    }
+
     fn names(t: &SymTab) -> Vec<(u64, u64, String)> {
         t.syms()
             .iter()
@@ -157,7 +175,7 @@ ffffffff8100 Tmissing_space
 
     #[test]
     fn kernel_symbols_as_perf_keeps_them() {
-        let k = load(SNAP.as_bytes(), Some(("_text", 0xffff_ffff_8100_0000)), &[]).unwrap();
+        let k = load(SNAP.as_bytes(), Some(&text_at(0xffff_ffff_8100_0000)), &[]).unwrap();
         let got = names(&k.kernel);
         let want: Vec<(u64, u64, String)> = vec![
             (0xffff_ffff_8100_0000, 0xffff_ffff_8100_0010, "_text".into()),
@@ -201,9 +219,13 @@ ffffffff8100 Tmissing_space
 
     #[test]
     fn regression_relocated_snapshot_is_shifted_or_refused() {
-        let k = load(SNAP.as_bytes(), Some(("_text", 0xffff_ffff_9000_0000)), &[]).unwrap();
+        let k = load(SNAP.as_bytes(), Some(&text_at(0xffff_ffff_9000_0000)), &[]).unwrap();
         assert_eq!(k.kernel.syms()[0].start, 0xffff_ffff_9000_0000);
-        let e = load(SNAP.as_bytes(), Some(("_no_such", 1)), &[]).unwrap_err();
+        let missing = Relocation {
+            symbol: "_no_such".into(),
+            addr: 1,
+        };
+        let e = load(SNAP.as_bytes(), Some(&missing), &[]).unwrap_err();
         assert!(e.contains("_no_such"), "{e}");
         assert!(load(b"", None, &[]).unwrap().kernel.len() == 0);
     }

@@ -109,13 +109,13 @@ pub struct FrameTable {
 }
 
 impl FrameTable {
-    fn intern(&mut self, f: Frame) -> FrameId {
-        if let Some(&id) = self.ids.get(&f) {
+    fn intern(&mut self, frame: Frame) -> FrameId {
+        if let Some(&id) = self.ids.get(&frame) {
             return id;
         }
         let id = FrameId(self.frames.len() as u32);
-        self.frames.push(f.clone());
-        self.ids.insert(f, id);
+        self.frames.push(frame.clone());
+        self.ids.insert(frame, id);
         id
     }
 
