@@ -30,27 +30,27 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
         );
     }
     let text = String::from_utf8_lossy(head);
-    let complete = text.rfind('\n').map_or(&text[..], |i| &text[..i]);
+    let complete = text.rfind('\n').map_or(&text[..], |index| &text[..index]);
     let mut lines = complete
         .lines()
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter(|(_, line)| !line.trim().is_empty() && !line.starts_with('#'))
         .peekable();
     if lines.peek().is_none() {
         return Err("no line of text with a stack in it".into());
     }
     let mut folded_like = 0;
-    for (i, l) in lines.take(20) {
-        if l.starts_with([' ', '\t']) {
+    for (index, line) in lines.take(20) {
+        if line.starts_with([' ', '\t']) {
             return Ok(InputKind::PerfScript);
         }
-        if folded_shape(l) {
+        if folded_shape(line) {
             folded_like += 1;
-        } else if folded_like == 0 && !looks_like_event_line(l) {
+        } else if folded_like == 0 && !looks_like_event_line(line) {
             return Err(format!(
                 "line {} is neither an event line of `perf script` nor a folded stack (`frame;frame COUNT`): {:?}",
-                i + 1,
-                l.chars().take(80).collect::<String>()
+                index + 1,
+                line.chars().take(80).collect::<String>()
             ));
         }
     }
@@ -63,16 +63,18 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
 
 /// `frames COUNT` with a count of digits (of any length: one too big for 64 bits is still a
 /// folded line, refused later by [`checked_total`] naming its line).
-fn folded_shape(l: &str) -> bool {
-    l.trim_end().rsplit_once(' ').is_some_and(|(stack, count)| {
-        let digits = count.split_once('.').map_or(count, |(d, _)| d);
-        !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-    })
+fn folded_shape(line: &str) -> bool {
+    line.trim_end()
+        .rsplit_once(' ')
+        .is_some_and(|(stack, count)| {
+            let digits = count.split_once('.').map_or(count, |(d, _)| d);
+            !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 /// A `perf script` event line: `comm pid[/tid] [cpu] time: period event:`.
-fn looks_like_event_line(l: &str) -> bool {
-    l.split_whitespace()
+fn looks_like_event_line(line: &str) -> bool {
+    line.split_whitespace()
         .any(|w| w.ends_with(':') && w.trim_end_matches(':').parse::<f64>().is_ok())
 }
 
@@ -92,7 +94,7 @@ pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     let mut input = BufReader::with_capacity(1 << 16, AsciiOnly(reader));
     let scan = first_event(&mut input).context("cannot read the perf script output")?;
     let event = match scan.event {
-        Some(e) => Some(e),
+        Some(found) => Some(found),
         // inferno reads text with no header and no blank line to its end without asserting:
         // let it, as before.
         None if !scan.blank && scan.complete => None,
@@ -192,17 +194,17 @@ fn header(line: &str) -> Option<Option<&str>> {
     let mut all_digits = false;
     let mut last_was_space = false;
     let mut end = None;
-    for (idx, c) in line.char_indices() {
-        if c == ' ' {
+    for (idx, character) in line.char_indices() {
+        if character == ' ' {
             if all_digits && !last_was_space {
                 end = Some(idx + 1);
                 break;
             }
             all_digits = true;
-        } else if !(c.is_ascii_digit() || c == '/') {
+        } else if !(character.is_ascii_digit() || character == '/') {
             all_digits = false;
         }
-        last_was_space = c == ' ';
+        last_was_space = character == ' ';
     }
     let period_and_event = line[end?..].split(':').nth(1);
     Some(period_and_event.and_then(|p| p.rsplit(' ').next()))
@@ -213,13 +215,13 @@ struct AsciiOnly<R>(R);
 
 impl<R: Read> Read for AsciiOnly<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.0.read(buf)?;
-        for b in &mut buf[..n] {
-            if *b >= 0x80 {
-                *b = b'?';
+        let count = self.0.read(buf)?;
+        for byte in &mut buf[..count] {
+            if *byte >= 0x80 {
+                *byte = b'?';
             }
         }
-        Ok(n)
+        Ok(count)
     }
 }
 
@@ -248,7 +250,7 @@ pub(crate) fn parse_line(line: &str) -> Option<Stack> {
 /// sum them). Counts are read as inferno reads them: a fractional part is dropped.
 pub fn checked_total(text: &str) -> Result<u64, String> {
     let mut total = 0u64;
-    for (i, line) in text.lines().enumerate() {
+    for (index, line) in text.lines().enumerate() {
         let Some((stack, field)) = line.trim_end().rsplit_once(' ') else {
             continue;
         };
@@ -256,16 +258,16 @@ pub fn checked_total(text: &str) -> Result<u64, String> {
         if stack.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let n: u64 = digits.parse().map_err(|_| {
+        let count: u64 = digits.parse().map_err(|_| {
             format!(
                 "line {}: the count {digits} does not fit in 64 bits; this is not a profile perf or ebpf-prof wrote",
-                i + 1
+                index + 1
             )
         })?;
-        total = total.checked_add(n).ok_or_else(|| {
+        total = total.checked_add(count).ok_or_else(|| {
             format!(
                 "line {}: the counts add up past 2^64 (18446744073709551615); this is not a profile perf or ebpf-prof wrote",
-                i + 1
+                index + 1
             )
         })?;
     }
@@ -293,14 +295,14 @@ pub struct Folded {
 impl Folded {
     /// Parse folded text; malformed lines are counted and skipped, as inferno does.
     pub fn parse(text: &str) -> Folded {
-        let mut f = Folded::default();
-        for l in text.lines().filter(|l| !l.trim().is_empty()) {
-            match parse_line(l) {
-                Some(s) => f.stacks.push(s),
-                None => f.skipped += 1,
+        let mut folded = Folded::default();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            match parse_line(line) {
+                Some(stack) => folded.stacks.push(stack),
+                None => folded.skipped += 1,
             }
         }
-        f
+        folded
     }
 
     /// Total samples (saturating: the loader refuses counts that add up past 2^64 before).
@@ -310,14 +312,14 @@ impl Folded {
 
     /// Back to folded text.
     pub fn to_text(&self) -> String {
-        let mut s = String::new();
+        let mut text = String::new();
         for st in &self.stacks {
-            s.push_str(&st.frames.join(";"));
-            s.push(' ');
-            s.push_str(&st.count.to_string());
-            s.push('\n');
+            text.push_str(&st.frames.join(";"));
+            text.push(' ');
+            text.push_str(&st.count.to_string());
+            text.push('\n');
         }
-        s
+        text
     }
 }
 
@@ -332,11 +334,17 @@ pub fn bare(frame: &str) -> &str {
 /// Drop characters XML 1.0 cannot hold (C0 controls but tab), so any frame name renders into a
 /// valid SVG.
 pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| {
-        (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}'
+    let bad = |character: char| {
+        (character < ' ' && character != '\t' && character != '\n')
+            || character == '\u{7f}'
+            || character == '\u{fffe}'
+            || character == '\u{ffff}'
     };
     if text.chars().any(bad) {
-        text.chars().filter(|&c| !bad(c)).collect::<String>().into()
+        text.chars()
+            .filter(|&character| !bad(character))
+            .collect::<String>()
+            .into()
     } else {
         text.into()
     }

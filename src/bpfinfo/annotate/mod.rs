@@ -46,28 +46,28 @@ pub(crate) fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
 }
 
 /// A perf call-chain entry as an aggregator frame.
-pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
-    let bpf = f.sym.is_some_and(|s| s.starts_with("bpf_prog_")) || info.func_at(f.ip).is_some();
+pub fn frame<'a>(info: &BpfInfo, raw: &RawFrame<'a>) -> Frame<'a> {
+    let bpf = raw.sym.is_some_and(|s| s.starts_with("bpf_prog_")) || info.func_at(raw.ip).is_some();
     let kind = if bpf {
         FrameKind::Bpf
-    } else if f.ip >= 0xffff_8000_0000_0000 {
+    } else if raw.ip >= 0xffff_8000_0000_0000 {
         FrameKind::Kernel
     } else {
         FrameKind::User
     };
     Frame {
-        ip: f.ip,
+        ip: raw.ip,
         kind,
-        name: f.sym,
-        prog: f.prog,
+        name: raw.sym,
+        prog: raw.prog,
     }
 }
 
 /// Reads the samples of `input` through `info`.
 pub(crate) fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
-    for_each_sample(src, info.programs(), |s| {
-        feed(info, &mut agg, s.frames, s.weight, s.time)
+    for_each_sample(src, info.programs(), |sample| {
+        feed(info, &mut agg, sample.frames, sample.weight, sample.time)
     })?;
     Ok(agg)
 }
@@ -76,8 +76,8 @@ pub(crate) fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggreg
 /// `depth` (0: the sample IP) of a sample at `time` gets the id of the program that was there
 /// ([`BpfInfo::func_at_hinted`]: by the reader's id, the tag, the time), so that the aggregator,
 /// which sees no times, looks it up in that program.
-pub(crate) fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
-    if !info.overlaps() || f.kind != FrameKind::Bpf {
+pub(crate) fn by_time(info: &BpfInfo, frame: &mut Frame<'_>, depth: usize, time: Option<u64>) {
+    if !info.overlaps() || frame.kind != FrameKind::Bpf {
         return;
     }
     let kind = if depth == 0 {
@@ -86,13 +86,13 @@ pub(crate) fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Opt
         IpKind::Return
     };
     let hints = super::FrameHints {
-        name: f.name,
-        prog: f.prog,
+        name: frame.name,
+        prog: frame.prog,
         time,
     };
-    let addr = super::lookup::effective_addr(f.ip, kind);
+    let addr = super::lookup::effective_addr(frame.ip, kind);
     if let Some(at) = info.func_at_hinted(addr, hints) {
-        f.prog = Some(info.progs[at.prog].id);
+        frame.prog = Some(info.progs[at.prog].id);
     }
 }
 
@@ -105,15 +105,15 @@ pub fn feed(
     time: Option<u64>,
 ) {
     // Only the frames up to the innermost BPF one matter; most samples have none.
-    let Some(i) = chain
+    let Some(index) = chain
         .iter()
         .position(|f| frame(info, f).kind == FrameKind::Bpf)
     else {
         agg.add(info, &[], weight);
         return;
     };
-    let mut frames: Vec<Frame<'_>> = chain[..=i].iter().map(|f| frame(info, f)).collect();
-    by_time(info, &mut frames[i], i, time);
+    let mut frames: Vec<Frame<'_>> = chain[..=index].iter().map(|f| frame(info, f)).collect();
+    by_time(info, &mut frames[index], index, time);
     agg.add(info, &frames, weight);
 }
 
@@ -166,74 +166,83 @@ struct Pending {
 impl ResolvedFeed {
     /// Whether frame `id` is named as BPF code (`bpf_prog_…`), as [`frame`] decides; the
     /// per-id memo is sized to the table already.
-    fn named_bpf(&mut self, s: &ResolvedSample<'_>, id: FrameId) -> bool {
+    fn named_bpf(&mut self, sample: &ResolvedSample<'_>, id: FrameId) -> bool {
         let memo = &mut self.named_bpf[id.0 as usize];
         if *memo == 0 {
-            let sym = s.table.get(id).and_then(|f| f.symbol.as_deref());
+            let sym = sample.table.get(id).and_then(|f| f.symbol.as_deref());
             *memo = 1 + u8::from(sym.is_some_and(|n| n.starts_with("bpf_prog_")));
         }
         *memo == 2
     }
 
     /// Adds one sample.
-    pub fn add(&mut self, info: &BpfInfo, s: &ResolvedSample<'_>) {
-        let weight = s.period.unwrap_or(1);
-        if self.named_bpf.len() < s.table.len() {
-            self.named_bpf.resize(s.table.len(), 0);
+    pub fn add(&mut self, info: &BpfInfo, sample: &ResolvedSample<'_>) {
+        let weight = sample.period.unwrap_or(1);
+        if self.named_bpf.len() < sample.table.len() {
+            self.named_bpf.resize(sample.table.len(), 0);
         }
         let in_bpf = |me: &mut Self, (&ip, &id): (&u64, &FrameId)| {
-            me.named_bpf(s, id) || (info.spans(ip) && info.func_at(ip).is_some())
+            me.named_bpf(sample, id) || (info.spans(ip) && info.func_at(ip).is_some())
         };
-        let Some(i) = s.ips.iter().zip(s.frames).position(|f| in_bpf(self, f)) else {
+        let Some(depth) = sample
+            .ips
+            .iter()
+            .zip(sample.frames)
+            .position(|frame| in_bpf(self, frame))
+        else {
             self.other += weight;
             return;
         };
-        let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
-        let callee = match i.checked_sub(1) {
+        let sym = |id: FrameId| sample.table.get(id).and_then(|frame| frame.symbol.clone());
+        let callee = match depth.checked_sub(1) {
             None => Callee::Nothing,
-            Some(c) if sym(s.frames[c]).is_some() => Callee::Named(s.frames[c].0),
-            Some(c) => Callee::Unnamed(s.ips[c]),
+            Some(below) if sym(sample.frames[below]).is_some() => {
+                Callee::Named(sample.frames[below].0)
+            }
+            Some(below) => Callee::Unnamed(sample.ips[below]),
         };
-        let f = s.table.get(s.frames[i]);
+        let frame = sample.table.get(sample.frames[depth]);
         let mut bpf = Frame {
-            ip: s.ips[i],
+            ip: sample.ips[depth],
             kind: FrameKind::Bpf,
-            name: f.and_then(|f| f.symbol.as_deref()),
-            prog: f.and_then(|f| f.bpf_prog),
+            name: frame.and_then(|frame| frame.symbol.as_deref()),
+            prog: frame.and_then(|frame| frame.bpf_prog),
         };
-        by_time(info, &mut bpf, i, s.time);
+        by_time(info, &mut bpf, depth, sample.time);
         let key = Reduction {
-            bpf_ip: s.ips[i],
-            bpf_frame: s.frames[i].0,
+            bpf_ip: sample.ips[depth],
+            bpf_frame: sample.frames[depth].0,
             callee,
             prog: bpf.prog.unwrap_or(u32::MAX),
         };
         let first = self.pending.len();
-        let p = self.pending.entry(key).or_insert_with(|| Pending {
+        let pending_line = self.pending.entry(key).or_insert_with(|| Pending {
             weight: 0,
             first,
             name: bpf.name.map(str::to_string),
             prog: bpf.prog,
-            callee: i.checked_sub(1).and_then(|c| sym(s.frames[c])),
+            callee: depth
+                .checked_sub(1)
+                .and_then(|below| sym(sample.frames[below])),
         });
-        p.weight += weight;
+        pending_line.weight += weight;
     }
 
     /// Adds what was fed to `agg`.
     pub fn finish(self, info: &BpfInfo, agg: &mut Aggregator) {
         agg.add(info, &[], self.other);
         let mut pending: Vec<_> = self.pending.into_iter().collect();
-        pending.sort_unstable_by_key(|(_, p)| p.first);
-        for (key, p) in pending {
+        pending.sort_unstable_by_key(|(_, entry)| entry.first);
+        for (key, entry) in pending {
             let bpf = Frame {
                 ip: key.bpf_ip,
                 kind: FrameKind::Bpf,
-                name: p.name.as_deref(),
-                prog: p.prog,
+                name: entry.name.as_deref(),
+                prog: entry.prog,
             };
             let callee_ip = match key.callee {
                 Callee::Nothing => {
-                    agg.add(info, &[bpf], p.weight);
+                    agg.add(info, &[bpf], entry.weight);
                     continue;
                 }
                 Callee::Named(_) => 0,
@@ -242,10 +251,10 @@ impl ResolvedFeed {
             let callee = Frame {
                 ip: callee_ip,
                 kind: FrameKind::Kernel,
-                name: p.callee.as_deref(),
+                name: entry.callee.as_deref(),
                 prog: None,
             };
-            agg.add(info, &[callee, bpf], p.weight);
+            agg.add(info, &[callee, bpf], entry.weight);
         }
     }
 }
@@ -272,9 +281,9 @@ pub(crate) fn annotate_from(
             req.source.input.display()
         )));
     }
-    let mut a = build::build(info, &report, req)?;
+    let mut annotation = build::build(info, &report, req)?;
     if req.asm {
-        build::add_asm(&mut a, info, &by_ip, arch, report.total);
+        build::add_asm(&mut annotation, info, &by_ip, arch, report.total);
     }
-    Ok(a)
+    Ok(annotation)
 }
