@@ -30,7 +30,8 @@ impl Interrupts {
         let last = Arc::new(AtomicI32::new(0));
         let mut ids = Vec::new();
         for sig in CAUGHT {
-            let (c, l) = (count.clone(), last.clone());
+            let c = count.clone();
+            let l = last.clone();
             // SAFETY: the handler only touches atomics, which is async-signal-safe.
             let id = unsafe {
                 signal_hook::low_level::register(sig, move || {

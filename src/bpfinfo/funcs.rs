@@ -66,7 +66,8 @@ fn mismatch(id: u32, what: String) -> BpfInfoError {
 /// The functions, if `jited_ksyms` and `jited_func_lens` agree; tags, func_info and code
 /// are attached only when their counts agree too.
 fn functions(parts: &ProgParts, problems: &mut Vec<BpfInfoError>) -> Vec<FuncInfo> {
-    let (n, id) = (parts.jited_ksyms.len(), parts.id);
+    let n = parts.jited_ksyms.len();
+    let id = parts.id;
     if parts.jited_func_lens.len() != n {
         let what = format!(
             "{n} jited_ksyms, {} jited_func_lens",

@@ -131,7 +131,8 @@ fn parse_entry(
     let header = bytes
         .sub(pos, ENTRY_HEADER)
         .ok_or_else(|| truncated("bpf_prog_info entry header", pos, 16, bytes.len()))?;
-    let (info_len, data_len) = (header.u32(0).unwrap_or(0), header.u32(4).unwrap_or(0));
+    let info_len = header.u32(0).unwrap_or(0);
+    let data_len = header.u32(4).unwrap_or(0);
     let arrays = header.u64(8).unwrap_or(0);
     if !(MIN_INFO_LEN..=MAX_INFO_LEN).contains(&info_len) {
         return Err(BpfInfoError::BadInfoLen { entry, info_len });

@@ -213,7 +213,8 @@ mod tests {
 
     #[test]
     fn addresses_fit_checks_bounds_and_order() {
-        let (k, l) = ([0x1000u64, 0x2000], [0x40u32, 0x80]);
+        let k = [0x1000u64, 0x2000];
+        let l = [0x40u32, 0x80];
         let r = [0..2, 2..3];
         assert!(addresses_fit(&k, &l, &[0x1000, 0x1010, 0x2000], &r));
         assert!(!addresses_fit(&k, &l, &[0x1000, 0x1040, 0x2000], &r));

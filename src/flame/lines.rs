@@ -50,10 +50,10 @@ fn line_name(
         prog,
         time: None,
     };
-    let l = info.lookup_hinted(ip, kind, hints)?.line?;
-    let file = basename(&l.file);
+    let line = info.lookup_hinted(ip, kind, hints)?.line?;
+    let file = basename(&line.file);
     let file = if file.is_empty() { "?" } else { file };
-    Some(format!("{file}:{}", l.line))
+    Some(format!("{file}:{}", line.line))
 }
 
 fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a> + 'a {
@@ -130,10 +130,10 @@ impl<R: BufRead> Read for WithLines<'_, R> {
         if self.pos >= self.out.len() && !self.refill()? {
             return Ok(0);
         }
-        let n = buf.len().min(self.out.len() - self.pos);
-        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        let count = buf.len().min(self.out.len() - self.pos);
+        buf[..count].copy_from_slice(&self.out[self.pos..self.pos + count]);
+        self.pos += count;
+        Ok(count)
     }
 }
 

@@ -26,9 +26,9 @@ pub enum Reading {
 /// Read `name`, telling a missing sysctl from an unreadable one.
 pub fn probe(host: &Host, name: &str) -> Reading {
     match host.read(&proc_path(name)) {
-        Ok(v) => Reading::Value(v),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
-        Err(e) => Reading::Unreadable(e.to_string()),
+        Ok(value) => Reading::Value(value),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
+        Err(err) => Reading::Unreadable(err.to_string()),
     }
 }
 
@@ -67,8 +67,9 @@ pub(crate) struct SysctlGuard {
 }
 
 impl std::fmt::Debug for SysctlGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SysctlGuard")
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SysctlGuard")
             .field("saved", &self.saved)
             .finish()
     }
@@ -87,8 +88,11 @@ impl SysctlGuard {
     /// Call `f` with the full list of pending restorations before every change, so it can be
     /// written somewhere that survives SIGKILL, and after restoring with what is still pending
     /// (empty when everything went back).
-    pub fn with_journal(mut self, f: impl Fn(&[Saved]) -> Result<()> + 'static) -> SysctlGuard {
-        self.on_change = Some(Box::new(f));
+    pub fn with_journal(
+        mut self,
+        journal: impl Fn(&[Saved]) -> Result<()> + 'static,
+    ) -> SysctlGuard {
+        self.on_change = Some(Box::new(journal));
         self
     }
 
@@ -126,17 +130,17 @@ impl SysctlGuard {
         }
         let mut failed = Vec::new();
         let mut first_err = None;
-        while let Some(s) = self.saved.pop() {
-            if let Some(now) = changed_by_someone_else(&self.host, &s) {
+        while let Some(saved) = self.saved.pop() {
+            if let Some(now) = changed_by_someone_else(&self.host, &saved) {
                 crate::out::say(format!(
                     "warning: left {}={now} as it is: we had set it to {}, and someone else changed it during the run (it was {} before)",
-                    s.name, s.during, s.before
+                    saved.name, saved.during, saved.before
                 ));
                 continue;
             }
-            if let Err(e) = write(&self.host, &s.name, &s.before) {
-                first_err.get_or_insert(e);
-                failed.push(s);
+            if let Err(err) = write(&self.host, &saved.name, &saved.before) {
+                first_err.get_or_insert(err);
+                failed.push(saved);
             }
         }
         if let Some(journal) = &self.on_change {
@@ -148,14 +152,16 @@ impl SysctlGuard {
 
 /// The value `s` holds now, when it is no longer the one we set: another tool (or another run)
 /// changed it meanwhile, and writing our old value back would undo its change.
-fn changed_by_someone_else(host: &Host, s: &Saved) -> Option<String> {
-    read(host, &s.name).ok().filter(|now| *now != s.during)
+fn changed_by_someone_else(host: &Host, saved: &Saved) -> Option<String> {
+    read(host, &saved.name)
+        .ok()
+        .filter(|now| *now != saved.during)
 }
 
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
-        if let Err(e) = self.restore() {
-            crate::out::say(format!("warning: {e:#}"));
+        if let Err(err) = self.restore() {
+            crate::out::say(format!("warning: {err:#}"));
         }
     }
 }

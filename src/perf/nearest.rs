@@ -31,8 +31,9 @@ pub(super) fn version_rank(found: Option<(u32, u32)>, kernel: Option<(u32, u32)>
 }
 
 /// The numbers of a version string, for the last tie-break (higher first): `6.8.0-134` → 6,8,0,134.
-fn numbers(v: &str) -> Vec<u64> {
-    v.split(|c: char| !c.is_ascii_digit())
+fn numbers(version: &str) -> Vec<u64> {
+    version
+        .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
         .collect()
 }
@@ -43,16 +44,16 @@ fn scan(root: &Path) -> Vec<(PathBuf, String)> {
     let lib = root.join("usr/lib");
     let mut found = Vec::new();
     if let Ok(dirs) = std::fs::read_dir(lib.join("linux-tools")) {
-        for e in dirs.flatten() {
-            let version = e.file_name().to_string_lossy().into_owned();
-            found.push((e.path().join("perf"), version));
+        for entry in dirs.flatten() {
+            let version = entry.file_name().to_string_lossy().into_owned();
+            found.push((entry.path().join("perf"), version));
         }
     }
     if let Ok(dirs) = std::fs::read_dir(&lib) {
-        for e in dirs.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+        for entry in dirs.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(version) = name.strip_prefix("linux-tools-") {
-                found.push((e.path().join("perf"), version.to_string()));
+                found.push((entry.path().join("perf"), version.to_string()));
             }
         }
     }
@@ -68,11 +69,11 @@ pub(super) type Ranked = (PathBuf, String);
 pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Ranked>, Vec<Ranked>) {
     let kernel = kernel_major_minor(release);
     let mut found = scan(root);
-    found.sort_by(|(pa, a), (pb, b)| {
-        let ka = version_rank(kernel_major_minor(a), kernel);
-        let kb = version_rank(kernel_major_minor(b), kernel);
+    found.sort_by(|(pa, left), (pb, right)| {
+        let ka = version_rank(kernel_major_minor(left), kernel);
+        let kb = version_rank(kernel_major_minor(right), kernel);
         ka.cmp(&kb)
-            .then_with(|| numbers(b).cmp(&numbers(a)))
+            .then_with(|| numbers(right).cmp(&numbers(left)))
             .then_with(|| pa.cmp(pb))
     });
     let all: Vec<String> = found.iter().map(|(_, v)| v.clone()).collect();
@@ -86,21 +87,21 @@ pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Ranked>, V
     (strip(same), strip(other))
 }
 
-fn strip(v: Vec<(bool, Ranked)>) -> Vec<Ranked> {
-    v.into_iter().map(|(_, c)| c).collect()
+fn strip(ranked: Vec<(bool, Ranked)>) -> Vec<Ranked> {
+    ranked.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Why a linux-tools of `version` was ranked where it is.
 fn note(version: &str, release: &str, kernel: Option<(u32, u32)>, all: &[String]) -> String {
     let others = all.join(", ");
     match (kernel_major_minor(version), kernel) {
-        (Some(v), Some(k)) if v == k => format!(
+        (Some(found), Some(kernel_version)) if found == kernel_version => format!(
             "no linux-tools for {release} itself (a custom-built kernel?); {version} has the running kernel's major.minor {}.{} (installed: {others})",
-            k.0, k.1
+            kernel_version.0, kernel_version.1
         ),
-        (Some(v), Some(k)) => format!(
+        (Some(found), Some(kernel_version)) => format!(
             "no linux-tools for {}.{} (the running kernel {release}); {version} ({}.{}) is the nearest installed (installed: {others})",
-            k.0, k.1, v.0, v.1
+            kernel_version.0, kernel_version.1, found.0, found.1
         ),
         _ => format!(
             "its directory names no version to compare with {release}; tried after those that do (installed: {others})"

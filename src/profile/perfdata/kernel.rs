@@ -369,7 +369,8 @@ mod tests {
     fn regression_a_reload_over_the_same_place_is_told_apart_by_its_bpf_event() {
         let mut k = maps();
         let name = "bpf_prog_82e94bc63e3c5de2_count_syscall";
-        let (first, second) = (0xffff_ffff_c000_078c, 0xffff_ffff_c000_079c);
+        let first = 0xffff_ffff_c000_078c;
+        let second = 0xffff_ffff_c000_079c;
         k.ksymbol(first, 87, true, false, name);
         k.bpf_loaded(25860, &[first]);
         let ip = 0xffff_ffff_c000_07a0;
