@@ -30,13 +30,13 @@ impl Interrupts {
         let last = Arc::new(AtomicI32::new(0));
         let mut ids = Vec::new();
         for sig in CAUGHT {
-            let c = count.clone();
-            let l = last.clone();
+            let count_seen = count.clone();
+            let last_seen = last.clone();
             // SAFETY: the handler only touches atomics, which is async-signal-safe.
             let id = unsafe {
                 signal_hook::low_level::register(sig, move || {
-                    l.store(sig, Ordering::SeqCst);
-                    c.fetch_add(1, Ordering::SeqCst);
+                    last_seen.store(sig, Ordering::SeqCst);
+                    count_seen.fetch_add(1, Ordering::SeqCst);
                 })
             }?;
             ids.push(id);
@@ -53,14 +53,14 @@ impl Interrupts {
     pub fn last(&self) -> Option<i32> {
         match self.last.load(Ordering::SeqCst) {
             0 => None,
-            s => Some(s),
+            signal => Some(signal),
         }
     }
 
     /// An error if a signal has arrived: call between phases so a run stops cleanly.
     pub fn check(&self) -> Result<()> {
         match self.last() {
-            Some(s) => Err(Interrupted(s).into()),
+            Some(signal) => Err(Interrupted(signal).into()),
             None => Ok(()),
         }
     }
@@ -79,9 +79,9 @@ impl Drop for Interrupts {
 pub(crate) struct Interrupted(pub i32);
 
 impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
-            f,
+            formatter,
             "interrupted by {}; everything changed was put back",
             signal_name(self.0)
         )
@@ -100,7 +100,7 @@ pub(crate) fn signal_name(sig: i32) -> String {
         libc::SIGKILL => "SIGKILL".into(),
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),
-        n => format!("signal {n}"),
+        number => format!("signal {number}"),
     }
 }
 

@@ -132,7 +132,7 @@ fn permission_error(host: &Host, object: &str, prog: Option<&ProgMeta>) -> anyho
     };
     let kind = prog.kind();
     let mode = match security::lockdown(host) {
-        security::Lockdown::Mode(m) => Some(m),
+        security::Lockdown::Mode(found) => Some(found),
         security::Lockdown::Unknown(_) => None,
     };
     let cause = refusal_cause(kind, mode.as_deref());

@@ -99,10 +99,10 @@ pub fn programs(bpf_syms: &[BpfSymbol], stats_on: bool) -> anyhow::Result<Vec<Pr
         let functions: Vec<&BpfSymbol> = prog
             .jited_ksyms
             .iter()
-            .filter_map(|a| {
+            .filter_map(|addr| {
                 bpf_syms
                     .iter()
-                    .find(|symbol_seen| symbol_seen.addr == *a && *a != 0)
+                    .find(|symbol_seen| symbol_seen.addr == *addr && *addr != 0)
             })
             .collect();
         let sym = functions

@@ -386,7 +386,8 @@ mod tests {
     fn without_line_info_the_function_is_one_entry() {
         let (_, strs) = sample_btf(true);
         let mut p = sample_prog(strs);
-        (p.line_info, p.jited_line_info) = (vec![], vec![]);
+        p.line_info = vec![];
+        p.jited_line_info = vec![];
         let info = BpfInfo::from_sections(&prog_section(&[p], true), &[], true).unwrap();
         let report = aggregate_lines(
             &info,

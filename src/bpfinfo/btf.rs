@@ -60,7 +60,7 @@ pub(crate) fn parse_btf_section(
     section: &[u8],
     little_endian: bool,
 ) -> Result<BtfSet, BpfInfoError> {
-    let b = Bytes::new(section, little_endian);
+    let bytes = Bytes::new(section, little_endian);
     let mut set = BtfSet::default();
     if section.is_empty() {
         return Ok(set);
@@ -71,7 +71,7 @@ pub(crate) fn parse_btf_section(
         need,
         have: section.len().saturating_sub(offset) as u64,
     };
-    let count = b.u32(0).ok_or_else(|| trunc("BTF count", 0, 4))?;
+    let count = bytes.u32(0).ok_or_else(|| trunc("BTF count", 0, 4))?;
     let max = (section.len() - 4) / 8;
     if count as usize > max {
         return Err(BpfInfoError::CountTooLarge {
@@ -82,11 +82,11 @@ pub(crate) fn parse_btf_section(
     }
     let mut pos = 4;
     for _ in 0..count {
-        let (id, size) = match (b.u32(pos), b.u32(pos + 4)) {
+        let (id, size) = match (bytes.u32(pos), bytes.u32(pos + 4)) {
             (Some(id), Some(size)) => (id, size),
             _ => return Err(trunc("BTF entry header", pos, 8)),
         };
-        let blob = b
+        let blob = bytes
             .slice(pos + 8, size as usize)
             .ok_or_else(|| trunc("BTF blob", pos + 8, size.into()))?;
         match Btf::parse(id, blob.to_vec()) {

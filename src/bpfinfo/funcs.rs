@@ -66,41 +66,41 @@ fn mismatch(id: u32, what: String) -> BpfInfoError {
 /// The functions, if `jited_ksyms` and `jited_func_lens` agree; tags, func_info and code
 /// are attached only when their counts agree too.
 fn functions(parts: &ProgParts, problems: &mut Vec<BpfInfoError>) -> Vec<FuncInfo> {
-    let n = parts.jited_ksyms.len();
+    let count = parts.jited_ksyms.len();
     let id = parts.id;
-    if parts.jited_func_lens.len() != n {
+    if parts.jited_func_lens.len() != count {
         let what = format!(
-            "{n} jited_ksyms, {} jited_func_lens",
+            "{count} jited_ksyms, {} jited_func_lens",
             parts.jited_func_lens.len()
         );
         problems.push(mismatch(id, what));
         return Vec::new();
     }
-    let tags_ok = parts.prog_tags.len() == n;
-    if !tags_ok && n > 0 {
+    let tags_ok = parts.prog_tags.len() == count;
+    if !tags_ok && count > 0 {
         problems.push(mismatch(
             id,
-            format!("{n} functions, {} prog_tags", parts.prog_tags.len()),
+            format!("{count} functions, {} prog_tags", parts.prog_tags.len()),
         ));
     }
-    let finfo_ok = parts.func_info.len() == n;
+    let finfo_ok = parts.func_info.len() == count;
     if !finfo_ok && !parts.func_info.is_empty() {
         problems.push(mismatch(
             id,
-            format!("{n} functions, {} func_info", parts.func_info.len()),
+            format!("{count} functions, {} func_info", parts.func_info.len()),
         ));
     }
     let code = code_ranges(parts, problems);
-    (0..n)
-        .map(|i| FuncInfo {
-            addr: parts.jited_ksyms[i],
-            len: parts.jited_func_lens[i],
-            tag: parts.prog_tags.get(i).copied().filter(|_| tags_ok),
-            func_info: parts.func_info.get(i).copied().filter(|_| finfo_ok),
+    (0..count)
+        .map(|index| FuncInfo {
+            addr: parts.jited_ksyms[index],
+            len: parts.jited_func_lens[index],
+            tag: parts.prog_tags.get(index).copied().filter(|_| tags_ok),
+            func_info: parts.func_info.get(index).copied().filter(|_| finfo_ok),
             btf_name: None,
             sym_name: String::new(),
             lines: Vec::new(),
-            code: code.get(i).cloned(),
+            code: code.get(index).cloned(),
         })
         .collect()
 }
@@ -144,26 +144,26 @@ fn assign_lines(
     }
     let jited = &parts.jited_line_info;
     match (split_by_addr(parts), split_by_insn(parts, funcs)) {
-        (Ok(a), Ok(i)) if a != i => {
+        (Ok(by_addr), Ok(by_insn)) if by_addr != by_insn => {
             problems.push(bad(format!(
-                "JIT-address split {a:?} differs from insn_off split {i:?}"
+                "JIT-address split {by_addr:?} differs from insn_off split {by_insn:?}"
             )));
-            fill(funcs, &parts.line_info, Some(jited), &a);
+            fill(funcs, &parts.line_info, Some(jited), &by_addr);
             LineMapping::JitedAddresses
         }
-        (Ok(a), _) => {
-            fill(funcs, &parts.line_info, Some(jited), &a);
+        (Ok(by_addr), _) => {
+            fill(funcs, &parts.line_info, Some(jited), &by_addr);
             LineMapping::JitedAddresses
         }
-        (Err(why), Ok(i)) => {
+        (Err(why), Ok(by_insn)) => {
             problems.push(bad(why));
             let fits = jited.len() == parts.line_info.len()
-                && addresses_fit(&parts.jited_ksyms, &parts.jited_func_lens, jited, &i);
+                && addresses_fit(&parts.jited_ksyms, &parts.jited_func_lens, jited, &by_insn);
             fill(
                 funcs,
                 &parts.line_info,
                 fits.then_some(jited.as_slice()),
-                &i,
+                &by_insn,
             );
             if fits {
                 LineMapping::InsnOffsets
@@ -171,8 +171,8 @@ fn assign_lines(
                 LineMapping::NoAddresses
             }
         }
-        (Err(a), Err(i)) => {
-            problems.push(bad(format!("{a}; and by insn_off: {i}")));
+        (Err(by_addr), Err(by_insn)) => {
+            problems.push(bad(format!("{by_addr}; and by insn_off: {by_insn}")));
             LineMapping::Absent
         }
     }
@@ -215,9 +215,9 @@ fn fill(
     for (func, range) in funcs.iter_mut().zip(ranges) {
         func.lines = range
             .clone()
-            .filter_map(|j| {
-                let raw = *lines.get(j)?;
-                let addr = jited.and_then(|a| a.get(j).copied());
+            .filter_map(|index| {
+                let raw = *lines.get(index)?;
+                let addr = jited.and_then(|a| a.get(index).copied());
                 Some(LineEntry { raw, addr })
             })
             .collect();

@@ -177,24 +177,24 @@ fn decode(info: Bytes<'_>, data: Bytes<'_>, arrays: u64) -> ProgParts {
         .get(JITED_INSNS)
         .map(|a| a.bytes.to_vec())
         .unwrap_or_default();
-    parts.jited_ksyms = arr.records(JITED_KSYMS, |r| r.u64(0));
-    parts.jited_func_lens = arr.records(JITED_FUNC_LENS, |r| r.u32(0));
-    parts.prog_tags = arr.records(PROG_TAGS, |r| r.slice(0, 8)?.try_into().ok());
-    parts.func_info = arr.records(FUNC_INFO, |r| {
+    parts.jited_ksyms = arr.records(JITED_KSYMS, |record| record.u64(0));
+    parts.jited_func_lens = arr.records(JITED_FUNC_LENS, |record| record.u32(0));
+    parts.prog_tags = arr.records(PROG_TAGS, |record| record.slice(0, 8)?.try_into().ok());
+    parts.func_info = arr.records(FUNC_INFO, |record| {
         Some(RawFuncInfo {
-            insn_off: r.u32(0)?,
-            type_id: r.u32(4)?,
+            insn_off: record.u32(0)?,
+            type_id: record.u32(4)?,
         })
     });
-    parts.line_info = arr.records(LINE_INFO, |r| {
+    parts.line_info = arr.records(LINE_INFO, |record| {
         Some(RawLineInfo {
-            insn_off: r.u32(0)?,
-            file_name_off: r.u32(4)?,
-            line_off: r.u32(8)?,
-            line_col: r.u32(12)?,
+            insn_off: record.u32(0)?,
+            file_name_off: record.u32(4)?,
+            line_off: record.u32(8)?,
+            line_col: record.u32(12)?,
         })
     });
-    parts.jited_line_info = arr.records(JITED_LINE_INFO, |r| r.u64(0));
+    parts.jited_line_info = arr.records(JITED_LINE_INFO, |record| record.u64(0));
     parts.problems = arr.problems;
     parts
 }
@@ -224,14 +224,14 @@ struct Array<'a> {
 
 impl<'a> Arrays<'a> {
     /// The array's bytes, if its bit is set and it fits in `data` (else a problem is noted).
-    fn get(&mut self, d: ArrayDesc) -> Option<Array<'a>> {
-        if self.arrays & (1 << d.bit) == 0 {
+    fn get(&mut self, desc: ArrayDesc) -> Option<Array<'a>> {
+        if self.arrays & (1 << desc.bit) == 0 {
             return None;
         }
-        let count = self.info.u32(d.count).unwrap_or(0);
-        let offset = self.info.u64(d.ptr).unwrap_or(0);
-        let (rec_size, min) = match d.size {
-            RecSize::Fixed(n) => (n, n),
+        let count = self.info.u32(desc.count).unwrap_or(0);
+        let offset = self.info.u64(desc.ptr).unwrap_or(0);
+        let (rec_size, min) = match desc.size {
+            RecSize::Fixed(size) => (size, size),
             RecSize::Field(at, min) => (self.info.u32(at).unwrap_or(0), min),
         };
         if count == 0 {
@@ -251,7 +251,7 @@ impl<'a> Arrays<'a> {
         if bytes.is_none() {
             self.problems.push(BpfInfoError::BadArray {
                 prog_id: self.id,
-                array: d.name,
+                array: desc.name,
                 offset,
                 count,
                 rec_size,
@@ -267,14 +267,16 @@ impl<'a> Arrays<'a> {
     }
 
     /// Each record of the array, decoded by `read` (which sees one record's bytes).
-    fn records<T>(&mut self, d: ArrayDesc, read: impl Fn(Bytes<'a>) -> Option<T>) -> Vec<T> {
-        let Some(array) = self.get(d) else {
+    fn records<T>(&mut self, desc: ArrayDesc, read: impl Fn(Bytes<'a>) -> Option<T>) -> Vec<T> {
+        let Some(array) = self.get(desc) else {
             return Vec::new();
         };
-        let rec = |i: usize| {
-            Bytes::new(array.bytes, array.little_endian).sub(i * array.rec_size, array.rec_size)
+        let rec = |index: usize| {
+            Bytes::new(array.bytes, array.little_endian).sub(index * array.rec_size, array.rec_size)
         };
-        (0..array.count).filter_map(|i| read(rec(i)?)).collect()
+        (0..array.count)
+            .filter_map(|index| read(rec(index)?))
+            .collect()
     }
 }
 

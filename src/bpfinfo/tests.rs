@@ -443,7 +443,8 @@ fn two_loads() -> BpfInfo {
     let (blob, strs) = sample_btf(true);
     let first = sample_prog(strs);
     let mut second = sample_prog(strs);
-    (second.id, second.load_time) = (43, 5_000);
+    second.id = 43;
+    second.load_time = 5_000;
     second.ksyms = second.ksyms.iter().map(|a| a + 0x10).collect();
     second.jited_line_info = second.jited_line_info.iter().map(|a| a + 0x10).collect();
     BpfInfo::from_sections(

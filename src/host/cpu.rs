@@ -9,12 +9,13 @@ pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b {
+            Some((first, last)) => {
+                let (first, last): (u32, u32) =
+                    (first.trim().parse().ok()?, last.trim().parse().ok()?);
+                if first > last {
                     return None;
                 }
-                out.extend(a..=b);
+                out.extend(first..=last);
             }
             None => out.push(part.trim().parse().ok()?),
         }

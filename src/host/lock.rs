@@ -48,17 +48,17 @@ fn euid() -> u32 {
 /// Open (creating it if needed) the lock file safely; see the module docs.
 fn open_lock_file(path: &Path) -> Result<File> {
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let d =
+    let dir_meta =
         std::fs::symlink_metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
-    if !d.is_dir() || d.uid() != euid() || d.mode() & 0o022 != 0 {
+    if !dir_meta.is_dir() || dir_meta.uid() != euid() || dir_meta.mode() & 0o022 != 0 {
         bail!(
             "{} is not a directory of ours that only we can write (uid {}, mode {:o}): no safe place for the run lock",
             dir.display(),
-            d.uid(),
-            d.mode() & 0o7777
+            dir_meta.uid(),
+            dir_meta.mode() & 0o7777
         );
     }
-    let f = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -67,18 +67,22 @@ fn open_lock_file(path: &Path) -> Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .with_context(|| format!("cannot open the run lock {} (a link?)", path.display()))?;
-    let m = f.metadata()?;
-    if !m.file_type().is_file() || m.uid() != euid() || m.nlink() != 1 || m.mode() & 0o022 != 0 {
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file()
+        || meta.uid() != euid()
+        || meta.nlink() != 1
+        || meta.mode() & 0o022 != 0
+    {
         bail!(
             "{} is not a plain file of ours (uid {}, mode {:o}, {} links): remove it (sudo rm {})",
             path.display(),
-            m.uid(),
-            m.mode() & 0o7777,
-            m.nlink(),
+            meta.uid(),
+            meta.mode() & 0o7777,
+            meta.nlink(),
             path.display()
         );
     }
-    Ok(f)
+    Ok(file)
 }
 
 /// Try the exclusive lock without blocking: `Ok(false)` when another process holds it.
@@ -92,11 +96,11 @@ fn try_lock(file: &File) -> Result<bool> {
 }
 
 /// The pid the holder wrote, for messages.
-fn holder(f: &mut File) -> String {
-    let mut s = String::new();
-    let _ = f.rewind();
-    let _ = Read::by_ref(f).take(32).read_to_string(&mut s);
-    let pid = s.trim();
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.rewind();
+    let _ = Read::by_ref(file).take(32).read_to_string(&mut text);
+    let pid = text.trim();
     if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
         pid.to_string()
     } else {
@@ -108,9 +112,9 @@ fn holder(f: &mut File) -> String {
 /// refusing per `wait`. `poll` is how often a waiting run tries again.
 pub(crate) fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
     let path = host.path(LOCK_FILE);
-    let mut f = open_lock_file(&path)?;
-    if !try_lock(&f)? {
-        let pid = holder(&mut f);
+    let mut file = open_lock_file(&path)?;
+    if !try_lock(&file)? {
+        let pid = holder(&mut file);
         if wait == Wait::NoWait {
             return Err(check(format!(
                 "another root run of ebpf-prof (pid {pid}) is in progress and changes the same sysctls: wait for it to end, or drop --no-wait to wait for it"
@@ -120,14 +124,14 @@ pub(crate) fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock
             "waiting for ebpf-prof pid {pid} to finish (it holds {}; Ctrl-C to give up, --no-wait to refuse instead)",
             path.display()
         ));
-        while !try_lock(&f)? {
+        while !try_lock(&file)? {
             std::thread::sleep(poll);
         }
     }
-    f.set_len(0)?;
-    f.rewind()?;
-    writeln!(f, "{}", std::process::id())?;
-    Ok(RunLock { _file: f, path })
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(RunLock { _file: file, path })
 }
 
 /// The lock for a root run of a machine-changing command; `None` when not root (such a run

@@ -98,17 +98,17 @@ fn securityfs(host: &Host, name: &str) -> std::io::Result<String> {
 /// The lockdown mode, read from `/sys/kernel/security/lockdown`.
 pub fn lockdown(host: &Host) -> Lockdown {
     match securityfs(host, "lockdown") {
-        Ok(t) => parse_lockdown(&t).map_or_else(|| Lockdown::Unknown(t), Lockdown::Mode),
-        Err(e) => Lockdown::Unknown(format!(
-            "{e} (securityfs not mounted? sudo mount -t securityfs none /sys/kernel/security)"
+        Ok(text) => parse_lockdown(&text).map_or_else(|| Lockdown::Unknown(text), Lockdown::Mode),
+        Err(err) => Lockdown::Unknown(format!(
+            "{err} (securityfs not mounted? sudo mount -t securityfs none /sys/kernel/security)"
         )),
     }
 }
 
 /// The active LSMs, from `/sys/kernel/security/lsm`.
 pub(crate) fn lsm_list(host: &Host) -> Option<Vec<String>> {
-    let t = securityfs(host, "lsm").ok()?;
-    Some(t.split(',').map(str::to_string).collect())
+    let text = securityfs(host, "lsm").ok()?;
+    Some(text.split(',').map(str::to_string).collect())
 }
 
 /// Whether a hardware PMU is registered (x86 `cpu`, hybrid `cpu_core`/`cpu_atom`, Arm `armv8_*`).
@@ -117,9 +117,12 @@ pub(crate) fn hardware_pmu(host: &Host) -> bool {
     let Ok(dir) = std::fs::read_dir(host.path("sys/bus/event_source/devices")) else {
         return false;
     };
-    dir.flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().to_string();
-        n == "cpu" || n.starts_with("cpu_") || n.starts_with("armv") || n.contains("_pmu")
+    dir.flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().to_string();
+        name == "cpu"
+            || name.starts_with("cpu_")
+            || name.starts_with("armv")
+            || name.contains("_pmu")
     })
 }
 

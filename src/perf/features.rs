@@ -17,8 +17,8 @@ pub struct Annotate {
 
 /// The state of feature `name` in `--build-options` output.
 fn feature(text: &str, name: &str) -> Option<bool> {
-    text.lines().find_map(|l| {
-        let (key, rest) = l.split_once(':')?;
+    text.lines().find_map(|line| {
+        let (key, rest) = line.split_once(':')?;
         if key.trim() != name {
             return None;
         }

@@ -23,17 +23,17 @@ pub fn argv(
     kallsyms: Option<&Path>,
     force: bool,
 ) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> =
+    let mut args: Vec<std::ffi::OsString> =
         vec![perf.into(), "script".into(), "-i".into(), data.into()];
     if force {
-        a.push("-f".into());
+        args.push("-f".into());
     }
-    if let Some(k) = kallsyms {
+    if let Some(snapshot) = kallsyms {
         let mut opt = std::ffi::OsString::from("--kallsyms=");
-        opt.push(k);
-        a.push(opt);
+        opt.push(snapshot);
+        args.push(opt);
     }
-    a
+    args
 }
 
 /// The descriptor number `perf script` reads the profile from (see [`Script::start`]).
@@ -70,17 +70,17 @@ impl Script {
         extra: &[&str],
     ) -> Result<Script> {
         let fd_path = format!("/proc/self/fd/{DATA_FD}");
-        let mut a = argv(perf, Path::new(&fd_path), kallsyms, force);
-        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let mut args = argv(perf, Path::new(&fd_path), kallsyms, force);
+        args.extend(extra.iter().map(std::ffi::OsString::from));
         let mut shown_argv = argv(perf, shown, kallsyms, force);
         shown_argv.extend(extra.iter().map(std::ffi::OsString::from));
         let line = shown_argv
             .iter()
-            .map(|s| s.to_string_lossy())
+            .map(|text| text.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut cmd = Command::new(&a[0]);
-        cmd.args(&a[1..])
+        let mut cmd = Command::new(&args[0]);
+        cmd.args(&args[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -90,12 +90,12 @@ impl Script {
         // fcntl does), and a failure fails the spawn.
         unsafe {
             cmd.pre_exec(move || {
-                let r = if src == DATA_FD {
+                let ret = if src == DATA_FD {
                     libc::fcntl(src, libc::F_SETFD, 0)
                 } else {
                     libc::dup2(src, DATA_FD)
                 };
-                if r < 0 {
+                if ret < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -104,11 +104,11 @@ impl Script {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", perf.display()))?;
-        let stderr = child.stderr.take().map(|mut e| {
+        let stderr = child.stderr.take().map(|mut pipe| {
             std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = e.read_to_string(&mut s);
-                s
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                text
             })
         });
         Ok(Script {

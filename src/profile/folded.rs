@@ -171,7 +171,8 @@ fn first_event(input: &mut impl BufRead) -> std::io::Result<HeaderScan> {
         }
         let line = line.trim_end();
         if line.is_empty() {
-            (in_sample, scan.blank) = (false, true);
+            in_sample = false;
+            scan.blank = true;
         } else if !in_sample {
             match header(line) {
                 Some(Some(event)) => {

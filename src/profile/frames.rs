@@ -81,7 +81,7 @@ pub fn address(frame: &str) -> Option<u64> {
 /// shorter runs such as `deadbeef` or `add` may well be names).
 fn parse_hex(name: &str) -> Option<u64> {
     let digits = match name.strip_prefix("0x") {
-        Some(d) if !d.is_empty() => d,
+        Some(hex) if !hex.is_empty() => hex,
         Some(_) => return None,
         None if name.len() >= 12 => name,
         None => return None,

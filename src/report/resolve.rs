@@ -50,25 +50,25 @@ impl Resolver {
     pub fn new(symbols: &[Symbol]) -> Resolver {
         let mut syms: Vec<Sym> = symbols
             .iter()
-            .filter(|s| s.addr != 0 && matches!(s.kind, 't' | 'T' | 'w' | 'W'))
-            .map(|s| Sym {
-                addr: s.addr,
-                name: s.name.clone(),
-                bpf: s.module.as_deref() == Some("bpf"),
+            .filter(|sym| sym.addr != 0 && matches!(sym.kind, 't' | 'T' | 'w' | 'W'))
+            .map(|sym| Sym {
+                addr: sym.addr,
+                name: sym.name.clone(),
+                bpf: sym.module.as_deref() == Some("bpf"),
             })
             .collect();
-        syms.sort_by_key(|s| s.addr);
-        syms.dedup_by_key(|s| s.addr);
+        syms.sort_by_key(|sym| sym.addr);
+        syms.dedup_by_key(|sym| sym.addr);
         Resolver { syms }
     }
 
     /// Look an address up.
     pub fn lookup(&self, addr: u64) -> Lookup {
-        let i = self.syms.partition_point(|s| s.addr <= addr);
-        let Some(sym) = i.checked_sub(1).map(|j| &self.syms[j]) else {
+        let index = self.syms.partition_point(|s| s.addr <= addr);
+        let Some(sym) = index.checked_sub(1).map(|j| &self.syms[j]) else {
             return Lookup::Nothing;
         };
-        let end = self.end_of(i - 1);
+        let end = self.end_of(index - 1);
         match end {
             Some(end) if addr < end => Lookup::Inside(frame_name(sym)),
             Some(_) => Lookup::Nothing,
@@ -80,9 +80,9 @@ impl Resolver {
     }
 
     /// Where symbol `i` ends, when that can be told (see the module docs).
-    fn end_of(&self, i: usize) -> Option<u64> {
-        let sym = &self.syms[i];
-        let rest = &self.syms[i + 1..];
+    fn end_of(&self, index: usize) -> Option<u64> {
+        let sym = &self.syms[index];
+        let rest = &self.syms[index + 1..];
         if !sym.bpf {
             return rest.first().map(|n| n.addr);
         }
@@ -122,13 +122,13 @@ pub(crate) fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outc
     let stacks = folded
         .stacks
         .iter()
-        .map(|s| Stack {
-            frames: s
+        .map(|stack| Stack {
+            frames: stack
                 .frames
                 .iter()
                 .map(|f| rename(f, resolver, &mut seen))
                 .collect(),
-            count: s.count,
+            count: stack.count,
         })
         .collect();
     let out = Folded {
