@@ -32,7 +32,13 @@ impl PerfVersion {
     /// Whether this perf's major.minor is the running kernel's (`uname -r`). A release that
     /// cannot be read (no `<major>.<minor>` prefix) counts as a match: nothing to warn about.
     pub fn matches_kernel(&self, kernel_release: &str) -> bool {
-        kernel_major_minor(kernel_release).is_none_or(|mm| mm == (self.major, self.minor))
+        kernel_major_minor(kernel_release).is_none_or(|kernel| {
+            kernel
+                == MajorMinor {
+                    major: self.major,
+                    minor: self.minor,
+                }
+        })
     }
 }
 
@@ -52,9 +58,22 @@ pub fn parse_perf_version(output: &str) -> Option<PerfVersion> {
     })
 }
 
-/// Major and minor of a kernel release as `uname -r` prints it (`6.8.0-134-generic` → (6, 8)).
-pub fn kernel_major_minor(release: &str) -> Option<(u32, u32)> {
-    numeric_prefix(release.trim()).map(|(major, minor, _)| (major, minor))
+/// The major and minor numbers of a version, which order as the version does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MajorMinor {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl std::fmt::Display for MajorMinor {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Major and minor of a kernel release as `uname -r` prints it (`6.8.0-134-generic` → 6.8).
+pub fn kernel_major_minor(release: &str) -> Option<MajorMinor> {
+    numeric_prefix(release.trim()).map(|(major, minor, _)| MajorMinor { major, minor })
 }
 
 /// The command that installs a perf matching `kernel_release`, from `/etc/os-release`'s `ID`

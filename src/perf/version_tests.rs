@@ -96,13 +96,46 @@ fn finds_the_version_line_after_other_output() {
 
 #[test]
 fn kernel_major_minor_of_real_releases() {
-    assert_eq!(kernel_major_minor("6.18.44-fc-v595"), Some((6, 18)));
-    assert_eq!(kernel_major_minor("6.8.0-134-generic"), Some((6, 8)));
-    assert_eq!(kernel_major_minor("6.1.0-28-amd64"), Some((6, 1)));
-    assert_eq!(kernel_major_minor("6.11.5-arch1-1"), Some((6, 11)));
-    assert_eq!(kernel_major_minor("6.9.10-200.fc40.x86_64"), Some((6, 9)));
-    assert_eq!(kernel_major_minor("4.19.69-v8+"), Some((4, 19)));
-    assert_eq!(kernel_major_minor("6.10"), Some((6, 10)));
+    assert_eq!(
+        kernel_major_minor("6.18.44-fc-v595"),
+        Some(MajorMinor {
+            major: 6,
+            minor: 18
+        })
+    );
+    assert_eq!(
+        kernel_major_minor("6.8.0-134-generic"),
+        Some(MajorMinor { major: 6, minor: 8 })
+    );
+    assert_eq!(
+        kernel_major_minor("6.1.0-28-amd64"),
+        Some(MajorMinor { major: 6, minor: 1 })
+    );
+    assert_eq!(
+        kernel_major_minor("6.11.5-arch1-1"),
+        Some(MajorMinor {
+            major: 6,
+            minor: 11
+        })
+    );
+    assert_eq!(
+        kernel_major_minor("6.9.10-200.fc40.x86_64"),
+        Some(MajorMinor { major: 6, minor: 9 })
+    );
+    assert_eq!(
+        kernel_major_minor("4.19.69-v8+"),
+        Some(MajorMinor {
+            major: 4,
+            minor: 19
+        })
+    );
+    assert_eq!(
+        kernel_major_minor("6.10"),
+        Some(MajorMinor {
+            major: 6,
+            minor: 10
+        })
+    );
     assert_eq!(kernel_major_minor("garbage"), None);
 }
 
