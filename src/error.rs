@@ -28,14 +28,14 @@ impl Kind {
 
 /// An error that carries its exit code; anything else exits with 4.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub kind: Kind,
     pub message: String,
 }
 
 impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.message)
     }
 }
 
@@ -70,11 +70,11 @@ pub fn child(message: impl Into<String>) -> anyhow::Error {
 
 /// The exit code for an error chain: the first `Failure` in it decides, else 4.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if let Some(i) = err
+    if let Some(at) = err
         .chain()
         .find_map(|e| e.downcast_ref::<crate::signals::Interrupted>())
     {
-        return 128 + i.0;
+        return 128 + at.0;
     }
     err.chain()
         .find_map(|e| e.downcast_ref::<Failure>())

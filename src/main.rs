@@ -5,8 +5,8 @@ use clap::Parser;
 fn main() {
     ebpf_prof::out::install();
     let cli = ebpf_prof::cli::Cli::parse();
-    if let Err(e) = ebpf_prof::cli::run(cli) {
-        ebpf_prof::out::err_text(&format!("ebpf-prof: error: {e:#}\n"));
-        std::process::exit(ebpf_prof::error::exit_code(&e));
+    if let Err(err) = ebpf_prof::cli::run(cli) {
+        ebpf_prof::out::err_text(&format!("ebpf-prof: error: {err:#}\n"));
+        std::process::exit(ebpf_prof::error::exit_code(&err));
     }
 }

@@ -21,7 +21,7 @@ pub struct Interrupts {
 
 /// The signals we catch. SIGQUIT (Ctrl-\) is one more way of asking a run to stop: left to its
 /// default it would end the process at once, without putting anything back.
-pub const CAUGHT: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub(crate) const CAUGHT: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 impl Interrupts {
     /// Start catching.
@@ -30,12 +30,13 @@ impl Interrupts {
         let last = Arc::new(AtomicI32::new(0));
         let mut ids = Vec::new();
         for sig in CAUGHT {
-            let (c, l) = (count.clone(), last.clone());
+            let count_seen = count.clone();
+            let last_seen = last.clone();
             // SAFETY: the handler only touches atomics, which is async-signal-safe.
             let id = unsafe {
                 signal_hook::low_level::register(sig, move || {
-                    l.store(sig, Ordering::SeqCst);
-                    c.fetch_add(1, Ordering::SeqCst);
+                    last_seen.store(sig, Ordering::SeqCst);
+                    count_seen.fetch_add(1, Ordering::SeqCst);
                 })
             }?;
             ids.push(id);
@@ -52,14 +53,14 @@ impl Interrupts {
     pub fn last(&self) -> Option<i32> {
         match self.last.load(Ordering::SeqCst) {
             0 => None,
-            s => Some(s),
+            signal => Some(signal),
         }
     }
 
     /// An error if a signal has arrived: call between phases so a run stops cleanly.
     pub fn check(&self) -> Result<()> {
         match self.last() {
-            Some(s) => Err(Interrupted(s).into()),
+            Some(signal) => Err(Interrupted(signal).into()),
             None => Ok(()),
         }
     }
@@ -75,12 +76,12 @@ impl Drop for Interrupts {
 
 /// A run stopped by a signal; exits 128 + signal number.
 #[derive(Debug, Clone, Copy)]
-pub struct Interrupted(pub i32);
+pub(crate) struct Interrupted(pub i32);
 
 impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
-            f,
+            formatter,
             "interrupted by {}; everything changed was put back",
             signal_name(self.0)
         )
@@ -90,7 +91,7 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// SIGINT, SIGTERM, … for a number.
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     match sig {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
@@ -99,7 +100,7 @@ pub fn signal_name(sig: i32) -> String {
         libc::SIGKILL => "SIGKILL".into(),
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),
-        n => format!("signal {n}"),
+        number => format!("signal {number}"),
     }
 }
 

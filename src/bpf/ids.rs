@@ -90,59 +90,173 @@ fn owned_or_absent(ret: i32, what: &str) -> anyhow::Result<Option<OwnedFd>> {
     Err(syscall_error(what, -ret))
 }
 
-/// A program's `bpf_prog_info`, the ids of the maps it uses and the addresses of its JIT-ed
-/// functions (the program, then its sub-functions: each has a `bpf_prog_<tag>_<name>` symbol).
+/// A program's `bpf_prog_info` with the arrays asked for ([`Arrays`]); an array not asked for
+/// is empty. This is the one reader of `bpf_prog_info`: `bpftool prog show` asks for the map
+/// ids and the addresses of the JIT-ed functions, and the line info readers for every array,
+/// as perf does when it records a program (`perf_event__synthesize_one_bpf_prog`).
 pub(crate) struct ProgInfo {
     pub(crate) info: libbpf_sys::bpf_prog_info,
     pub(crate) map_ids: Vec<u32>,
+    /// The address of each JIT-ed function: the program, then its sub-functions. Each has a
+    /// `bpf_prog_<tag>_<name>` symbol.
     pub(crate) jited_ksyms: Vec<u64>,
+    pub(crate) jited_func_lens: Vec<u32>,
+    pub(crate) prog_tags: Vec<[u8; 8]>,
+    pub(crate) func_info: Vec<libbpf_sys::bpf_func_info>,
+    pub(crate) line_info: Vec<libbpf_sys::bpf_line_info>,
+    pub(crate) jited_line_info: Vec<u64>,
+    pub(crate) jited_insns: Vec<u8>,
+}
+
+/// Which of a program's arrays [`prog_info_with`] asks the kernel for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrays {
+    /// None: `bpf_prog_info` alone.
+    Nothing,
+    /// The map ids and the addresses of the JIT-ed functions.
+    MapsAndFunctions,
+    /// Every array, the JIT-ed code and the line info included.
+    All,
 }
 
 /// `bpf_prog_get_info_by_fd`, twice when `with_arrays`: once for the number of map ids and
 /// JIT-ed functions, once with arrays that size.
 pub(crate) fn prog_info(fd: BorrowedFd<'_>, with_arrays: bool) -> anyhow::Result<ProgInfo> {
-    let info = prog_info_raw(fd, &mut [], &mut [])?;
-    if !with_arrays || info.nr_map_ids == 0 && info.nr_jited_ksyms == 0 {
-        return Ok(ProgInfo {
-            info,
-            map_ids: Vec::new(),
-            jited_ksyms: Vec::new(),
-        });
-    }
-    let mut map_ids = vec![0u32; info.nr_map_ids as usize];
-    let mut jited_ksyms = vec![0u64; info.nr_jited_ksyms as usize];
-    let info = prog_info_raw(fd, &mut map_ids, &mut jited_ksyms)?;
-    // A program can gain maps (BPF_PROG_BIND_MAP) between the calls: keep what fitted.
-    map_ids.truncate(info.nr_map_ids as usize);
-    jited_ksyms.truncate(info.nr_jited_ksyms as usize);
-    Ok(ProgInfo {
-        info,
-        map_ids,
-        jited_ksyms,
-    })
+    let arrays = match with_arrays {
+        true => Arrays::MapsAndFunctions,
+        false => Arrays::Nothing,
+    };
+    prog_info_with(fd, arrays)
 }
 
-fn prog_info_raw(
+/// `bpf_prog_get_info_by_fd` once for the sizes of the arrays, then, when any asked for is not
+/// empty, once more with buffers that size.
+pub(crate) fn prog_info_with(fd: BorrowedFd<'_>, arrays: Arrays) -> anyhow::Result<ProgInfo> {
+    // SAFETY: the query asks for no array.
+    let sizes = unsafe { query_prog_info(fd, libbpf_sys::bpf_prog_info::default()) }?;
+    let mut out = ProgInfo::sized(sizes, arrays);
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let query = out.query();
+    // SAFETY: every array pointer of `query` points at one of `out`'s buffers, which hold as
+    // many records of the kernel's record size as `query` counts, and `out` outlives the call.
+    let info = unsafe { query_prog_info(fd, query) }?;
+    Ok(out.keep(info))
+}
+
+impl ProgInfo {
+    /// Empty buffers of the sizes `sizes` gives, for the arrays asked for. An array whose
+    /// records the kernel sizes otherwise than the UAPI this was built with is left empty.
+    fn sized(sizes: libbpf_sys::bpf_prog_info, arrays: Arrays) -> ProgInfo {
+        let some = |count: u32| match arrays {
+            Arrays::Nothing => 0,
+            Arrays::MapsAndFunctions | Arrays::All => count as usize,
+        };
+        let all = |count: u32| match arrays {
+            Arrays::All => count as usize,
+            Arrays::Nothing | Arrays::MapsAndFunctions => 0,
+        };
+        let fits = |kernel: u32, ours: usize, count: u32| match kernel as usize == ours {
+            true => count,
+            false => 0,
+        };
+        let func_records = fits(sizes.func_info_rec_size, FUNC_INFO_SIZE, sizes.nr_func_info);
+        let line_records = fits(sizes.line_info_rec_size, LINE_INFO_SIZE, sizes.nr_line_info);
+        let jited_lines = fits(sizes.jited_line_info_rec_size, 8, sizes.nr_jited_line_info);
+        ProgInfo {
+            info: sizes,
+            map_ids: vec![0; some(sizes.nr_map_ids)],
+            jited_ksyms: vec![0; some(sizes.nr_jited_ksyms)],
+            jited_func_lens: vec![0; all(sizes.nr_jited_func_lens)],
+            prog_tags: vec![[0; 8]; all(sizes.nr_prog_tags)],
+            func_info: vec![Default::default(); all(func_records)],
+            line_info: vec![Default::default(); all(line_records)],
+            jited_line_info: vec![0; all(jited_lines)],
+            jited_insns: vec![0; all(sizes.jited_prog_len)],
+        }
+    }
+
+    /// Whether there is no array to ask the kernel for.
+    fn is_empty(&self) -> bool {
+        self.map_ids.is_empty()
+            && self.jited_ksyms.is_empty()
+            && self.jited_func_lens.is_empty()
+            && self.prog_tags.is_empty()
+            && self.func_info.is_empty()
+            && self.line_info.is_empty()
+            && self.jited_line_info.is_empty()
+            && self.jited_insns.is_empty()
+    }
+
+    /// The query that has the kernel fill these buffers.
+    fn query(&mut self) -> libbpf_sys::bpf_prog_info {
+        let len = |count: usize| count as u32;
+        libbpf_sys::bpf_prog_info {
+            nr_map_ids: len(self.map_ids.len()),
+            map_ids: self.map_ids.as_mut_ptr() as u64,
+            nr_jited_ksyms: len(self.jited_ksyms.len()),
+            jited_ksyms: self.jited_ksyms.as_mut_ptr() as u64,
+            nr_jited_func_lens: len(self.jited_func_lens.len()),
+            jited_func_lens: self.jited_func_lens.as_mut_ptr() as u64,
+            nr_prog_tags: len(self.prog_tags.len()),
+            prog_tags: self.prog_tags.as_mut_ptr() as u64,
+            func_info_rec_size: len(FUNC_INFO_SIZE),
+            nr_func_info: len(self.func_info.len()),
+            func_info: self.func_info.as_mut_ptr() as u64,
+            line_info_rec_size: len(LINE_INFO_SIZE),
+            nr_line_info: len(self.line_info.len()),
+            line_info: self.line_info.as_mut_ptr() as u64,
+            jited_line_info_rec_size: 8,
+            nr_jited_line_info: len(self.jited_line_info.len()),
+            jited_line_info: self.jited_line_info.as_mut_ptr() as u64,
+            jited_prog_len: len(self.jited_insns.len()),
+            jited_prog_insns: self.jited_insns.as_mut_ptr() as u64,
+            ..Default::default()
+        }
+    }
+
+    /// The info of the second call, and of each array what the kernel filled in: a program
+    /// can gain maps (`BPF_PROG_BIND_MAP`) between the calls, so keep what fitted.
+    fn keep(mut self, info: libbpf_sys::bpf_prog_info) -> ProgInfo {
+        self.map_ids.truncate(info.nr_map_ids as usize);
+        self.jited_ksyms.truncate(info.nr_jited_ksyms as usize);
+        self.jited_func_lens
+            .truncate(info.nr_jited_func_lens as usize);
+        self.prog_tags.truncate(info.nr_prog_tags as usize);
+        self.func_info.truncate(info.nr_func_info as usize);
+        self.line_info.truncate(info.nr_line_info as usize);
+        self.jited_line_info
+            .truncate(info.nr_jited_line_info as usize);
+        self.jited_insns.truncate(info.jited_prog_len as usize);
+        self.info = info;
+        self
+    }
+}
+
+/// The size of a `struct bpf_func_info` record.
+const FUNC_INFO_SIZE: usize = std::mem::size_of::<libbpf_sys::bpf_func_info>();
+/// The size of a `struct bpf_line_info` record.
+const LINE_INFO_SIZE: usize = std::mem::size_of::<libbpf_sys::bpf_line_info>();
+
+/// One `bpf_prog_get_info_by_fd` call with `query`, which says which arrays to fill.
+///
+/// # Safety
+/// Every array pointer of `query` whose count is not 0 must point at a buffer that lives
+/// through the call and holds that many records of the record size `query` gives, or of the
+/// array's element type where `query` gives none: the kernel writes at most that much.
+unsafe fn query_prog_info(
     fd: BorrowedFd<'_>,
-    map_ids: &mut [u32],
-    jited_ksyms: &mut [u64],
+    mut query: libbpf_sys::bpf_prog_info,
 ) -> anyhow::Result<libbpf_sys::bpf_prog_info> {
-    let mut info = libbpf_sys::bpf_prog_info {
-        nr_map_ids: map_ids.len() as u32,
-        map_ids: map_ids.as_mut_ptr() as u64,
-        nr_jited_ksyms: jited_ksyms.len() as u32,
-        jited_ksyms: jited_ksyms.as_mut_ptr() as u64,
-        ..Default::default()
-    };
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: `info` is sized `len`; the only output arrays requested are `map_ids` and
-    // `jited_ksyms`, whose lengths are `nr_map_ids` and `nr_jited_ksyms` (the kernel writes at
-    // most that many entries). The kernel zeroes addresses it hides from this reader.
-    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    // SAFETY: `query` is sized `len`; its arrays are as the caller promises. The kernel zeroes
+    // addresses it hides from this reader.
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut query, &mut len) };
     if ret < 0 {
         return Err(syscall_error("reading bpf_prog_info", -ret));
     }
-    Ok(info)
+    Ok(query)
 }
 
 /// The program's full name: its main function's name in its BTF, as `bpftool prog show` and
@@ -154,49 +268,18 @@ pub(crate) fn full_name(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_prog_info) ->
         return None;
     }
     let mut func = [libbpf_sys::bpf_func_info::default()];
-    let rec = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
-    let mut query = libbpf_sys::bpf_prog_info {
+    let query = libbpf_sys::bpf_prog_info {
         nr_func_info: 1,
-        func_info_rec_size: rec,
+        func_info_rec_size: FUNC_INFO_SIZE as u32,
         func_info: func.as_mut_ptr() as u64,
         ..Default::default()
     };
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: `query` is sized `len`; the only output array requested is `func`, one record of
-    // `func_info_rec_size` bytes (the kernel writes at most `nr_func_info` records of that size).
-    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut query, &mut len) };
-    if ret < 0 || query.func_info_rec_size != rec {
+    // SAFETY: the only array asked for is `func`, one record of `func_info_rec_size` bytes.
+    let answer = unsafe { query_prog_info(fd, query) }.ok()?;
+    if answer.func_info_rec_size as usize != FUNC_INFO_SIZE {
         return None;
     }
-    btf_type_name(query.btf_id, func[0].type_id)
-}
-
-/// The name of type `type_id` in the kernel's BTF object `btf_id`, read through libbpf.
-fn btf_type_name(btf_id: u32, type_id: u32) -> Option<String> {
-    // SAFETY: libbpf returns an owned BTF object or NULL (errno set); it is freed below and not
-    // used after. The type and name pointers point into that object and are copied out before
-    // the free; each is checked for NULL.
-    unsafe {
-        let btf = libbpf_sys::btf__load_from_kernel_by_id(btf_id);
-        if btf.is_null() {
-            return None;
-        }
-        let t = libbpf_sys::btf__type_by_id(btf, type_id);
-        let name = if t.is_null() {
-            std::ptr::null()
-        } else {
-            libbpf_sys::btf__name_by_offset(btf, (*t).name_off)
-        };
-        let out = (!name.is_null())
-            .then(|| {
-                std::ffi::CStr::from_ptr(name)
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|n| !n.is_empty());
-        libbpf_sys::btf__free(btf);
-        out
-    }
+    super::btf::kernel_func_name(answer.btf_id, func[0].type_id)
 }
 
 /// `bpf_map_get_info_by_fd`.
@@ -223,7 +306,7 @@ pub(crate) fn object_name(raw: &[std::ffi::c_char; 16]) -> String {
 
 /// A program tag as 16 hex digits, as in `/proc/kallsyms`' `bpf_prog_<tag>_<name>`.
 pub(crate) fn hex_tag(tag: &[u8; 8]) -> String {
-    tag.iter().map(|b| format!("{b:02x}")).collect()
+    crate::host::notes::hex(tag)
 }
 
 /// libbpf's name for a program type (`tracepoint`, `lsm`, …, as bpftool prints them).

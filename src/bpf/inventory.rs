@@ -92,14 +92,18 @@ pub fn programs(bpf_syms: &[BpfSymbol], stats_on: bool) -> anyhow::Result<Vec<Pr
         let Some(fd) = ids::open_prog(id)? else {
             continue; // unloaded since it was listed
         };
-        let p = ids::prog_info(fd.as_fd(), true)?;
-        let info = &p.info;
+        let prog = ids::prog_info(fd.as_fd(), true)?;
+        let info = &prog.info;
         let kernel_name = ids::object_name(&info.name);
         let tag = ids::hex_tag(&info.tag);
-        let functions: Vec<&BpfSymbol> = p
+        let functions: Vec<&BpfSymbol> = prog
             .jited_ksyms
             .iter()
-            .filter_map(|a| bpf_syms.iter().find(|s| s.addr == *a && *a != 0))
+            .filter_map(|addr| {
+                bpf_syms
+                    .iter()
+                    .find(|symbol_seen| symbol_seen.addr == *addr && *addr != 0)
+            })
             .collect();
         let sym = functions
             .first()
@@ -114,7 +118,7 @@ pub fn programs(bpf_syms: &[BpfSymbol], stats_on: bool) -> anyhow::Result<Vec<Pr
         out.push(Program {
             id,
             name: match sym {
-                Some(s) => s.name.clone(),
+                Some(symbol_seen) => symbol_seen.name.clone(),
                 None => ids::full_name(fd.as_fd(), info).unwrap_or(kernel_name),
             },
             tag,
@@ -122,12 +126,15 @@ pub fn programs(bpf_syms: &[BpfSymbol], stats_on: bool) -> anyhow::Result<Vec<Pr
             prog_type,
             attach,
             linked: link.is_some(),
-            symbol: sym.map(|s| s.symbol.clone()),
-            functions: functions.iter().map(|s| s.symbol.clone()).collect(),
+            symbol: sym.map(|symbol_seen| symbol_seen.symbol.clone()),
+            functions: functions
+                .iter()
+                .map(|symbol_seen| symbol_seen.symbol.clone())
+                .collect(),
             run_cnt: stats_on.then_some(info.run_cnt),
             mean_run_ns: (stats_on && info.run_cnt > 0)
                 .then(|| info.run_time_ns as f64 / info.run_cnt as f64),
-            map_ids: p.map_ids,
+            map_ids: prog.map_ids,
         });
     }
     Ok(out)
@@ -148,33 +155,41 @@ fn links() -> BTreeMap<u32, Option<String>> {
 }
 
 fn describe_link(info: &LinkTypeInfo) -> Option<String> {
-    let s = match info {
-        LinkTypeInfo::RawTracepoint(r) => format!("raw_tracepoint {}", r.name),
-        LinkTypeInfo::Tracing(t) => return btf_target("tracing", t.target_obj_id, t.target_btf_id),
-        LinkTypeInfo::Cgroup(c) => format!("cgroup id {} ({:?})", c.cgroup_id, c.attach_type),
-        LinkTypeInfo::Xdp(x) => format!("xdp ifindex {}", x.ifindex),
-        LinkTypeInfo::Tcx(t) => format!("tcx ifindex {} ({:?})", t.ifindex, t.attach_type),
-        LinkTypeInfo::Netkit(n) => format!("netkit ifindex {}", n.ifindex),
-        LinkTypeInfo::NetNs(n) => format!("netns {} ({:?})", n.ino, n.attach_type),
-        LinkTypeInfo::Iter(i) => format!("iter {}", i.target_name.to_string_lossy()),
-        LinkTypeInfo::StructOps(s) => format!("struct_ops map {}", s.map_id),
-        LinkTypeInfo::Netfilter(n) => {
-            format!("netfilter pf {} hook {}", n.protocol_family, n.hooknum)
+    let text = match info {
+        LinkTypeInfo::RawTracepoint(link) => format!("raw_tracepoint {}", link.name),
+        LinkTypeInfo::Tracing(link) => {
+            return btf_target("tracing", link.target_obj_id, link.target_btf_id)
         }
-        LinkTypeInfo::KprobeMulti(k) => format!("kprobe_multi ({} functions)", k.count),
-        LinkTypeInfo::UprobeMulti(u) => format!("uprobe_multi ({} offsets)", u.count),
-        LinkTypeInfo::SockMap(s) => format!("sockmap map {}", s.map_id),
-        LinkTypeInfo::PerfEvent(p) => return perf_event(&p.event_type),
+        LinkTypeInfo::Cgroup(link) => {
+            format!("cgroup id {} ({:?})", link.cgroup_id, link.attach_type)
+        }
+        LinkTypeInfo::Xdp(link) => format!("xdp ifindex {}", link.ifindex),
+        LinkTypeInfo::Tcx(link) => format!("tcx ifindex {} ({:?})", link.ifindex, link.attach_type),
+        LinkTypeInfo::Netkit(link) => format!("netkit ifindex {}", link.ifindex),
+        LinkTypeInfo::NetNs(link) => format!("netns {} ({:?})", link.ino, link.attach_type),
+        LinkTypeInfo::Iter(link) => format!("iter {}", link.target_name.to_string_lossy()),
+        LinkTypeInfo::StructOps(link) => format!("struct_ops map {}", link.map_id),
+        LinkTypeInfo::Netfilter(link) => {
+            format!(
+                "netfilter pf {} hook {}",
+                link.protocol_family, link.hooknum
+            )
+        }
+        LinkTypeInfo::KprobeMulti(link) => format!("kprobe_multi ({} functions)", link.count),
+        LinkTypeInfo::UprobeMulti(link) => format!("uprobe_multi ({} offsets)", link.count),
+        LinkTypeInfo::SockMap(link) => format!("sockmap map {}", link.map_id),
+        LinkTypeInfo::PerfEvent(link) => return perf_event(&link.event_type),
         LinkTypeInfo::Unknown => return None,
     };
-    Some(s)
+    Some(text)
 }
 
-fn perf_event(e: &PerfEventType) -> Option<String> {
-    let name =
-        |n: &Option<std::ffi::OsString>| n.as_ref().map(|s| s.to_string_lossy().into_owned());
-    match e {
-        PerfEventType::Tracepoint { name: n, .. } => Some(format!("tracepoint {}", name(n)?)),
+fn perf_event(event: &PerfEventType) -> Option<String> {
+    let name = |raw: &Option<std::ffi::OsString>| {
+        raw.as_ref().map(|text| text.to_string_lossy().into_owned())
+    };
+    match event {
+        PerfEventType::Tracepoint { name: raw, .. } => Some(format!("tracepoint {}", name(raw)?)),
         PerfEventType::Kprobe {
             func_name,
             is_retprobe,
@@ -232,16 +247,16 @@ fn btf_type_name(btf_obj_id: u32, btf_id: u32) -> Option<String> {
         let (btf, split) = if btf_obj_id == 0 || is_vmlinux_btf(btf_obj_id) {
             (base, false)
         } else {
-            let b = sys::btf__load_from_kernel_by_id_split(btf_obj_id, base);
-            if b.is_null() || sys::libbpf_get_error(b.cast()) != 0 {
+            let btf_split = sys::btf__load_from_kernel_by_id_split(btf_obj_id, base);
+            if btf_split.is_null() || sys::libbpf_get_error(btf_split.cast()) != 0 {
                 sys::btf__free(base);
                 return None;
             }
-            (b, true)
+            (btf_split, true)
         };
-        let t = sys::btf__type_by_id(btf, btf_id);
-        let name = (!t.is_null())
-            .then(|| sys::btf__name_by_offset(btf, (*t).name_off))
+        let ty = sys::btf__type_by_id(btf, btf_id);
+        let name = (!ty.is_null())
+            .then(|| sys::btf__name_by_offset(btf, (*ty).name_off))
             .filter(|n| !n.is_null())
             .map(|n| std::ffi::CStr::from_ptr(n).to_string_lossy().into_owned());
         if split {

@@ -10,9 +10,10 @@
 //! [`program_stats`]), what is loaded ([`loaded_programs`], [`wait_for_new_programs`]) and how
 //! full maps are ([`map_pressure`]).
 
+pub(crate) mod btf;
 pub mod choice;
 mod diagnose;
-mod ids;
+pub(crate) mod ids;
 mod introspect;
 mod inventory;
 mod libbpf_log;

@@ -71,7 +71,7 @@ fn one_map(id: u32) -> anyhow::Result<MapPressure> {
         (u64::from(info.max_entries), false)
     } else {
         match count_entries(fd.as_fd(), &info) {
-            Ok(Some(n)) => (n, true),
+            Ok(Some(count)) => (count, true),
             Ok(None) => (0, false),
             Err(errno) => {
                 let what = format!("counting the elements of map {id}");
@@ -129,13 +129,13 @@ fn count_entries(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_map_info) -> Result<
     let limit = u64::from(info.max_entries);
     if is_hash_kind(info.type_) {
         match count_by_batch(fd, key_size, value_bytes(info)) {
-            Ok(n) => return Ok(Some(n.min(limit))),
+            Ok(count) => return Ok(Some(count.min(limit))),
             Err(errno) if unsupported(errno) || errno == libc::ENOSPC => {}
             Err(errno) => return Err(errno),
         }
     }
     match count_by_keys(fd, key_size, limit) {
-        Ok(n) => Ok(Some(n)),
+        Ok(count) => Ok(Some(count)),
         Err(errno) if unsupported(errno) => Ok(None),
         Err(errno) => Err(errno),
     }
@@ -219,9 +219,9 @@ pub fn key_digests(id: u32) -> anyhow::Result<Option<Vec<u64>>> {
         return Ok(None);
     }
     let mut out = Vec::new();
-    let walked = walk_keys(fd.as_fd(), key_size, u64::from(info.max_entries), |k| {
-        out.push(k.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    let walked = walk_keys(fd.as_fd(), key_size, u64::from(info.max_entries), |key| {
+        out.push(key.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
         }));
     });
     match walked {

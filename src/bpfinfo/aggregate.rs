@@ -8,13 +8,13 @@
 //! helper or kfunc below it (inclusive, with the callee named), so that a helper's time goes
 //! to the line that called it. A caller BPF function (BPF-to-BPF call) is not charged again:
 //! each function's lines add up to the time spent in that function and what it called outside
-//! BPF. Functions are named with the KSYMBOL name perf gave their frames (func 0 of a program
-//! loaded before the recording differs from the tag-derived name, notes §4.3).
+//! BPF. Functions are named with the KSYMBOL name perf gave their frames, because for a program
+//! loaded before the recording the name of func 0 differs from the one its tag gives.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::lookup::{effective_addr, entry_range, line_index, BpfInfo, IpKind};
+use super::lookup::{effective_addr, entry_range, line_index, BpfInfo, FuncRef, IpKind};
 
 /// What kind of code a stack frame is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,9 +93,21 @@ pub struct LineReport {
     pub lines: Vec<LineCost>,
 }
 
-/// `(prog index, func index, file_name_off, line)`; line info missing:
-/// `(p, f, u32::MAX, offset)`.
-type Key = (usize, usize, u32, u32);
+/// Where in a function a sample is charged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    /// A source line: the BTF offset of its file name, and its number.
+    Line { file_name_off: u32, line: u32 },
+    /// For a function without line info, the offset of the address in it.
+    Offset(u32),
+}
+
+/// The line of a function that a sample is charged to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct LineKey {
+    func: FuncRef,
+    place: Place,
+}
 
 #[derive(Default)]
 struct Acc {
@@ -104,71 +116,80 @@ struct Acc {
     callees: BTreeMap<String, u64>,
 }
 
+/// The weight charged at one JIT address, for `--asm`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AddressWeight {
+    /// Of the samples whose IP was this address.
+    pub at_ip: u64,
+    /// Of the samples whose innermost BPF frame returns here: the instruction after a call.
+    pub returning: u64,
+}
+
 /// Samples added one at a time (a profile is not held in memory), then [`Aggregator::finish`].
 #[derive(Default)]
 pub struct Aggregator {
     report: LineReport,
-    lines: BTreeMap<Key, Acc>,
-    /// KSYMBOL names seen per `(prog index, func index)`.
-    names: BTreeMap<(usize, usize), String>,
-    /// Self weight per sample IP in BPF code, and inclusive weight per return address of an
-    /// innermost BPF frame (the instruction after a call), for `--asm`.
-    by_ip: BTreeMap<u64, (u64, u64)>,
+    lines: BTreeMap<LineKey, Acc>,
+    /// KSYMBOL names seen per function.
+    names: BTreeMap<FuncRef, String>,
+    /// The weight per address in BPF code, for `--asm`.
+    by_ip: BTreeMap<u64, AddressWeight>,
 }
 
 impl Aggregator {
     /// Adds one sample (frames innermost first).
     pub fn add(&mut self, info: &BpfInfo, frames: &[Frame<'_>], weight: u64) {
         self.report.total += weight;
-        let Some(i) = frames.iter().position(|f| f.kind == FrameKind::Bpf) else {
+        let Some(depth) = frames.iter().position(|frame| frame.kind == FrameKind::Bpf) else {
             return;
         };
-        let Some(key) = key_at(info, frames, i) else {
+        let Some(key) = key_at(info, frames, depth) else {
             self.report.unknown_bpf += weight;
             return;
         };
         self.report.in_bpf += weight;
-        if let Some(name) = frames[i].name {
+        let frame = frames[depth];
+        if let Some(name) = frame.name {
             self.names
-                .entry((key.0, key.1))
+                .entry(key.func)
                 .or_insert_with(|| name.to_string());
         }
-        let at = self.by_ip.entry(frames[i].ip).or_default();
+        let at = self.by_ip.entry(frame.ip).or_default();
         let entry = self.lines.entry(key).or_default();
         entry.inclusive += weight;
-        if i == 0 {
+        if depth == 0 {
             entry.self_weight += weight;
-            at.0 += weight;
-        } else {
-            at.1 += weight;
-            // A callee without a symbol (no kallsyms of the recording's kernel) is shown by
-            // its address, as perf annotate shows what it cannot name.
-            let callee = match frames[i - 1].name {
-                Some(name) => std::borrow::Cow::Borrowed(name),
-                None => std::borrow::Cow::Owned(format!("{:#x}", frames[i - 1].ip)),
-            };
-            match entry.callees.get_mut(callee.as_ref()) {
-                Some(w) => *w += weight,
-                None => {
-                    entry.callees.insert(callee.into_owned(), weight);
-                }
+            at.at_ip += weight;
+            return;
+        }
+        at.returning += weight;
+        // A callee without a symbol (no kallsyms of the recording's kernel) is shown by its
+        // address, as perf annotate shows what it cannot name.
+        let callee_frame = frames[depth - 1];
+        let callee = match callee_frame.name {
+            Some(name) => std::borrow::Cow::Borrowed(name),
+            None => std::borrow::Cow::Owned(format!("{:#x}", callee_frame.ip)),
+        };
+        match entry.callees.get_mut(callee.as_ref()) {
+            Some(callee_weight) => *callee_weight += weight,
+            None => {
+                entry.callees.insert(callee.into_owned(), weight);
             }
         }
     }
 
-    /// The per-line report, and the weights per address (self at a sample IP, calls at a
-    /// return address).
-    pub fn finish(self, info: &BpfInfo) -> (LineReport, BTreeMap<u64, (u64, u64)>) {
+    /// The per-line report, and the weight per address.
+    pub fn finish(self, info: &BpfInfo) -> (LineReport, BTreeMap<u64, AddressWeight>) {
         let mut report = self.report;
         let names = self.names;
         report.lines = self
             .lines
             .into_iter()
-            .map(|(key, a)| finish(info, key, a, &names))
+            .map(|(key, acc)| finish(info, key, acc, &names))
             .collect();
         report
             .lines
-            .sort_by_key(|l| (l.prog_id, l.func_index, l.line, l.offset));
+            .sort_by_key(|line| (line.prog_id, line.func_index, line.line, line.offset));
         (report, self.by_ip)
     }
 }
@@ -186,66 +207,74 @@ where
     agg.finish(info).0
 }
 
-/// Where BPF frame `i` is, looked up as a sample IP (frame 0) or a return address.
-/// The line key of BPF frame `i` (program, function, file, line; or the offset in the
-/// function when it has no line info): the IP for the innermost frame, the call site
-/// (return address − 1) for one that called into a helper. No strings built: this runs per
-/// sample.
-fn key_at(info: &BpfInfo, frames: &[Frame<'_>], i: usize) -> Option<Key> {
-    let frame = frames.get(i).filter(|f| f.kind == FrameKind::Bpf)?;
-    let kind = if i == 0 {
-        IpKind::Sample
-    } else {
-        IpKind::Return
+/// The line key of the BPF frame at `depth`: its program, function and source line, or the
+/// offset in the function when it has no line info. The innermost frame is looked up at its
+/// IP, one that called into a helper at the call site (return address − 1). No strings are
+/// built: this runs per sample.
+fn key_at(info: &BpfInfo, frames: &[Frame<'_>], depth: usize) -> Option<LineKey> {
+    let frame = frames
+        .get(depth)
+        .filter(|frame| frame.kind == FrameKind::Bpf)?;
+    let kind = match depth {
+        0 => IpKind::Sample,
+        _ => IpKind::Return,
     };
     let addr = effective_addr(frame.ip, kind);
-    let seen = super::lookup::Seen {
+    let hints = super::lookup::FrameHints {
         name: frame.name,
         prog: frame.prog,
         time: None,
     };
-    let (p, f) = info.func_at_named(addr, seen)?;
-    let func = &info.progs[p].funcs[f];
-    Some(match line_index(func, addr) {
-        Some(j) => {
-            let entry = func.lines[j];
-            (p, f, entry.raw.file_name_off, entry.line())
-        }
-        None => (
-            p,
-            f,
-            u32::MAX,
-            frame.ip.wrapping_sub(func.addr).min(u64::from(u32::MAX)) as u32,
-        ),
-    })
+    let at = info.func_at_hinted(addr, hints)?;
+    let func = &info.progs[at.prog].funcs[at.func];
+    let place = match line_index(func, addr) {
+        Some(index) => Place::Line {
+            file_name_off: func.lines[index].raw.file_name_off,
+            line: func.lines[index].line(),
+        },
+        None => Place::Offset(frame.ip.wrapping_sub(func.addr).min(u64::from(u32::MAX)) as u32),
+    };
+    Some(LineKey { func: at, place })
 }
 
 /// The report line of one key: strings from the first entry of the line, and every range.
-fn finish(
-    info: &BpfInfo,
-    (p, f, file_off, line): Key,
-    acc: Acc,
-    names: &BTreeMap<(usize, usize), String>,
-) -> LineCost {
-    let prog = &info.progs[p];
-    let func = &prog.funcs[f];
-    let missing = file_off == u32::MAX;
-    let entries: Vec<usize> = (0..func.lines.len())
-        .filter(|&j| func.lines[j].raw.file_name_off == file_off && func.lines[j].line() == line)
-        .collect();
-    let first = entries.first().map(|&j| info.source_line(prog, f, j));
+fn finish(info: &BpfInfo, key: LineKey, acc: Acc, names: &BTreeMap<FuncRef, String>) -> LineCost {
+    let prog = &info.progs[key.func.prog];
+    let func = &prog.funcs[key.func.func];
+    let entries: Vec<usize> = match key.place {
+        Place::Line {
+            file_name_off,
+            line,
+        } => (0..func.lines.len())
+            .filter(|&index| {
+                let entry = &func.lines[index];
+                entry.raw.file_name_off == file_name_off && entry.line() == line
+            })
+            .collect(),
+        Place::Offset(_) => Vec::new(),
+    };
+    let first = entries
+        .first()
+        .map(|&index| info.source_line(prog, key.func.func, index));
     let mut callees: Vec<(String, u64)> = acc.callees.into_iter().collect();
-    callees.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    callees.sort_by(|left, right| right.1.cmp(&left.1).then_with(|| left.0.cmp(&right.0)));
+    let (line, offset) = match key.place {
+        Place::Line { line, .. } => (line, None),
+        Place::Offset(offset) => (0, Some(u64::from(offset))),
+    };
     LineCost {
         prog_id: prog.id,
-        func_index: f,
-        func_name: names.get(&(p, f)).unwrap_or(&func.sym_name).clone(),
-        line_info_missing: missing,
-        file: first.as_ref().map(|l| l.file.clone()).unwrap_or_default(),
-        line: if missing { 0 } else { line },
-        offset: missing.then_some(u64::from(line)),
-        text: first.map(|l| l.text).unwrap_or_default(),
-        ranges: merge(entries.iter().map(|&j| entry_range(func, j))),
+        func_index: key.func.func,
+        func_name: names.get(&key.func).unwrap_or(&func.sym_name).clone(),
+        line_info_missing: matches!(key.place, Place::Offset(_)),
+        file: first
+            .as_ref()
+            .map(|line| line.file.clone())
+            .unwrap_or_default(),
+        line,
+        offset,
+        text: first.map(|line| line.text).unwrap_or_default(),
+        ranges: merge(entries.iter().map(|&index| entry_range(func, index))),
         self_weight: acc.self_weight,
         inclusive_weight: acc.inclusive,
         callees,
@@ -254,13 +283,13 @@ fn finish(
 
 /// Ranges in address order with touching ones joined; empty ones dropped.
 fn merge(ranges: impl Iterator<Item = Range<u64>>) -> Vec<Range<u64>> {
-    let mut all: Vec<Range<u64>> = ranges.filter(|r| !r.is_empty()).collect();
-    all.sort_by_key(|r| r.start);
+    let mut all: Vec<Range<u64>> = ranges.filter(|range| !range.is_empty()).collect();
+    all.sort_by_key(|range| range.start);
     let mut out: Vec<Range<u64>> = Vec::new();
-    for r in all {
+    for range in all {
         match out.last_mut() {
-            Some(last) if last.end >= r.start => last.end = last.end.max(r.end),
-            _ => out.push(r),
+            Some(last) if last.end >= range.start => last.end = last.end.max(range.end),
+            _ => out.push(range),
         }
     }
     out
@@ -357,7 +386,8 @@ mod tests {
     fn without_line_info_the_function_is_one_entry() {
         let (_, strs) = sample_btf(true);
         let mut p = sample_prog(strs);
-        (p.line_info, p.jited_line_info) = (vec![], vec![]);
+        p.line_info = vec![];
+        p.jited_line_info = vec![];
         let info = BpfInfo::from_sections(&prog_section(&[p], true), &[], true).unwrap();
         let report = aggregate_lines(
             &info,

@@ -1,156 +1,14 @@
-//! BTF: feature 26 (`HEADER_BPF_BTF`: `u32 count`, then per blob `u32 id; u32 data_size;
-//! u8 data[data_size]`, unaligned; perf `tools/perf/util/header.c: write_bpf_btf`,
-//! `process_bpf_btf`) and the raw BTF blob itself (`include/uapi/linux/btf.h`: a 24-byte
-//! `struct btf_header`, then the type and string sections relative to the header's end).
-//!
-//! We need two things from a program's BTF: the names of FUNC types (the functions'
-//! `func_info[].type_id`) and strings by offset (`line_info` file names and source text).
-//! Types are variable-length, so they are walked once from id 1, with the trailing bytes per
-//! kind as libbpf's `btf_type_size()` adds them; an unknown kind stops the walk (types before
-//! it stay usable). Every string read is bounds-checked. Notes: perfdata-research.md §3.5, §5.5.
+//! Feature 26, `HEADER_BPF_BTF`: `u32 count`, then per blob `u32 id; u32 data_size;
+//! u8 data[data_size]`, unaligned, as perf's `write_bpf_btf` and `process_bpf_btf` in
+//! `tools/perf/util/header.c` write and read it. Each blob is parsed by [`Btf`], the one
+//! reader of BTF, in `bpf::btf`; its unit tests are in `btf_tests.rs`, beside the builders of
+//! BTF bytes.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 use super::bytes::Bytes;
 use super::BpfInfoError;
-
-const BTF_MAGIC: u16 = 0xeb9f;
-const HEADER_LEN: usize = 24;
-const TYPE_LEN: usize = 12;
-/// `BTF_KIND_FUNC`.
-pub const KIND_FUNC: u32 = 12;
-
-/// One parsed BTF blob.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Btf {
-    /// BTF object id (as in `bpf_prog_info.btf_id`).
-    pub id: u32,
-    data: Vec<u8>,
-    little_endian: bool,
-    strings: Range<usize>,
-    /// Offset in `data` of each type; index 0 is type id 1.
-    types: Vec<usize>,
-    /// Why the type walk stopped early, if it did.
-    walk_stopped: Option<String>,
-}
-
-impl Btf {
-    /// Parses a raw BTF blob (what `btf__raw_data()` returns) in either byte order.
-    pub fn parse(id: u32, data: Vec<u8>) -> Result<Btf, BpfInfoError> {
-        let bad = |reason: String| BpfInfoError::BadBtf { btf_id: id, reason };
-        let magic = |le| Bytes::new(&data, le).u16(0) == Some(BTF_MAGIC);
-        let little_endian = match (magic(true), magic(false)) {
-            (true, _) => true,
-            (_, true) => false,
-            _ => return Err(bad(format!("no BTF magic in {} bytes", data.len()))),
-        };
-        let b = Bytes::new(&data, little_endian);
-        let field = |off| b.u32(off).ok_or_else(|| bad("truncated header".into()));
-        let hdr_len = field(4)? as usize;
-        if hdr_len < HEADER_LEN || hdr_len > data.len() {
-            return Err(bad(format!(
-                "header length {hdr_len} in {} bytes",
-                data.len()
-            )));
-        }
-        let types = section(&b, hdr_len, field(8)?, field(12)?)
-            .ok_or_else(|| bad("type section out of bounds".into()))?;
-        let strings = section(&b, hdr_len, field(16)?, field(20)?)
-            .ok_or_else(|| bad("string section out of bounds".into()))?;
-        if !strings.is_empty() && (data[strings.start] != 0 || data[strings.end - 1] != 0) {
-            return Err(bad("string section does not start and end with NUL".into()));
-        }
-        let (offsets, walk_stopped) = walk_types(&b, types);
-        Ok(Btf {
-            id,
-            data,
-            little_endian,
-            strings,
-            types: offsets,
-            walk_stopped,
-        })
-    }
-
-    /// The NUL-terminated string at `off` of the string section; `None` if `off` is outside it.
-    pub fn string(&self, off: u32) -> Option<Cow<'_, str>> {
-        let table = self.data.get(self.strings.clone())?;
-        let rest = table.get(off as usize..)?;
-        let end = rest.iter().position(|&c| c == 0)?;
-        Some(String::from_utf8_lossy(&rest[..end]))
-    }
-
-    /// Number of types the walk found (ids 1 ..= this).
-    pub fn type_count(&self) -> u32 {
-        self.types.len() as u32
-    }
-
-    /// Why the type walk stopped before the end of the type section, if it did.
-    pub fn walk_stopped(&self) -> Option<&str> {
-        self.walk_stopped.as_deref()
-    }
-
-    /// `(kind, name_off)` of type `id`.
-    pub fn type_kind_name(&self, id: u32) -> Option<(u32, u32)> {
-        let at = *self.types.get((id as usize).checked_sub(1)?)?;
-        let b = Bytes::new(&self.data, self.little_endian);
-        Some(((b.u32(at + 4)? >> 24) & 0x1f, b.u32(at)?))
-    }
-
-    /// The name of type `id` if it is a FUNC (what `func_info[].type_id` points at).
-    pub fn func_name(&self, id: u32) -> Option<Cow<'_, str>> {
-        match self.type_kind_name(id)? {
-            (KIND_FUNC, name_off) => self.string(name_off),
-            _ => None,
-        }
-    }
-}
-
-/// `off..off+len` of the blob, relative to the header's end, if it is inside the blob.
-fn section(b: &Bytes<'_>, hdr_len: usize, off: u32, len: u32) -> Option<Range<usize>> {
-    let start = hdr_len.checked_add(off as usize)?;
-    let end = start.checked_add(len as usize)?;
-    (end <= b.len()).then_some(start..end)
-}
-
-/// Offsets of the types in `range`, and why the walk stopped early (unknown kind, truncated).
-fn walk_types(b: &Bytes<'_>, range: Range<usize>) -> (Vec<usize>, Option<String>) {
-    let mut offsets = Vec::new();
-    let mut at = range.start;
-    while at < range.end {
-        let Some(info) = b.u32(at + 4).filter(|_| at + TYPE_LEN <= range.end) else {
-            return (offsets, Some(format!("truncated type at {at}")));
-        };
-        let Some(extra) = trailing_bytes(info) else {
-            let why = format!(
-                "unknown kind {} at type id {}",
-                (info >> 24) & 0x1f,
-                offsets.len() + 1
-            );
-            return (offsets, Some(why));
-        };
-        offsets.push(at);
-        at += TYPE_LEN + extra;
-    }
-    if at > range.end {
-        return (offsets, Some("last type runs past the type section".into()));
-    }
-    (offsets, None)
-}
-
-/// Bytes after the 12-byte `struct btf_type` for its kind (libbpf `btf_type_size`).
-fn trailing_bytes(info: u32) -> Option<usize> {
-    let vlen = (info & 0xffff) as usize;
-    match (info >> 24) & 0x1f {
-        2 | 7..=12 | 16 | 18 => Some(0),
-        1 | 14 | 17 => Some(4),
-        3 => Some(12),
-        4 | 5 | 15 | 19 => Some(vlen * 12),
-        6 | 13 => Some(vlen * 8),
-        _ => None,
-    }
-}
+pub use crate::bpf::btf::{Btf, BtfError};
 
 /// The BTF blobs of a perf.data file, by id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -198,8 +56,11 @@ impl BtfSet {
 /// `little_endian` is the perf.data file's byte order (for the count, ids and sizes; each
 /// blob says its own). `Err` when the section cannot be walked; a blob that is not valid BTF
 /// is left out and noted in `problems`.
-pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, BpfInfoError> {
-    let b = Bytes::new(section, little_endian);
+pub(crate) fn parse_btf_section(
+    section: &[u8],
+    little_endian: bool,
+) -> Result<BtfSet, BpfInfoError> {
+    let bytes = Bytes::new(section, little_endian);
     let mut set = BtfSet::default();
     if section.is_empty() {
         return Ok(set);
@@ -210,7 +71,7 @@ pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, 
         need,
         have: section.len().saturating_sub(offset) as u64,
     };
-    let count = b.u32(0).ok_or_else(|| trunc("BTF count", 0, 4))?;
+    let count = bytes.u32(0).ok_or_else(|| trunc("BTF count", 0, 4))?;
     let max = (section.len() - 4) / 8;
     if count as usize > max {
         return Err(BpfInfoError::CountTooLarge {
@@ -221,16 +82,16 @@ pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, 
     }
     let mut pos = 4;
     for _ in 0..count {
-        let (id, size) = match (b.u32(pos), b.u32(pos + 4)) {
+        let (id, size) = match (bytes.u32(pos), bytes.u32(pos + 4)) {
             (Some(id), Some(size)) => (id, size),
             _ => return Err(trunc("BTF entry header", pos, 8)),
         };
-        let blob = b
+        let blob = bytes
             .slice(pos + 8, size as usize)
             .ok_or_else(|| trunc("BTF blob", pos + 8, size.into()))?;
         match Btf::parse(id, blob.to_vec()) {
             Ok(btf) => set.insert(btf),
-            Err(err) => set.problems.push(err),
+            Err(err) => set.problems.push(err.into()),
         }
         pos += 8 + size as usize;
     }
@@ -238,154 +99,5 @@ pub fn parse_btf_section(section: &[u8], little_endian: bool) -> Result<BtfSet, 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bpfinfo::testbuf::{btf_section, sample_btf, BtfBuf};
-
-    /// One type of every kind libbpf knows (1..=19), with its trailing records, then a FUNC.
-    fn every_kind(le: bool) -> Vec<u8> {
-        let mut b = BtfBuf::new(le);
-        let n = b.str("n");
-        let trailing: [(u32, u32, usize); 19] = [
-            (1, 0, 1),
-            (2, 0, 0),
-            (3, 0, 3),
-            (4, 2, 6),
-            (5, 1, 3),
-            (6, 2, 4),
-            (7, 0, 0),
-            (8, 0, 0),
-            (9, 0, 0),
-            (10, 0, 0),
-            (11, 0, 0),
-            (12, 0, 0),
-            (13, 2, 4),
-            (14, 0, 1),
-            (15, 1, 3),
-            (16, 0, 0),
-            (17, 0, 1),
-            (18, 0, 0),
-            (19, 1, 3),
-        ];
-        for (kind, vlen, words) in trailing {
-            b.ty(kind, n, vlen, 1, &vec![0; words]);
-        }
-        let last = b.str("last");
-        b.ty(KIND_FUNC, last, 0, 13, &[]);
-        b.blob()
-    }
-
-    #[test]
-    fn walks_every_kind_in_both_byte_orders() {
-        for le in [true, false] {
-            let btf = Btf::parse(3, every_kind(le)).unwrap();
-            assert_eq!((btf.type_count(), btf.walk_stopped()), (20, None));
-            assert_eq!(btf.func_name(20).as_deref(), Some("last"));
-            assert_eq!(btf.func_name(12).as_deref(), Some("n"));
-            assert_eq!(btf.func_name(1), None, "an INT is not a FUNC");
-            assert_eq!((btf.func_name(0), btf.func_name(21)), (None, None));
-        }
-    }
-
-    #[test]
-    fn unknown_kind_stops_the_walk_keeping_earlier_types() {
-        let mut b = BtfBuf::new(true);
-        let f = b.str("f");
-        b.ty(KIND_FUNC, f, 0, 0, &[]);
-        b.ty(25, 0, 0, 0, &[]);
-        b.ty(KIND_FUNC, f, 0, 0, &[]);
-        let btf = Btf::parse(1, b.blob()).unwrap();
-        assert_eq!(btf.type_count(), 1);
-        assert_eq!(btf.func_name(1).as_deref(), Some("f"));
-        assert_eq!(btf.walk_stopped(), Some("unknown kind 25 at type id 2"));
-    }
-
-    #[test]
-    fn strings_are_bounds_checked() {
-        let (blob, offs) = sample_btf(true);
-        let btf = Btf::parse(7, blob).unwrap();
-        assert_eq!(btf.string(0).as_deref(), Some(""));
-        assert_eq!(btf.string(offs[0]).as_deref(), Some("/src/hook.bpf.c"));
-        assert_eq!(btf.string(offs[0] + 5).as_deref(), Some("hook.bpf.c"));
-        assert_eq!(btf.string(100_000), None);
-        assert_eq!(btf.string(u32::MAX), None);
-    }
-
-    #[test]
-    fn bad_blobs_table() {
-        let (good, _) = sample_btf(true);
-        let set = |at: usize, v: u32| {
-            let mut b = good.clone();
-            b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-            b
-        };
-        let mut unterminated = good.clone();
-        *unterminated.last_mut().unwrap() = b'x';
-        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-            ("empty", vec![], "no BTF magic"),
-            ("bad magic", vec![0x12; 40], "no BTF magic"),
-            (
-                "short header",
-                good[..10].to_vec(),
-                "header length 24 in 10 bytes",
-            ),
-            ("no header length", good[..6].to_vec(), "truncated header"),
-            ("hdr_len 8", set(4, 8), "header length 8"),
-            ("hdr_len past end", set(4, 5000), "header length 5000"),
-            (
-                "types past end",
-                set(12, 5000),
-                "type section out of bounds",
-            ),
-            (
-                "strings past end",
-                set(16, u32::MAX),
-                "string section out of bounds",
-            ),
-            (
-                "strings not NUL-ended",
-                unterminated,
-                "does not start and end with NUL",
-            ),
-        ];
-        for (name, blob, want) in cases {
-            let err = Btf::parse(9, blob).unwrap_err().to_string();
-            assert!(
-                err.starts_with("BTF 9: ") && err.contains(want),
-                "{name}: {err}"
-            );
-        }
-        let btf = Btf::parse(9, set(12, 13)).unwrap();
-        assert_eq!(
-            btf.walk_stopped(),
-            Some("last type runs past the type section")
-        );
-    }
-
-    #[test]
-    fn section_table() {
-        let (good, _) = sample_btf(true);
-        let two = btf_section(&[(7, good.clone()), (8, good.clone())], true);
-        let set = parse_btf_section(&two, true).unwrap();
-        assert_eq!(set.ids().collect::<Vec<_>>(), [7, 8]);
-        let bad_and_dup = btf_section(
-            &[(7, good.clone()), (5, vec![1, 2, 3]), (7, good.clone())],
-            true,
-        );
-        let set = parse_btf_section(&bad_and_dup, true).unwrap();
-        assert_eq!(set.len(), 1);
-        let problems: Vec<_> = set.problems.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            problems,
-            ["BTF 5: no BTF magic in 3 bytes", "BTF 7: duplicate id"]
-        );
-        let mut too_many = two.clone();
-        too_many[..4].copy_from_slice(&1000u32.to_le_bytes());
-        let err = parse_btf_section(&too_many, true).unwrap_err().to_string();
-        assert!(err.contains("BTF count 1000"), "{err}");
-        let mut long_blob = two;
-        long_blob[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-        let err = parse_btf_section(&long_blob, true).unwrap_err().to_string();
-        assert!(err.starts_with("truncated BTF blob at offset 12"), "{err}");
-    }
-}
+#[path = "btf_tests.rs"]
+mod tests;

@@ -1,8 +1,8 @@
 //! Bounds-checked little- or big-endian reads from a byte slice: every read returns `None`
 //! instead of panicking when it would run past the end, and offsets are added with overflow
-//! checks. The feature sections and BTF blobs are read only through this.
+//! checks. The feature sections are read only through this.
 
-use crate::profile::perfdata::cursor::{u16_at, u32_at, u64_at};
+use crate::profile::perfdata::cursor::{u32_at, u64_at};
 use crate::profile::perfdata::Endian;
 
 /// A byte slice with the byte order of whoever wrote it; the reads are the perf.data reader's
@@ -46,11 +46,6 @@ impl<'a> Bytes<'a> {
         })
     }
 
-    /// The u16 at `off`.
-    pub(crate) fn u16(&self, off: usize) -> Option<u16> {
-        u16_at(self.buf, off, self.endian)
-    }
-
     /// The u32 at `off`.
     pub(crate) fn u32(&self, off: usize) -> Option<u32> {
         u32_at(self.buf, off, self.endian)
@@ -72,7 +67,7 @@ mod tests {
         assert_eq!(b.u32(0), Some(1));
         assert_eq!(b.u32(1), Some(0x0200_0000));
         assert_eq!(b.u32(2), None);
-        assert_eq!(b.u16(4), None);
+        assert_eq!(b.u32(4), None);
         assert_eq!(b.slice(usize::MAX, 2), None);
         assert_eq!(Bytes::new(&[0, 0, 0, 1], false).u32(0), Some(1));
     }

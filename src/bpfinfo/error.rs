@@ -87,8 +87,17 @@ pub enum BpfInfoError {
     },
 }
 
+impl From<crate::bpf::btf::BtfError> for BpfInfoError {
+    fn from(err: crate::bpf::btf::BtfError) -> BpfInfoError {
+        BpfInfoError::BadBtf {
+            btf_id: err.btf_id,
+            reason: err.reason,
+        }
+    }
+}
+
 impl fmt::Display for BpfInfoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         use BpfInfoError::*;
         match self {
             Truncated {
@@ -97,19 +106,19 @@ impl fmt::Display for BpfInfoError {
                 need,
                 have,
             } => write!(
-                f,
+                formatter,
                 "truncated {what} at offset {offset}: needs {need} bytes, {have} left"
             ),
             CountTooLarge { what, count, max } => write!(
-                f,
+                formatter,
                 "{what} count {count} is more than the section can hold ({max} at most)"
             ),
             BadInfoLen { entry, info_len } => write!(
-                f,
+                formatter,
                 "bpf_prog_info entry {entry}: info_len {info_len} is outside 184..=4096"
             ),
             BadDataLen { entry, data_len } => write!(
-                f,
+                formatter,
                 "bpf_prog_info entry {entry}: data_len {data_len} is not a multiple of 8"
             ),
             BadArray {
@@ -120,19 +129,22 @@ impl fmt::Display for BpfInfoError {
                 rec_size,
                 data_len,
             } => write!(
-                f,
+                formatter,
                 "BPF program {prog_id}: {array} ({count} x {rec_size} bytes at offset {offset}) \
                  does not fit in its {data_len} data bytes; ignored"
             ),
             CountMismatch { prog_id, what } => {
-                write!(f, "BPF program {prog_id}: counts disagree: {what}")
+                write!(formatter, "BPF program {prog_id}: counts disagree: {what}")
             }
             BadLineInfo { prog_id, reason } => {
-                write!(f, "BPF program {prog_id}: line info unusable: {reason}")
+                write!(
+                    formatter,
+                    "BPF program {prog_id}: line info unusable: {reason}"
+                )
             }
-            BadBtf { btf_id, reason } => write!(f, "BTF {btf_id}: {reason}"),
+            BadBtf { btf_id, reason } => write!(formatter, "BTF {btf_id}: {reason}"),
             UnsupportedArch { arch } => write!(
-                f,
+                formatter,
                 "disassembling JIT-ed BPF code of {arch} is not supported (x86_64 only)"
             ),
         }

@@ -1,16 +1,16 @@
 //! From [`ProgParts`] to [`ProgInfo`]: the functions with their addresses, tags, code and
-//! line info, after the cross-counts perf and libbpf require
-//! (`nr_jited_ksyms == nr_jited_func_lens == nr_prog_tags`, `nr_func_info` 0 or the same,
-//! `nr_jited_line_info == nr_line_info`; libbpf `bpf_prog_linfo__new`, perf
-//! `bpf-event.c: perf_event__synthesize_one_bpf_prog`). Names follow perf's
-//! `synthesize_bpf_prog_name()` (notes §4.1).
+//! line info. The counts must agree as libbpf's `bpf_prog_linfo__new` and perf's
+//! `perf_event__synthesize_one_bpf_prog` in `bpf-event.c` require them to: `nr_jited_ksyms`,
+//! `nr_jited_func_lens` and `nr_prog_tags` are equal, `nr_func_info` is 0 or the same, and
+//! `nr_jited_line_info` equals `nr_line_info`. Names follow perf's `synthesize_bpf_prog_name()`.
 
 use std::ops::Range;
 
 use super::btf::BtfSet;
-use super::model::{hex, FuncInfo, LineEntry, LineMapping, ProgParts, RawLineInfo};
+use super::model::{FuncInfo, LineEntry, LineMapping, ProgParts, RawLineInfo};
 use super::split::{addresses_fit, dissect_jited, split_by_insn_off};
 use super::{BpfInfoError, ProgInfo};
+use crate::host::kallsyms::prog_symbol;
 
 impl ProgInfo {
     /// Builds the model from the raw content of a `bpf_prog_info`, checking its counts; what
@@ -54,11 +54,7 @@ impl ProgInfo {
                 (None, true) => Some(self.name.as_str()),
                 (None, false) => Some("F"),
             };
-            let tag = hex(&func.tag.unwrap_or(self.tag));
-            func.sym_name = match suffix {
-                Some(s) => format!("bpf_prog_{tag}_{s}"),
-                None => format!("bpf_prog_{tag}"),
-            };
+            func.sym_name = prog_symbol(&func.tag.unwrap_or(self.tag), suffix);
         }
     }
 }
@@ -70,40 +66,41 @@ fn mismatch(id: u32, what: String) -> BpfInfoError {
 /// The functions, if `jited_ksyms` and `jited_func_lens` agree; tags, func_info and code
 /// are attached only when their counts agree too.
 fn functions(parts: &ProgParts, problems: &mut Vec<BpfInfoError>) -> Vec<FuncInfo> {
-    let (n, id) = (parts.jited_ksyms.len(), parts.id);
-    if parts.jited_func_lens.len() != n {
+    let count = parts.jited_ksyms.len();
+    let id = parts.id;
+    if parts.jited_func_lens.len() != count {
         let what = format!(
-            "{n} jited_ksyms, {} jited_func_lens",
+            "{count} jited_ksyms, {} jited_func_lens",
             parts.jited_func_lens.len()
         );
         problems.push(mismatch(id, what));
         return Vec::new();
     }
-    let tags_ok = parts.prog_tags.len() == n;
-    if !tags_ok && n > 0 {
+    let tags_ok = parts.prog_tags.len() == count;
+    if !tags_ok && count > 0 {
         problems.push(mismatch(
             id,
-            format!("{n} functions, {} prog_tags", parts.prog_tags.len()),
+            format!("{count} functions, {} prog_tags", parts.prog_tags.len()),
         ));
     }
-    let finfo_ok = parts.func_info.len() == n;
+    let finfo_ok = parts.func_info.len() == count;
     if !finfo_ok && !parts.func_info.is_empty() {
         problems.push(mismatch(
             id,
-            format!("{n} functions, {} func_info", parts.func_info.len()),
+            format!("{count} functions, {} func_info", parts.func_info.len()),
         ));
     }
     let code = code_ranges(parts, problems);
-    (0..n)
-        .map(|i| FuncInfo {
-            addr: parts.jited_ksyms[i],
-            len: parts.jited_func_lens[i],
-            tag: parts.prog_tags.get(i).copied().filter(|_| tags_ok),
-            func_info: parts.func_info.get(i).copied().filter(|_| finfo_ok),
+    (0..count)
+        .map(|index| FuncInfo {
+            addr: parts.jited_ksyms[index],
+            len: parts.jited_func_lens[index],
+            tag: parts.prog_tags.get(index).copied().filter(|_| tags_ok),
+            func_info: parts.func_info.get(index).copied().filter(|_| finfo_ok),
             btf_name: None,
             sym_name: String::new(),
             lines: Vec::new(),
-            code: code.get(i).cloned(),
+            code: code.get(index).cloned(),
         })
         .collect()
 }
@@ -147,26 +144,26 @@ fn assign_lines(
     }
     let jited = &parts.jited_line_info;
     match (split_by_addr(parts), split_by_insn(parts, funcs)) {
-        (Ok(a), Ok(i)) if a != i => {
+        (Ok(by_addr), Ok(by_insn)) if by_addr != by_insn => {
             problems.push(bad(format!(
-                "JIT-address split {a:?} differs from insn_off split {i:?}"
+                "JIT-address split {by_addr:?} differs from insn_off split {by_insn:?}"
             )));
-            fill(funcs, &parts.line_info, Some(jited), &a);
+            fill(funcs, &parts.line_info, Some(jited), &by_addr);
             LineMapping::JitedAddresses
         }
-        (Ok(a), _) => {
-            fill(funcs, &parts.line_info, Some(jited), &a);
+        (Ok(by_addr), _) => {
+            fill(funcs, &parts.line_info, Some(jited), &by_addr);
             LineMapping::JitedAddresses
         }
-        (Err(why), Ok(i)) => {
+        (Err(why), Ok(by_insn)) => {
             problems.push(bad(why));
             let fits = jited.len() == parts.line_info.len()
-                && addresses_fit(&parts.jited_ksyms, &parts.jited_func_lens, jited, &i);
+                && addresses_fit(&parts.jited_ksyms, &parts.jited_func_lens, jited, &by_insn);
             fill(
                 funcs,
                 &parts.line_info,
                 fits.then_some(jited.as_slice()),
-                &i,
+                &by_insn,
             );
             if fits {
                 LineMapping::InsnOffsets
@@ -174,8 +171,8 @@ fn assign_lines(
                 LineMapping::NoAddresses
             }
         }
-        (Err(a), Err(i)) => {
-            problems.push(bad(format!("{a}; and by insn_off: {i}")));
+        (Err(by_addr), Err(by_insn)) => {
+            problems.push(bad(format!("{by_addr}; and by insn_off: {by_insn}")));
             LineMapping::Absent
         }
     }
@@ -218,9 +215,9 @@ fn fill(
     for (func, range) in funcs.iter_mut().zip(ranges) {
         func.lines = range
             .clone()
-            .filter_map(|j| {
-                let raw = *lines.get(j)?;
-                let addr = jited.and_then(|a| a.get(j).copied());
+            .filter_map(|index| {
+                let raw = *lines.get(index)?;
+                let addr = jited.and_then(|a| a.get(index).copied());
                 Some(LineEntry { raw, addr })
             })
             .collect();

@@ -1,101 +1,76 @@
-//! The same program info and BTF, read from the running kernel instead of perf.data: through
-//! libbpf-rs (`query::ProgInfoIter` with every array included, which is
-//! `bpf_prog_get_info_by_fd` in `kernel/bpf/syscall.c`) and, for BTF, `BPF_BTF_GET_FD_BY_ID`
-//! plus `BPF_OBJ_GET_INFO_BY_FD` (`kernel/bpf/btf.c: btf_get_info_by_fd`), which hands out
-//! the raw blob perf stores in feature 26. Needs root (CAP_SYS_ADMIN, and kernel addresses
-//! are zeroed unless `bpf_dump_raw_ok`).
+//! The same program info and BTF, read from the running kernel instead of perf.data, so that
+//! tests can hold the two readings against each other. The program info comes from
+//! [`crate::bpf::ids`], asking for every array as perf does when it records a program; the BTF
+//! blob from `BPF_BTF_GET_FD_BY_ID` and `BPF_OBJ_GET_INFO_BY_FD` (`btf_get_info_by_fd` in the
+//! kernel's `kernel/bpf/btf.c`), which hand out the raw blob perf stores in feature 26. Needs
+//! root: CAP_SYS_ADMIN, and kernel addresses are zeroed unless `bpf_dump_raw_ok`.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 
-use libbpf_rs::libbpf_sys;
-use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions, ProgramInfo};
-
-use super::btf::{Btf, BtfSet};
+use super::btf::{Btf, BtfError, BtfSet};
 use super::model::{ProgParts, RawFuncInfo, RawLineInfo};
-use super::{BpfInfo, BpfInfoError, ProgInfo};
+use super::{BpfInfo, ProgInfo};
+use crate::bpf::ids::{self, Arrays};
 
-/// The content of a libbpf-rs `ProgramInfo` as [`ProgParts`].
-pub fn parts_from_libbpf(info: &ProgramInfo) -> ProgParts {
+/// What the kernel tells of a program, as [`ProgParts`].
+fn parts_from_kernel(prog: ids::ProgInfo) -> ProgParts {
+    let info = &prog.info;
     ProgParts {
         id: info.id,
-        prog_type: info.ty as u32,
-        tag: info.tag.0,
-        name: info.name.to_string_lossy().into_owned(),
+        prog_type: info.type_,
+        tag: info.tag,
+        name: ids::object_name(&info.name),
         btf_id: info.btf_id,
-        load_time: u64::try_from(info.load_time.as_nanos()).unwrap_or(u64::MAX),
-        jited_ksyms: info.jited_ksyms.iter().map(|&p| p as u64).collect(),
-        jited_func_lens: info.jited_func_lens.clone(),
-        prog_tags: info.prog_tags.iter().map(|t| t.0).collect(),
-        func_info: info
+        load_time: info.load_time,
+        jited_ksyms: prog.jited_ksyms,
+        jited_func_lens: prog.jited_func_lens,
+        prog_tags: prog.prog_tags,
+        func_info: prog
             .func_info
             .iter()
-            .map(|f| RawFuncInfo {
-                insn_off: f.insn_off,
-                type_id: f.type_id,
+            .map(|func| RawFuncInfo {
+                insn_off: func.insn_off,
+                type_id: func.type_id,
             })
             .collect(),
-        line_info: info
+        line_info: prog
             .line_info
             .iter()
-            .map(|l| RawLineInfo {
-                insn_off: l.insn_off,
-                file_name_off: l.file_name_off,
-                line_off: l.line_off,
-                line_col: (l.line_num << 10) | (l.line_col & 0x3ff),
+            .map(|line| RawLineInfo {
+                insn_off: line.insn_off,
+                file_name_off: line.file_name_off,
+                line_off: line.line_off,
+                line_col: line.line_col,
             })
             .collect(),
-        jited_line_info: info.jited_line_info.iter().map(|&p| p as u64).collect(),
-        jited_insns: info.jited_prog_insns.clone(),
+        jited_line_info: prog.jited_line_info,
+        jited_insns: prog.jited_insns,
         problems: Vec::new(),
     }
 }
 
-/// The loaded programs among `ids` (all of them when `ids` is empty), with every array.
-pub fn prog_infos(ids: &[u32]) -> Vec<ProgInfo> {
-    let opts = ProgInfoQueryOptions::default().include_all();
-    ProgInfoIter::with_query_opts(opts)
-        .filter(|p| ids.is_empty() || ids.contains(&p.id))
-        .map(|p| ProgInfo::from_parts(parts_from_libbpf(&p)))
+/// The loaded programs among `ids` (all of them when `ids` is empty), with every array, in
+/// the order of their ids. A program that goes away or cannot be read is left out.
+pub(crate) fn prog_infos(ids: &[u32]) -> Vec<ProgInfo> {
+    let mut wanted = match ids.is_empty() {
+        true => ids::all_prog_ids().unwrap_or_default(),
+        false => ids.to_vec(),
+    };
+    wanted.sort_unstable();
+    wanted.dedup();
+    wanted
+        .into_iter()
+        .filter_map(|id| {
+            let fd = ids::open_prog(id).ok()??;
+            let prog = ids::prog_info_with(fd.as_fd(), Arrays::All).ok()?;
+            Some(ProgInfo::from_parts(parts_from_kernel(prog)))
+        })
         .collect()
 }
 
 /// The raw BTF blob of BTF object `id`, as `btf__raw_data()` would give it.
-pub fn btf_blob(id: u32) -> Result<Vec<u8>, BpfInfoError> {
-    let bad = |what: &str| BpfInfoError::BadBtf {
-        btf_id: id,
-        reason: format!("{what}: {}", std::io::Error::last_os_error()),
-    };
-    // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
-    let fd = unsafe { libbpf_sys::bpf_btf_get_fd_by_id(id) };
-    if fd < 0 {
-        return Err(bad("opening BTF"));
-    }
-    // SAFETY: `fd` was just returned to us and is not owned elsewhere.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut info = libbpf_sys::bpf_btf_info::default();
-    btf_info(&fd, &mut info).map_err(|_| bad("reading BTF info"))?;
-    let mut data = vec![0u8; info.btf_size as usize];
-    let size = info.btf_size;
-    info = libbpf_sys::bpf_btf_info {
-        btf: data.as_mut_ptr() as u64,
-        btf_size: size,
-        ..Default::default()
-    };
-    btf_info(&fd, &mut info).map_err(|_| bad("reading BTF data"))?;
-    data.truncate(info.btf_size.min(size) as usize);
-    Ok(data)
-}
-
-fn btf_info(fd: &OwnedFd, info: &mut libbpf_sys::bpf_btf_info) -> Result<(), ()> {
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_btf_info>() as u32;
-    // SAFETY: `info` is a valid bpf_btf_info of `len` bytes; when `info.btf` is set it points
-    // at a live buffer of `info.btf_size` bytes.
-    let ret = unsafe { libbpf_sys::bpf_btf_get_info_by_fd(fd.as_raw_fd(), info, &mut len) };
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(())
-    }
+pub fn btf_blob(id: u32) -> Result<Vec<u8>, BtfError> {
+    crate::bpf::btf::raw_from_kernel(id)
 }
 
 /// The programs among `ids` (all when empty) and their BTF, from the running kernel; a BTF
@@ -113,7 +88,7 @@ pub fn bpf_info(ids: &[u32]) -> BpfInfo {
     for id in btf_ids {
         match btf_blob(id).and_then(|data| Btf::parse(id, data)) {
             Ok(btf) => btfs.insert(btf),
-            Err(err) => btfs.problems.push(err),
+            Err(err) => btfs.problems.push(err.into()),
         }
     }
     BpfInfo::new(progs, btfs)

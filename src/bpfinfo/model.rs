@@ -165,11 +165,6 @@ impl ProgInfo {
         self.jited_insns.get(range)
     }
 
-    /// Index of the function that contains `addr`.
-    pub fn func_at(&self, addr: u64) -> Option<usize> {
-        self.funcs.iter().position(|f| f.contains(addr))
-    }
-
     /// Whether any function has line info with JIT addresses, so IPs map to lines.
     pub fn has_line_addresses(&self) -> bool {
         matches!(
@@ -180,11 +175,6 @@ impl ProgInfo {
 
     /// The tag as 16 lowercase hex digits.
     pub fn tag_hex(&self) -> String {
-        hex(&self.tag)
+        crate::host::notes::hex(&self.tag)
     }
-}
-
-/// Lowercase hex of a tag, as perf and the kernel print it.
-pub(crate) fn hex(tag: &[u8; 8]) -> String {
-    tag.iter().map(|b| format!("{b:02x}")).collect()
 }

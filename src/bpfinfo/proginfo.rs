@@ -3,14 +3,16 @@
 //! u8 data[data_len]; }` back to back, where each array pointer of the `bpf_prog_info` in
 //! `info` holds an offset into `data` when its bit is set in `arrays`.
 //!
-//! Layouts: perf `tools/perf/util/header.c` (`write_bpf_prog_info`, `process_bpf_prog_info`),
-//! `tools/perf/util/bpf-utils.c` (`bpil_array_desc[]`, `bpil_addr_to_offs`), the kernel's
-//! `include/uapi/linux/bpf.h` (`struct bpf_prog_info`; offsets checked against the 6.1 UAPI
-//! headers). Notes: /work/notes/perfdata-research.md §3.
+//! The layouts are those of perf's `write_bpf_prog_info` and `process_bpf_prog_info` in
+//! `tools/perf/util/header.c`, of `bpil_array_desc[]` and `bpil_addr_to_offs` in
+//! `tools/perf/util/bpf-utils.c`, and of `struct bpf_prog_info` in the kernel's
+//! `include/uapi/linux/bpf.h`. A unit test holds the offsets used here against libbpf-sys's
+//! copy of that struct.
 //!
-//! Defensive as §3.6 of the notes says: counts are capped by the bytes present, every array
-//! offset is checked against `data_len`, and a bad array is dropped (with a problem noted)
-//! rather than trusted; nothing is allocated from a claimed size that the bytes do not back.
+//! The file may be damaged or hostile, so the reading is defensive. Counts are capped by the
+//! bytes present, every array offset is checked against `data_len`, and a bad array is dropped
+//! with a problem noted rather than trusted. Nothing is allocated from a claimed size that the
+//! bytes do not back.
 
 use super::bytes::Bytes;
 use super::model::{ProgParts, RawFuncInfo, RawLineInfo};
@@ -82,7 +84,10 @@ const fn desc(bit: u32, name: &'static str, ptr: usize, count: usize, size: RecS
 /// cannot hold, an out-of-range `info_len`/`data_len`); problems inside one program are kept
 /// in its `problems`. Names are perf's fallback names until `ProgInfo::resolve_names` is
 /// given the BTF (or use `BpfInfo::from_sections`, which does both).
-pub fn parse_prog_info(section: &[u8], little_endian: bool) -> Result<Vec<ProgInfo>, BpfInfoError> {
+pub(crate) fn parse_prog_info(
+    section: &[u8],
+    little_endian: bool,
+) -> Result<Vec<ProgInfo>, BpfInfoError> {
     let bytes = Bytes::new(section, little_endian);
     if section.is_empty() {
         return Ok(Vec::new());
@@ -126,7 +131,8 @@ fn parse_entry(
     let header = bytes
         .sub(pos, ENTRY_HEADER)
         .ok_or_else(|| truncated("bpf_prog_info entry header", pos, 16, bytes.len()))?;
-    let (info_len, data_len) = (header.u32(0).unwrap_or(0), header.u32(4).unwrap_or(0));
+    let info_len = header.u32(0).unwrap_or(0);
+    let data_len = header.u32(4).unwrap_or(0);
     let arrays = header.u64(8).unwrap_or(0);
     if !(MIN_INFO_LEN..=MAX_INFO_LEN).contains(&info_len) {
         return Err(BpfInfoError::BadInfoLen { entry, info_len });
@@ -171,24 +177,24 @@ fn decode(info: Bytes<'_>, data: Bytes<'_>, arrays: u64) -> ProgParts {
         .get(JITED_INSNS)
         .map(|a| a.bytes.to_vec())
         .unwrap_or_default();
-    parts.jited_ksyms = arr.records(JITED_KSYMS, |r| r.u64(0));
-    parts.jited_func_lens = arr.records(JITED_FUNC_LENS, |r| r.u32(0));
-    parts.prog_tags = arr.records(PROG_TAGS, |r| r.slice(0, 8)?.try_into().ok());
-    parts.func_info = arr.records(FUNC_INFO, |r| {
+    parts.jited_ksyms = arr.records(JITED_KSYMS, |record| record.u64(0));
+    parts.jited_func_lens = arr.records(JITED_FUNC_LENS, |record| record.u32(0));
+    parts.prog_tags = arr.records(PROG_TAGS, |record| record.slice(0, 8)?.try_into().ok());
+    parts.func_info = arr.records(FUNC_INFO, |record| {
         Some(RawFuncInfo {
-            insn_off: r.u32(0)?,
-            type_id: r.u32(4)?,
+            insn_off: record.u32(0)?,
+            type_id: record.u32(4)?,
         })
     });
-    parts.line_info = arr.records(LINE_INFO, |r| {
+    parts.line_info = arr.records(LINE_INFO, |record| {
         Some(RawLineInfo {
-            insn_off: r.u32(0)?,
-            file_name_off: r.u32(4)?,
-            line_off: r.u32(8)?,
-            line_col: r.u32(12)?,
+            insn_off: record.u32(0)?,
+            file_name_off: record.u32(4)?,
+            line_off: record.u32(8)?,
+            line_col: record.u32(12)?,
         })
     });
-    parts.jited_line_info = arr.records(JITED_LINE_INFO, |r| r.u64(0));
+    parts.jited_line_info = arr.records(JITED_LINE_INFO, |record| record.u64(0));
     parts.problems = arr.problems;
     parts
 }
@@ -218,14 +224,14 @@ struct Array<'a> {
 
 impl<'a> Arrays<'a> {
     /// The array's bytes, if its bit is set and it fits in `data` (else a problem is noted).
-    fn get(&mut self, d: ArrayDesc) -> Option<Array<'a>> {
-        if self.arrays & (1 << d.bit) == 0 {
+    fn get(&mut self, desc: ArrayDesc) -> Option<Array<'a>> {
+        if self.arrays & (1 << desc.bit) == 0 {
             return None;
         }
-        let count = self.info.u32(d.count).unwrap_or(0);
-        let offset = self.info.u64(d.ptr).unwrap_or(0);
-        let (rec_size, min) = match d.size {
-            RecSize::Fixed(n) => (n, n),
+        let count = self.info.u32(desc.count).unwrap_or(0);
+        let offset = self.info.u64(desc.ptr).unwrap_or(0);
+        let (rec_size, min) = match desc.size {
+            RecSize::Fixed(size) => (size, size),
             RecSize::Field(at, min) => (self.info.u32(at).unwrap_or(0), min),
         };
         if count == 0 {
@@ -245,7 +251,7 @@ impl<'a> Arrays<'a> {
         if bytes.is_none() {
             self.problems.push(BpfInfoError::BadArray {
                 prog_id: self.id,
-                array: d.name,
+                array: desc.name,
                 offset,
                 count,
                 rec_size,
@@ -261,13 +267,93 @@ impl<'a> Arrays<'a> {
     }
 
     /// Each record of the array, decoded by `read` (which sees one record's bytes).
-    fn records<T>(&mut self, d: ArrayDesc, read: impl Fn(Bytes<'a>) -> Option<T>) -> Vec<T> {
-        let Some(array) = self.get(d) else {
+    fn records<T>(&mut self, desc: ArrayDesc, read: impl Fn(Bytes<'a>) -> Option<T>) -> Vec<T> {
+        let Some(array) = self.get(desc) else {
             return Vec::new();
         };
-        let rec = |i: usize| {
-            Bytes::new(array.bytes, array.little_endian).sub(i * array.rec_size, array.rec_size)
+        let rec = |index: usize| {
+            Bytes::new(array.bytes, array.little_endian).sub(index * array.rec_size, array.rec_size)
         };
-        (0..array.count).filter_map(|i| read(rec(i)?)).collect()
+        (0..array.count)
+            .filter_map(|index| read(rec(index)?))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libbpf_rs::libbpf_sys::bpf_prog_info;
+    use std::mem::{offset_of, size_of};
+
+    /// The offsets written out above are those of the kernel's UAPI header, as libbpf-sys
+    /// generates `struct bpf_prog_info` from it.
+    #[test]
+    fn offsets_are_those_of_the_uapi_struct() {
+        assert_eq!(INFO_LEN, size_of::<bpf_prog_info>());
+        assert_eq!(MIN_INFO_LEN as usize, offset_of!(bpf_prog_info, prog_tags));
+        assert_eq!(off::TYPE, offset_of!(bpf_prog_info, type_));
+        assert_eq!(off::ID, offset_of!(bpf_prog_info, id));
+        assert_eq!(off::TAG, offset_of!(bpf_prog_info, tag));
+        assert_eq!(off::LOAD_TIME, offset_of!(bpf_prog_info, load_time));
+        assert_eq!(off::NAME, offset_of!(bpf_prog_info, name));
+        assert_eq!(off::BTF_ID, offset_of!(bpf_prog_info, btf_id));
+    }
+
+    /// Each array's pointer, count and record size fields are the UAPI struct's too.
+    #[test]
+    fn array_offsets_are_those_of_the_uapi_struct() {
+        let arrays = [
+            (
+                JITED_INSNS,
+                offset_of!(bpf_prog_info, jited_prog_insns),
+                offset_of!(bpf_prog_info, jited_prog_len),
+                None,
+            ),
+            (
+                JITED_KSYMS,
+                offset_of!(bpf_prog_info, jited_ksyms),
+                offset_of!(bpf_prog_info, nr_jited_ksyms),
+                None,
+            ),
+            (
+                JITED_FUNC_LENS,
+                offset_of!(bpf_prog_info, jited_func_lens),
+                offset_of!(bpf_prog_info, nr_jited_func_lens),
+                None,
+            ),
+            (
+                FUNC_INFO,
+                offset_of!(bpf_prog_info, func_info),
+                offset_of!(bpf_prog_info, nr_func_info),
+                Some(offset_of!(bpf_prog_info, func_info_rec_size)),
+            ),
+            (
+                LINE_INFO,
+                offset_of!(bpf_prog_info, line_info),
+                offset_of!(bpf_prog_info, nr_line_info),
+                Some(offset_of!(bpf_prog_info, line_info_rec_size)),
+            ),
+            (
+                JITED_LINE_INFO,
+                offset_of!(bpf_prog_info, jited_line_info),
+                offset_of!(bpf_prog_info, nr_jited_line_info),
+                Some(offset_of!(bpf_prog_info, jited_line_info_rec_size)),
+            ),
+            (
+                PROG_TAGS,
+                offset_of!(bpf_prog_info, prog_tags),
+                offset_of!(bpf_prog_info, nr_prog_tags),
+                None,
+            ),
+        ];
+        for (desc, ptr, count, rec_size_field) in arrays {
+            assert_eq!((desc.ptr, desc.count), (ptr, count), "{}", desc.name);
+            match (desc.size, rec_size_field) {
+                (RecSize::Field(at, _), Some(field)) => assert_eq!(at, field, "{}", desc.name),
+                (RecSize::Fixed(_), None) => {}
+                _ => panic!("{}: a record size of the wrong kind", desc.name),
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::profile::perfdata::BpfPrograms;
 
 /// The header feature sections `annotate` needs.
 #[derive(Debug, Clone, Default)]
-pub struct Features {
+pub(crate) struct Features {
     /// The file is little-endian (`PERFILE2`); perf itself refuses BPF sections otherwise.
     pub little_endian: bool,
     /// Body of `HEADER_BPF_PROG_INFO`, when the file has one.
@@ -66,12 +66,12 @@ pub struct SampleSource<'a> {
 
 /// The header's feature sections 6 (arch), 25 and 26 of `path`, read by the built-in reader
 /// ([`crate::profile::perfdata::PerfData::headers_of`]).
-pub fn read_features(path: &Path) -> Result<Features> {
+pub(crate) fn read_features(path: &Path) -> Result<Features> {
     use crate::profile::perfdata::{feature, Endian, PerfData};
-    let (f, _) = crate::profile::open_regular(path, crate::profile::Role::Profile, false)?;
-    let data = PerfData::headers_of(&f).map_err(|e| {
+    let (file, _) = crate::profile::open_regular(path, crate::profile::Role::Profile, false)?;
+    let data = PerfData::headers_of(&file).map_err(|err| {
         usage(format!(
-            "{} is not a perf.data file annotate can read: {e}",
+            "{} is not a perf.data file annotate can read: {err}",
             path.display()
         ))
     })?;
@@ -151,28 +151,31 @@ fn native_samples(
         .map_err(|e| e.to_string())?
         .first_event_only()
         .bpf_programs(programs);
-    while let Some(s) = samples.next_sample() {
-        let frames = raw_frames(&s);
+    while let Some(sample) = samples.next_sample() {
+        let frames = raw_frames(&sample);
         each(&RawSample {
             frames: &frames,
-            weight: s.period.unwrap_or(1),
-            time: s.time,
+            weight: sample.period.unwrap_or(1),
+            time: sample.time,
         });
     }
     Ok(())
 }
 
 /// A resolved sample's call chain as [`RawFrame`]s: addresses with perf's names.
-pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<RawFrame<'s>> {
-    s.ips
+pub(crate) fn raw_frames<'s>(
+    sample: &crate::profile::perfdata::ResolvedSample<'s>,
+) -> Vec<RawFrame<'s>> {
+    sample
+        .ips
         .iter()
-        .zip(s.frames)
+        .zip(sample.frames)
         .map(|(&ip, id)| {
-            let f = s.table.get(*id);
+            let frame = sample.table.get(*id);
             RawFrame {
                 ip,
-                sym: f.and_then(|f| f.symbol.as_deref()),
-                prog: f.and_then(|f| f.bpf_prog),
+                sym: frame.and_then(|frame| frame.symbol.as_deref()),
+                prog: frame.and_then(|frame| frame.bpf_prog),
             }
         })
         .collect()
@@ -181,50 +184,56 @@ pub fn raw_frames<'s>(s: &crate::profile::perfdata::ResolvedSample<'s>) -> Vec<R
 /// Parses `perf script -F event,period,ip,sym` text: an event line (`PERIOD EVENT:`), one
 /// `\tHEXIP SYM` line per call-chain entry, a blank line. Samples of events other than the
 /// first one seen are skipped (as inferno's collapser does).
-pub fn parse_script(mut r: impl BufRead, mut each: impl FnMut(&RawSample<'_>)) -> Result<()> {
+pub(crate) fn parse_script(
+    mut reader: impl BufRead,
+    mut each: impl FnMut(&RawSample<'_>),
+) -> Result<()> {
     let mut names = String::new();
-    let mut ips: Vec<(u64, usize, usize)> = Vec::new();
+    let mut ips: Vec<ScriptFrame> = Vec::new();
     let mut first_event: Option<String> = None;
     let mut current: Option<u64> = None;
     let mut line = String::new();
     loop {
         line.clear();
-        let n = r.read_line(&mut line).context("reading perf script")?;
-        let t = line.trim_end_matches(['\n', '\r']);
-        if n == 0 || t.trim().is_empty() {
+        let count = reader.read_line(&mut line).context("reading perf script")?;
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        if count == 0 || trimmed.trim().is_empty() {
             if let Some(weight) = current.take() {
                 emit(&ips, &names, weight, &mut each);
             }
             ips.clear();
             names.clear();
-            if n == 0 {
+            if count == 0 {
                 return Ok(());
             }
-        } else if t.starts_with([' ', '\t']) && current.is_some() {
-            let body = t.trim_start();
+        } else if trimmed.starts_with([' ', '\t']) && current.is_some() {
+            let body = trimmed.trim_start();
             let (hex, sym) = body.split_once(' ').unwrap_or((body, ""));
             if let Ok(ip) = u64::from_str_radix(hex, 16) {
                 let start = names.len();
                 names.push_str(sym.trim());
-                ips.push((ip, start, names.len()));
+                ips.push(ScriptFrame {
+                    ip,
+                    name: start..names.len(),
+                });
             }
         } else {
-            current = event_line(t, &mut first_event);
+            current = event_line(trimmed, &mut first_event);
         }
     }
 }
 
 /// The period of an event line, `None` for an event other than the first.
-fn event_line(t: &str, first: &mut Option<String>) -> Option<u64> {
-    let mut words = t.split_whitespace();
+fn event_line(line: &str, first: &mut Option<String>) -> Option<u64> {
+    let mut words = line.split_whitespace();
     let period = words.next()?;
     let (weight, event) = match period.parse::<u64>() {
-        Ok(p) => (p, words.next().unwrap_or("")),
+        Ok(parsed) => (parsed, words.next().unwrap_or("")),
         Err(_) => (1, period),
     };
     let event = event.trim_end_matches(':');
     match first {
-        Some(f) if f != event => None,
+        Some(chosen) if chosen != event => None,
         Some(_) => Some(weight),
         None => {
             *first = Some(event.to_string());
@@ -233,19 +242,21 @@ fn event_line(t: &str, first: &mut Option<String>) -> Option<u64> {
     }
 }
 
-fn emit(
-    ips: &[(u64, usize, usize)],
-    names: &str,
-    weight: u64,
-    each: &mut impl FnMut(&RawSample<'_>),
-) {
+/// A call-chain entry of `perf script`'s text: its address and where its symbol is in the
+/// sample's names.
+struct ScriptFrame {
+    ip: u64,
+    name: std::ops::Range<usize>,
+}
+
+fn emit(ips: &[ScriptFrame], names: &str, weight: u64, each: &mut impl FnMut(&RawSample<'_>)) {
     let frames: Vec<RawFrame<'_>> = ips
         .iter()
-        .map(|&(ip, a, b)| {
-            let s = &names[a..b];
+        .map(|frame| {
+            let name = &names[frame.name.clone()];
             RawFrame {
-                ip,
-                sym: (!s.is_empty() && s != "[unknown]").then_some(s),
+                ip: frame.ip,
+                sym: (!name.is_empty() && name != "[unknown]").then_some(name),
                 prog: None,
             }
         })

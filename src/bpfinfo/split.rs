@@ -1,14 +1,14 @@
 //! Which line info entries belong to which JIT-ed function.
 //!
-//! The reference is libbpf's `dissect_jited_func()` (`tools/lib/bpf/bpf_prog_linfo.c`), which
-//! bpftool and perf use: `jited_line_info[0]` must be the first function's address, a new
+//! The split follows libbpf's `dissect_jited_func()` in `tools/lib/bpf/bpf_prog_linfo.c`, which
+//! bpftool and perf use. `jited_line_info[0]` must be the first function's address, a new
 //! function starts at the entry whose JIT address equals that function's `jited_ksyms[f]`, and
-//! addresses must increase within a function. We add the checks libbpf skips for the last
-//! function (addresses increasing and inside it), so that lookups can binary-search.
+//! addresses must increase within a function. libbpf skips these checks for the last function;
+//! we make them there too, so that lookups can binary-search every function.
 //!
-//! The alternative split is by `func_info[f].insn_off` (xlated instruction offsets, from the
-//! verifier's sub-program boundaries): used as a cross-check, and as the fallback when the JIT
-//! addresses break libbpf's rules. Notes: /work/notes/perfdata-research.md §5.2–5.3.
+//! The other split is by `func_info[f].insn_off`, the verifier's sub-program boundaries in
+//! xlated instruction offsets. It serves as a cross-check, and as the fallback when the JIT
+//! addresses break libbpf's rules.
 
 use std::ops::Range;
 
@@ -32,24 +32,24 @@ pub(crate) fn dissect_jited(
         return Err("the first jited_line_info is not the first function's address".into());
     }
     let mut starts = vec![0];
-    for i in 1..jited.len() {
-        let f = starts.len();
-        if f == ksyms.len() {
+    for entry in 1..jited.len() {
+        let func = starts.len();
+        if func == ksyms.len() {
             break;
         }
-        let last = jited[i - 1];
-        if jited[i] == ksyms[f] {
-            if last < ksyms[f - 1] || last - ksyms[f - 1] >= u64::from(lens[f - 1]) {
+        let last = jited[entry - 1];
+        if jited[entry] == ksyms[func] {
+            if last < ksyms[func - 1] || last - ksyms[func - 1] >= u64::from(lens[func - 1]) {
                 return Err(format!(
                     "line address {last:#x} is past the end of function {}",
-                    f - 1
+                    func - 1
                 ));
             }
-            starts.push(i);
-        } else if jited[i] <= last {
+            starts.push(entry);
+        } else if jited[entry] <= last {
             return Err(format!(
-                "line addresses go back at entry {i} ({:#x})",
-                jited[i]
+                "line addresses go back at entry {entry} ({:#x})",
+                jited[entry]
             ));
         }
     }
@@ -71,8 +71,8 @@ pub(crate) fn dissect_jited(
 }
 
 /// `starts[f]..starts[f+1]`, the last one running to `n`.
-fn to_ranges(starts: &[usize], n: usize) -> Vec<Range<usize>> {
-    let ends = starts.iter().skip(1).copied().chain(std::iter::once(n));
+fn to_ranges(starts: &[usize], count: usize) -> Vec<Range<usize>> {
+    let ends = starts.iter().skip(1).copied().chain(std::iter::once(count));
     starts.iter().zip(ends).map(|(&s, e)| s..e).collect()
 }
 
@@ -83,14 +83,14 @@ fn check_last(
     jited: &[u64],
     range: Range<usize>,
 ) -> Result<(), String> {
-    let f = ksyms.len() - 1;
-    let func = ksyms[f]..ksyms[f].saturating_add(lens[f].into());
+    let last = ksyms.len() - 1;
+    let func = ksyms[last]..ksyms[last].saturating_add(lens[last].into());
     let slice = &jited[range];
     if slice.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(format!("line addresses go back in function {f}"));
+        return Err(format!("line addresses go back in function {last}"));
     }
     if slice.iter().any(|a| !func.contains(a)) {
-        return Err(format!("a line address is outside function {f}"));
+        return Err(format!("a line address is outside function {last}"));
     }
     Ok(())
 }
@@ -131,10 +131,10 @@ pub(crate) fn addresses_fit(
     jited: &[u64],
     ranges: &[Range<usize>],
 ) -> bool {
-    ranges.iter().enumerate().all(|(f, r)| {
-        let start = ksyms[f];
-        let end = start.saturating_add(lens[f].into());
-        let Some(slice) = jited.get(r.clone()) else {
+    ranges.iter().enumerate().all(|(func, range)| {
+        let start = ksyms[func];
+        let end = start.saturating_add(lens[func].into());
+        let Some(slice) = jited.get(range.clone()) else {
             return false;
         };
         slice.windows(2).all(|w| w[0] < w[1]) && slice.iter().all(|a| (start..end).contains(a))
@@ -213,7 +213,8 @@ mod tests {
 
     #[test]
     fn addresses_fit_checks_bounds_and_order() {
-        let (k, l) = ([0x1000u64, 0x2000], [0x40u32, 0x80]);
+        let k = [0x1000u64, 0x2000];
+        let l = [0x40u32, 0x80];
         let r = [0..2, 2..3];
         assert!(addresses_fit(&k, &l, &[0x1000, 0x1010, 0x2000], &r));
         assert!(!addresses_fit(&k, &l, &[0x1000, 0x1040, 0x2000], &r));

@@ -443,7 +443,8 @@ fn two_loads() -> BpfInfo {
     let (blob, strs) = sample_btf(true);
     let first = sample_prog(strs);
     let mut second = sample_prog(strs);
-    (second.id, second.load_time) = (43, 5_000);
+    second.id = 43;
+    second.load_time = 5_000;
     second.ksyms = second.ksyms.iter().map(|a| a + 0x10).collect();
     second.jited_line_info = second.jited_line_info.iter().map(|a| a + 0x10).collect();
     BpfInfo::from_sections(
@@ -465,12 +466,12 @@ const NAME: &str = "bpf_prog_1111111111111111_main_fn";
 fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     let info = two_loads();
     let line = |prog| {
-        let seen = Seen {
+        let seen = FrameHints {
             name: Some(NAME),
             prog,
             time: None,
         };
-        let l = info.lookup_named(BOTH, IpKind::Sample, seen)?;
+        let l = info.lookup_hinted(BOTH, IpKind::Sample, seen)?;
         Some((l.prog.id, l.offset, l.line?.line))
     };
     assert_eq!(line(Some(42)), Some((42, 0x18, 6)));
@@ -478,12 +479,12 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
     // Without the reader's id (perf script's text): the later load, as before.
     assert_eq!(line(None), Some((43, 0x8, 5)));
     // Only the first load holds BASE + 0x8, whatever the id says.
-    let seen = Seen {
+    let seen = FrameHints {
         name: Some(NAME),
         prog: Some(43),
         time: None,
     };
-    let low = info.lookup_named(BASE + 8, IpKind::Sample, seen);
+    let low = info.lookup_hinted(BASE + 8, IpKind::Sample, seen);
     assert_eq!(low.map(|l| l.prog.id), Some(42));
     let frame = |prog| Frame {
         ip: BOTH,
@@ -512,9 +513,9 @@ fn regression_a_reload_at_an_overlapping_place_is_told_apart_by_program_id() {
 fn regression_a_reload_without_ksymbols_is_told_apart_by_time() {
     let info = two_loads();
     let at = |addr, name, prog, time| {
-        let seen = Seen { name, prog, time };
-        info.func_at_named(addr, seen)
-            .map(|(p, _)| info.progs[p].id)
+        let seen = FrameHints { name, prog, time };
+        info.func_at_hinted(addr, seen)
+            .map(|at| info.progs[at.prog].id)
     };
     assert_eq!(at(BOTH, None, None, Some(3_000)), Some(42));
     assert_eq!(at(BOTH, None, None, Some(6_000)), Some(43));

@@ -3,8 +3,8 @@
 //! Which line of a BPF program's C source the time goes to, read from the perf.data's BPF
 //! program info and its samples by [`crate::bpfinfo::annotate`].
 
+use crate::bpfinfo::annotate::text as annotate_text;
 use crate::bpfinfo::annotate::{annotate, Request};
-use crate::bpfinfo::annotate_text;
 use crate::bpfinfo::source::SampleSource;
 use crate::out;
 use crate::perf::PerfChoice;

@@ -22,7 +22,7 @@ pub(super) fn privileges(host: &Host) -> Check {
 }
 
 pub(super) fn jit_sysctls(host: &Host) -> Vec<Check> {
-    let mut v = Vec::new();
+    let mut checks = Vec::new();
     for (name, what) in [
         ("net.core.bpf_jit_enable", "the JIT"),
         (
@@ -30,11 +30,11 @@ pub(super) fn jit_sysctls(host: &Host) -> Vec<Check> {
             "program symbols in /proc/kallsyms",
         ),
     ] {
-        v.push(match sysctl::probe(host, name) {
-            Reading::Value(v) if v == "1" => ok(name, format!("1 ({what} on)")),
-            Reading::Value(val) => warn(
+        checks.push(match sysctl::probe(host, name) {
+            Reading::Value(value) if value == "1" => ok(name, format!("1 ({what} on)")),
+            Reading::Value(value) => warn(
                 name,
-                format!("{val}: record sets it to 1 for the run and restores it"),
+                format!("{value}: record sets it to 1 for the run and restores it"),
                 format!("sudo sysctl -w {name}=1"),
             ),
             Reading::Missing => fail(
@@ -42,17 +42,17 @@ pub(super) fn jit_sysctls(host: &Host) -> Vec<Check> {
                 "missing: this kernel has no BPF JIT (CONFIG_BPF_JIT)",
                 "use a kernel built with CONFIG_BPF_JIT=y",
             ),
-            Reading::Unreadable(e) => unreadable(name, &e),
+            Reading::Unreadable(err) => unreadable(name, &err),
         });
     }
-    let h = "net.core.bpf_jit_harden";
-    v.push(match sysctl::probe(host, h) {
-        Reading::Value(v) if v == "0" => ok(h, "0 (program symbols visible)"),
-        Reading::Value(n) => fail(h, format!("{n}: hardening hides every program symbol from /proc/kallsyms, so perf cannot name them"), format!("sudo sysctl -w {h}=0")),
-        Reading::Missing => ok(h, "absent (no JIT hardening on this kernel)"),
-        Reading::Unreadable(e) => unreadable(h, &e),
+    let harden = "net.core.bpf_jit_harden";
+    checks.push(match sysctl::probe(host, harden) {
+        Reading::Value(value) if value == "0" => ok(harden, "0 (program symbols visible)"),
+        Reading::Value(value) => fail(harden, format!("{value}: hardening hides every program symbol from /proc/kallsyms, so perf cannot name them"), format!("sudo sysctl -w {harden}=0")),
+        Reading::Missing => ok(harden, "absent (no JIT hardening on this kernel)"),
+        Reading::Unreadable(err) => unreadable(harden, &err),
     });
-    v
+    checks
 }
 
 /// A sysctl this user may not read: say so, never guess its value.
@@ -68,10 +68,10 @@ pub(super) fn kallsyms_check(host: &Host) -> Check {
     let name = "kallsyms";
     let kr = sysctl::read_int(host, "kernel.kptr_restrict").unwrap_or(-1);
     match kallsyms::read(host) {
-        Err(e) => fail(name, format!("{e:#}"), "mount /proc; check kernel.kptr_restrict"),
-        Ok(s) if kallsyms::addresses_hidden(&s) && kr >= 2 => fail(name, "kptr_restrict=2: addresses are zeros even for root", "sudo sysctl -w kernel.kptr_restrict=1"),
-        Ok(s) if kallsyms::addresses_hidden(&s) => warn(name, format!("addresses read as zeros for this user (kptr_restrict={kr}); root sees them, and record snapshots them for flame"), "sudo ebpf-prof doctor"),
-        Ok(s) => ok(name, format!("{} symbols with real addresses (kptr_restrict={kr})", s.len())),
+        Err(err) => fail(name, format!("{err:#}"), "mount /proc; check kernel.kptr_restrict"),
+        Ok(syms) if kallsyms::addresses_hidden(&syms) && kr >= 2 => fail(name, "kptr_restrict=2: addresses are zeros even for root", "sudo sysctl -w kernel.kptr_restrict=1"),
+        Ok(syms) if kallsyms::addresses_hidden(&syms) => warn(name, format!("addresses read as zeros for this user (kptr_restrict={kr}); root sees them, and record snapshots them for flame"), "sudo ebpf-prof doctor"),
+        Ok(syms) => ok(name, format!("{} symbols with real addresses (kptr_restrict={kr})", syms.len())),
     }
 }
 
@@ -87,22 +87,22 @@ pub(super) fn programs(
     let name = "bpf programs";
     let all = match loaded {
         Ok(all) => all,
-        Err(e) => {
+        Err(err) => {
             return fail(
                 name,
-                format!("cannot list the loaded programs: {e}"),
+                format!("cannot list the loaded programs: {err}"),
                 "sudo ebpf-prof doctor",
             )
         }
     };
     match gate::decide(all, None, filter) {
         gate::Verdict::Refused(why) => fail(name, format!("record will refuse: {why}"), "load your hook (sudo ebpf-prof hook --load OBJ.bpf.o), or record with --load OBJ.bpf.o, or widen --filter"),
-        gate::Verdict::Programs(p) => match gate::unnamed(&p).filter(|_| listing) {
+        gate::Verdict::Programs(shown) => match gate::unnamed(&shown).filter(|_| listing) {
             Some(why) => fail(name, format!("record will refuse: {why}"), "sudo sysctl -w net.core.bpf_jit_harden=0"),
             None => {
-                let names: Vec<String> = p.iter().map(|p| format!("{} (id {})", p.name, p.id)).collect();
-                let how = filter.map_or(String::new(), |f| format!(" matching /{}/", f.as_str()));
-                ok(name, format!("{} of {} loaded{how} would show up: {}", p.len(), all.len(), names.join(", ")))
+                let names: Vec<String> = shown.iter().map(|prog| format!("{} (id {})", prog.name, prog.id)).collect();
+                let how = filter.map_or(String::new(), |pattern| format!(" matching /{}/", pattern.as_str()));
+                ok(name, format!("{} of {} loaded{how} would show up: {}", shown.len(), all.len(), names.join(", ")))
             }
         },
     }
@@ -111,28 +111,28 @@ pub(super) fn programs(
 pub(super) fn perf_check(choice: &PerfChoice) -> Check {
     let name = "perf";
     match choice.find(true) {
-        Err(e) => fail(name, format!("{e:#}"), "install perf (Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-$(uname -r)), or pass --perf PATH"),
-        Ok(p) => match &p.mismatch_hint {
-            Some(hint) => warn(name, format!("{} (version {}, from {:?}) runs, but does not match kernel {}", p.path.display(), p.version.raw, p.source, p.kernel_release), hint.clone()),
-            None => ok(name, format!("{} (version {}, from {:?})", p.path.display(), p.version.raw, p.source)),
+        Err(err) => fail(name, format!("{err:#}"), "install perf (Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-$(uname -r)), or pass --perf PATH"),
+        Ok(perf) => match &perf.mismatch_hint {
+            Some(hint) => warn(name, format!("{} (version {}, from {:?}) runs, but does not match kernel {}", perf.path.display(), perf.version.raw, perf.source, perf.kernel_release), hint.clone()),
+            None => ok(name, format!("{} (version {}, from {:?})", perf.path.display(), perf.version.raw, perf.source)),
         },
     }
 }
 
-/// Issue 13.7: which perf was chosen and why, and whether it can annotate BPF programs (a
-/// perf built without libbfd/libopcodes cannot disassemble them). Not a blocker for recording.
+/// Which perf was chosen and why, and whether it can annotate BPF programs: a perf built
+/// without libbfd and libopcodes cannot disassemble them. Not a blocker for recording.
 pub(super) fn perf_choice_and_annotate(choice: &PerfChoice) -> Vec<Check> {
-    let Ok(p) = choice.find(true) else {
+    let Ok(perf) = choice.find(true) else {
         return Vec::new();
     };
-    let a = crate::perf::features::annotate(&p.path);
+    let found = crate::perf::features::annotate(&perf.path);
     let name = "perf annotate";
-    let annotate = match a.can {
-        Some(true) => ok(name, format!("built with a disassembler ({}): perf annotate can show BPF programs' instructions", a.evidence)),
-        Some(false) => warn(name, format!("built without libbfd/libopcodes ({}): perf annotate cannot disassemble BPF programs (\"Please link with binutils's libopcode\"); recording, flame and report are unaffected", a.evidence), "for annotation, build perf with libbfd (make -C tools/perf with binutils-dev installed) and pass --perf"),
+    let annotate = match found.can {
+        Some(true) => ok(name, format!("built with a disassembler ({}): perf annotate can show BPF programs' instructions", found.evidence)),
+        Some(false) => warn(name, format!("built without libbfd/libopcodes ({}): perf annotate cannot disassemble BPF programs (\"Please link with binutils's libopcode\"); recording, flame and report are unaffected", found.evidence), "for annotation, build perf with libbfd (make -C tools/perf with binutils-dev installed) and pass --perf"),
         None => warn(name, "`perf version --build-options` does not say whether it can disassemble", "try perf annotate on a recording"),
     };
-    vec![ok("perf choice", p.choice), annotate]
+    vec![ok("perf choice", perf.choice), annotate]
 }
 
 pub(super) fn pmu(host: &Host) -> Check {
@@ -162,18 +162,21 @@ pub(super) fn lockdown(host: &Host) -> Check {
         format!("LSM programs cannot load ({why}); the demo uses the tracepoint hook")
     };
     match security::lockdown(host) {
-        security::Lockdown::Mode(m) if m == "none" => ok("lockdown", format!("none; {lsm_note}")),
-        security::Lockdown::Mode(m) => warn("lockdown", format!("{m}: blocks LSM, fentry and kprobe programs and bpf_probe_read_kernel; tracepoint programs still load; {lsm_note}"), "boot with lockdown=none (or without Secure Boot) to profile LSM hooks"),
+        security::Lockdown::Mode(mode) if mode == "none" => ok("lockdown", format!("none; {lsm_note}")),
+        security::Lockdown::Mode(mode) => warn("lockdown", format!("{mode}: blocks LSM, fentry and kprobe programs and bpf_probe_read_kernel; tracepoint programs still load; {lsm_note}"), "boot with lockdown=none (or without Secure Boot) to profile LSM hooks"),
         security::Lockdown::Unknown(why) => warn("lockdown", format!("unknown: {why}; {lsm_note}"), "sudo mount -t securityfs none /sys/kernel/security"),
     }
 }
 
 pub(super) fn lsm(host: &Host) -> Check {
     match security::lsm_list(host) {
-        Some(l) if l.iter().any(|x| x == "bpf") => ok("lsm list", l.join(",")),
-        Some(l) => warn(
+        Some(list) if list.iter().any(|entry| entry == "bpf") => ok("lsm list", list.join(",")),
+        Some(list) => warn(
             "lsm list",
-            format!("{}: no `bpf`, so BPF LSM programs never run", l.join(",")),
+            format!(
+                "{}: no `bpf`, so BPF LSM programs never run",
+                list.join(",")
+            ),
             "add bpf to the kernel's lsm= boot parameter",
         ),
         None => warn(
@@ -187,19 +190,19 @@ pub(super) fn lsm(host: &Host) -> Check {
 pub(super) fn tools() -> Vec<Check> {
     ["taskset", "chrt"]
         .iter()
-        .map(|t| match which::which(t) {
-            Ok(p) => ok(t, p.display().to_string()),
-            Err(_) => fail(t, "not found on PATH", "sudo apt-get install util-linux"),
+        .map(|tool| match which::which(tool) {
+            Ok(path) => ok(tool, path.display().to_string()),
+            Err(_) => fail(tool, "not found on PATH", "sudo apt-get install util-linux"),
         })
         .collect()
 }
 
 pub(super) fn cpu_check(host: &Host) -> Check {
     match cpu::default_cpu(host) {
-        Some(c) => ok(
+        Some(cpu) => ok(
             "cpu",
             format!(
-                "benchmark pinned to CPU {c} ({}); online: {}",
+                "benchmark pinned to CPU {cpu} ({}); online: {}",
                 cpu::default_reason(host),
                 host.read("sys/devices/system/cpu/online")
                     .unwrap_or_default()
@@ -214,11 +217,11 @@ pub(super) fn cpu_check(host: &Host) -> Check {
 }
 
 pub(super) fn rt_runtime(host: &Host) -> Check {
-    let n = "kernel.sched_rt_runtime_us";
-    match sysctl::read_int(host, n) {
-        Some(-1) => ok(n, "-1: SCHED_FIFO tasks are never throttled"),
-        Some(us) => ok(n, format!("{us}: a SCHED_FIFO task running over {:.2} s per second is throttled; keep -n modest (200000 openats take well under that)", us as f64 / 1e6)),
-        None => warn(n, "unreadable", "sysctl kernel.sched_rt_runtime_us"),
+    let key = "kernel.sched_rt_runtime_us";
+    match sysctl::read_int(host, key) {
+        Some(-1) => ok(key, "-1: SCHED_FIFO tasks are never throttled"),
+        Some(us) => ok(key, format!("{us}: a SCHED_FIFO task running over {:.2} s per second is throttled; keep -n modest (200000 openats take well under that)", us as f64 / 1e6)),
+        None => warn(key, "unreadable", "sysctl kernel.sched_rt_runtime_us"),
     }
 }
 
@@ -239,203 +242,5 @@ pub(super) fn stale_state(host: &Host) -> Check {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::Status;
-    use super::*;
-
-    /// A fake machine: `files` are (path under root, content).
-    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
-        let d = tempfile::tempdir().unwrap();
-        for (p, c) in files {
-            let f = d.path().join(p);
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, c).unwrap();
-        }
-        let h = Host::at(d.path());
-        (d, h)
-    }
-
-    fn status(c: &[Check], name: &str) -> Status {
-        c.iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no {name}"))
-            .status
-    }
-
-    #[test]
-    fn hardened_jit_fails_with_the_fix() {
-        let (_d, h) = tree(&[
-            ("proc/sys/net/core/bpf_jit_enable", "1"),
-            ("proc/sys/net/core/bpf_jit_kallsyms", "0"),
-            ("proc/sys/net/core/bpf_jit_harden", "2"),
-        ]);
-        let v = jit_sysctls(&h);
-        assert_eq!(status(&v, "net.core.bpf_jit_enable"), Status::Ok);
-        assert_eq!(status(&v, "net.core.bpf_jit_kallsyms"), Status::Warn);
-        let harden = v
-            .iter()
-            .find(|c| c.name == "net.core.bpf_jit_harden")
-            .unwrap();
-        assert_eq!(harden.status, Status::Fail);
-        assert_eq!(
-            harden.fix.as_deref(),
-            Some("sudo sysctl -w net.core.bpf_jit_harden=0")
-        );
-    }
-
-    #[test]
-    fn no_jit_at_all_fails() {
-        let (_d, h) = tree(&[("proc/sys/net/core/bpf_jit_harden", "0")]);
-        assert_eq!(
-            status(&jit_sysctls(&h), "net.core.bpf_jit_enable"),
-            Status::Fail
-        );
-    }
-
-    #[test]
-    fn kptr_restrict_2_hides_addresses_even_from_root() {
-        let zeros = "0000000000000000 T do_syscall_64\n0000000000000000 t bpf_prog_0123456789abcdef_x\t[bpf]\n";
-        let (_d, h) = tree(&[
-            ("proc/kallsyms", zeros),
-            ("proc/sys/kernel/kptr_restrict", "2"),
-        ]);
-        let c = kallsyms_check(&h);
-        assert_eq!(c.status, Status::Fail);
-        assert!(c.fix.unwrap().contains("kptr_restrict=1"));
-        let (_d, h) = tree(&[
-            ("proc/kallsyms", zeros),
-            ("proc/sys/kernel/kptr_restrict", "1"),
-        ]);
-        assert_eq!(kallsyms_check(&h).status, Status::Warn);
-    }
-
-    fn prog(id: u32, name: &str, prog_type: &str) -> InventoryProgram {
-        InventoryProgram {
-            id,
-            name: name.into(),
-            tag: "0123456789abcdef".into(),
-            prog_type: prog_type.into(),
-            attach: None,
-            linked: true,
-            symbol: Some(format!("bpf_prog_0123456789abcdef_{name}")),
-            functions: vec![format!("bpf_prog_0123456789abcdef_{name}")],
-            traced_kind: crate::bpf::is_traced_kind(prog_type),
-            run_cnt: None,
-            mean_run_ns: None,
-            map_ids: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn programs_fail_exactly_when_record_would_refuse() {
-        let f = |s: &str| regex::Regex::new(s).unwrap();
-        let none: Result<Vec<InventoryProgram>, String> = Ok(Vec::new());
-        assert_eq!(programs(&none, None, true).status, Status::Fail);
-        let only_xdp = Ok(vec![prog(3, "xdp_pass", "xdp")]);
-        let c = programs(&only_xdp, None, true);
-        assert_eq!(c.status, Status::Fail, "{}", c.detail);
-        assert!(c.detail.contains("xdp_pass"), "{}", c.detail);
-        let hook = Ok(vec![
-            prog(3, "xdp_pass", "xdp"),
-            prog(7, "on_enter", "raw_tracepoint"),
-        ]);
-        let c = programs(&hook, None, true);
-        assert_eq!(c.status, Status::Ok, "{}", c.detail);
-        assert!(c.detail.contains("on_enter (id 7)"), "{}", c.detail);
-        assert_eq!(programs(&hook, Some(&f("^on_")), true).status, Status::Ok);
-        assert_eq!(
-            programs(&hook, Some(&f("zzz_nomatch")), true).status,
-            Status::Fail
-        );
-        let denied: Result<Vec<InventoryProgram>, String> = Err("Operation not permitted".into());
-        assert_eq!(programs(&denied, None, true).status, Status::Fail);
-    }
-
-    /// Issue 15.1: record's second refusal — programs that would show up, none with a listed
-    /// `bpf_prog_` symbol (hardened or not JIT-ed) — fails doctor too, once the listing is on;
-    /// with `bpf_jit_kallsyms=0` record turns the listing on first, so doctor does not hold it.
-    #[test]
-    fn programs_without_symbols_fail_as_record_refuses_them() {
-        let mut p = prog(7, "on_enter", "raw_tracepoint");
-        p.symbol = None;
-        p.functions.clear();
-        let unnamed = Ok(vec![p]);
-        let c = programs(&unnamed, None, true);
-        assert_eq!(c.status, Status::Fail, "{}", c.detail);
-        assert!(
-            c.detail
-                .contains("none of the programs has a bpf_prog_ symbol"),
-            "{}",
-            c.detail
-        );
-        assert_eq!(programs(&unnamed, None, false).status, Status::Ok);
-    }
-
-    #[test]
-    fn unreadable_sysctls_are_not_called_missing_nor_given_a_value() {
-        use std::os::unix::fs::PermissionsExt;
-        let (d, h) = tree(&[
-            ("proc/sys/net/core/bpf_jit_enable", "1"),
-            ("proc/sys/net/core/bpf_jit_kallsyms", "1"),
-            ("proc/sys/net/core/bpf_jit_harden", "0"),
-        ]);
-        for f in ["bpf_jit_kallsyms", "bpf_jit_harden"] {
-            let p = d.path().join("proc/sys/net/core").join(f);
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
-            // root reads through mode bits; make it a directory so reading fails for anyone
-            if std::fs::read_to_string(&p).is_ok() {
-                std::fs::remove_file(&p).unwrap();
-                std::fs::create_dir(&p).unwrap();
-            }
-        }
-        let v = jit_sysctls(&h);
-        for name in ["net.core.bpf_jit_kallsyms", "net.core.bpf_jit_harden"] {
-            let c = v.iter().find(|c| c.name == name).unwrap();
-            assert_eq!(c.status, Status::Warn, "{name}: {}", c.detail);
-            assert!(c.detail.contains("needs root to read"), "{}", c.detail);
-            assert!(
-                !c.detail.contains("missing") && !c.detail.starts_with('0'),
-                "{}",
-                c.detail
-            );
-        }
-    }
-
-    #[test]
-    fn vm_without_pmu_or_btf_and_locked_down() {
-        let (_d, h) = tree(&[
-            ("sys/bus/event_source/devices/software/type", "1"),
-            (
-                "sys/kernel/security/lockdown",
-                "none [integrity] confidentiality",
-            ),
-            ("sys/kernel/security/lsm", "lockdown,capability,landlock"),
-        ]);
-        assert_eq!(pmu(&h).status, Status::Warn);
-        assert_eq!(btf(&h).status, Status::Warn);
-        let l = lockdown(&h);
-        assert_eq!(l.status, Status::Warn);
-        assert!(l.detail.starts_with("integrity"), "{}", l.detail);
-        assert_eq!(lsm(&h).status, Status::Warn);
-        let (_d, h) = tree(&[
-            ("sys/kernel/security/lsm", "lockdown,capability,bpf"),
-            ("sys/kernel/btf/vmlinux", ""),
-        ]);
-        assert_eq!(lsm(&h).status, Status::Ok);
-        assert_eq!(btf(&h).status, Status::Ok);
-    }
-
-    #[test]
-    fn rt_runtime_and_cpu() {
-        let (_d, h) = tree(&[
-            ("proc/sys/kernel/sched_rt_runtime_us", "-1"),
-            ("sys/devices/system/cpu/online", "0-3"),
-            ("sys/devices/system/cpu/isolated", "2"),
-        ]);
-        assert_eq!(rt_runtime(&h).status, Status::Ok);
-        let c = cpu_check(&h);
-        assert!(c.detail.contains("CPU 2 (isolated)"), "{}", c.detail);
-        let (_d, h) = tree(&[]);
-        assert_eq!(cpu_check(&h).status, Status::Fail);
-    }
-}
+#[path = "checks_tests.rs"]
+mod tests;

@@ -71,13 +71,13 @@ pub fn loaded_programs(host: &Host) -> std::result::Result<Vec<InventoryProgram>
         .map(|s| crate::host::kallsyms::bpf_programs(&s))
         .unwrap_or_default();
     let stats_on = crate::bpf::run_stats_state(host).enabled();
-    crate::bpf::inventory(&syms, stats_on).map_err(|e| {
+    crate::bpf::inventory(&syms, stats_on).map_err(|err| {
         let needs_root = if crate::host::security::is_root() {
             ""
         } else {
             " (needs root)"
         };
-        format!("{e:#}{needs_root}")
+        format!("{err:#}{needs_root}")
     })
 }
 
@@ -105,21 +105,21 @@ pub fn checks(
 ) -> Result<Vec<Check>> {
     use checks::*;
     let filter = filter(opts)?;
-    let mut v = vec![privileges(host)];
-    v.extend(jit_sysctls(host));
-    v.push(kallsyms_check(host));
-    let listing =
-        crate::host::sysctl::read(host, "net.core.bpf_jit_kallsyms").is_ok_and(|v| v == "1");
-    v.push(programs(loaded, filter.as_ref(), listing));
-    v.push(perf_check(&opts.perf));
-    v.extend(perf_choice_and_annotate(&opts.perf));
-    v.push(pmu(host));
-    v.push(btf(host));
-    v.push(lockdown(host));
-    v.push(lsm(host));
-    v.extend(tools());
-    v.push(cpu_check(host));
-    v.push(rt_runtime(host));
-    v.push(stale_state(host));
-    Ok(v)
+    let mut results = vec![privileges(host)];
+    results.extend(jit_sysctls(host));
+    results.push(kallsyms_check(host));
+    let listing = crate::host::sysctl::read(host, "net.core.bpf_jit_kallsyms")
+        .is_ok_and(|results| results == "1");
+    results.push(programs(loaded, filter.as_ref(), listing));
+    results.push(perf_check(&opts.perf));
+    results.extend(perf_choice_and_annotate(&opts.perf));
+    results.push(pmu(host));
+    results.push(btf(host));
+    results.push(lockdown(host));
+    results.push(lsm(host));
+    results.extend(tools());
+    results.push(cpu_check(host));
+    results.push(rt_runtime(host));
+    results.push(stale_state(host));
+    Ok(results)
 }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 /// The label appended to a frame the base profile has nowhere on that path.
-pub const NEW: &str = " (new)";
+pub(crate) const NEW: &str = " (new)";
 
 /// Render the differential graph of `base` → `hooked` (folded texts) into `out`. Only the
 /// lines that are folded stacks go to inferno (the loader warns about the others as skipped;
@@ -34,14 +34,14 @@ pub fn render_diff(
         .context("cannot merge the two profiles")?;
     let text = String::from_utf8_lossy(&lines);
     let clean = sanitize(&text);
-    let mut o = flamegraph::Options::default();
-    o.title = sanitize(title).into_owned();
-    o.subtitle = Some(format!(
+    let mut options = flamegraph::Options::default();
+    options.title = sanitize(title).into_owned();
+    options.subtitle = Some(format!(
         "width: hooked profile; red: more than in the base (normalised to the same total), blue: less;{NEW}: not in the base at all"
     ));
-    o.count_name = count_name.to_string();
-    o.deterministic = true;
-    flamegraph::from_lines(&mut o, clean.lines(), out)
+    options.count_name = count_name.to_string();
+    options.deterministic = true;
+    flamegraph::from_lines(&mut options, clean.lines(), out)
         .context("cannot render the differential flame graph")
 }
 
@@ -55,49 +55,49 @@ const COUNT_LIMIT: u64 = 1 << 52;
 fn stacks_for_inferno(texts: [&str; 2]) -> Result<[String; 2]> {
     use crate::profile::folded::{checked_total, Folded};
     let mut max = 0;
-    for t in texts {
-        max = max.max(checked_total(t).map_err(anyhow::Error::msg)?);
+    for text in texts {
+        max = max.max(checked_total(text).map_err(anyhow::Error::msg)?);
     }
     let mut parsed = texts.map(Folded::parse);
     let shift = (u64::BITS - max.leading_zeros()).saturating_sub(COUNT_LIMIT.trailing_zeros());
-    for f in &mut parsed {
-        f.stacks.iter_mut().for_each(|s| s.count >>= shift);
+    for folded in &mut parsed {
+        folded.stacks.iter_mut().for_each(|s| s.count >>= shift);
     }
-    Ok(parsed.map(|f| f.to_text()))
+    Ok(parsed.map(|folded| folded.to_text()))
 }
 
 /// The hooked stacks with every frame whose path (root to that frame) the base never has
 /// labelled [`NEW`], and the base as it is.
 fn mark_new(base: &str, hooked: &str) -> (String, String) {
     let mut seen: HashSet<String> = HashSet::new();
-    for s in base.lines().filter_map(parse_line) {
+    for stack in base.lines().filter_map(parse_line) {
         let mut path = String::new();
-        for f in &s.frames {
+        for frame in &stack.frames {
             path.push(';');
-            path.push_str(f);
+            path.push_str(frame);
             seen.insert(path.clone());
         }
     }
     let mut out = String::with_capacity(hooked.len());
-    for s in hooked.lines().filter_map(parse_line) {
+    for stack in hooked.lines().filter_map(parse_line) {
         let mut path = String::new();
         let mut new = false;
-        let frames: Vec<String> = s
+        let frames: Vec<String> = stack
             .frames
             .iter()
-            .map(|f| {
+            .map(|frame| {
                 path.push(';');
-                path.push_str(f);
+                path.push_str(frame);
                 new = new || !seen.contains(&path);
                 if new {
-                    format!("{f}{NEW}")
+                    format!("{frame}{NEW}")
                 } else {
-                    f.clone()
+                    frame.clone()
                 }
             })
             .collect();
         out.push_str(&frames.join(";"));
-        out.push_str(&format!(" {}\n", s.count));
+        out.push_str(&format!(" {}\n", stack.count));
     }
     (base.to_string(), out)
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bpfinfo::annotate_build::basename;
+use crate::bpfinfo::annotate::build::basename;
 use crate::bpfinfo::{BpfInfo, IpKind};
 use crate::perf::PerfChoice;
 use crate::profile::Profile;
@@ -45,15 +45,15 @@ fn line_name(
         0 => IpKind::Sample,
         _ => IpKind::Return,
     };
-    let seen = crate::bpfinfo::Seen {
+    let hints = crate::bpfinfo::FrameHints {
         name: sym,
         prog,
         time: None,
     };
-    let l = info.lookup_named(ip, kind, seen)?.line?;
-    let file = basename(&l.file);
+    let line = info.lookup_hinted(ip, kind, hints)?.line?;
+    let file = basename(&line.file);
     let file = if file.is_empty() { "?" } else { file };
-    Some(format!("{file}:{}", l.line))
+    Some(format!("{file}:{}", line.line))
 }
 
 fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a> + 'a {
@@ -62,7 +62,7 @@ fn rewriter<'a>(info: &'a BpfInfo) -> impl Fn(Box<dyn Read + 'a>) -> Box<dyn Rea
 
 /// Whether a folded frame is one `--lines` inserted (`hook.bpf.c:42`, `common.h:?`): drawn in
 /// the BPF colour.
-pub fn is_line_frame(frame: &str) -> bool {
+pub(crate) fn is_line_frame(frame: &str) -> bool {
     frame.rsplit_once(':').is_some_and(|(file, line)| {
         (file.ends_with(".c") || file.ends_with(".h"))
             && !file.contains(';')
@@ -71,7 +71,7 @@ pub fn is_line_frame(frame: &str) -> bool {
 }
 
 /// `perf script` text with source-line frames inserted.
-pub struct WithLines<'a, R> {
+pub(crate) struct WithLines<'a, R> {
     inner: R,
     info: &'a BpfInfo,
     line: String,
@@ -130,10 +130,10 @@ impl<R: BufRead> Read for WithLines<'_, R> {
         if self.pos >= self.out.len() && !self.refill()? {
             return Ok(0);
         }
-        let n = buf.len().min(self.out.len() - self.pos);
-        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        let count = buf.len().min(self.out.len() - self.pos);
+        buf[..count].copy_from_slice(&self.out[self.pos..self.pos + count]);
+        self.pos += count;
+        Ok(count)
     }
 }
 

@@ -20,18 +20,20 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 /// The colour key, for subtitles.
-pub const LEGEND: &str = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+pub(crate) const LEGEND: &str =
+    "blue-violet: BPF programs and glue; warm: kernel; green: user space";
 
-fn hash(s: &str) -> u32 {
-    s.bytes().fold(2166136261u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(16777619)
+fn hash(text: &str) -> u32 {
+    text.bytes().fold(2166136261u32, |acc, byte| {
+        (acc ^ u32::from(byte)).wrapping_mul(16777619)
     })
 }
 
 /// The colour of a frame: a hue for its kind, a shade from its name.
 pub fn colour(frame: &str) -> Color {
-    let v = hash(bare(frame));
-    let (a, b) = ((v & 0xff) as u8, ((v >> 8) & 0xff) as u8);
+    let hashed = hash(bare(frame));
+    let first = (hashed & 0xff) as u8;
+    let second = ((hashed >> 8) & 0xff) as u8;
     let kind = if lines::is_line_frame(frame) {
         Kind::Program
     } else {
@@ -39,19 +41,19 @@ pub fn colour(frame: &str) -> Color {
     };
     match kind {
         Kind::Program | Kind::Glue => Color {
-            r: 110 + a % 50,
-            g: 80 + b % 50,
-            b: 230 + a % 25,
+            r: 110 + first % 50,
+            g: 80 + second % 50,
+            b: 230 + first % 25,
         },
         Kind::Kernel => Color {
-            r: 205 + a % 50,
-            g: 80 + b % 130,
-            b: 40 + a % 40,
+            r: 205 + first % 50,
+            g: 80 + second % 130,
+            b: 40 + first % 40,
         },
         Kind::Unresolved | Kind::Other => Color {
-            r: 90 + a % 50,
-            g: 190 + b % 50,
-            b: 90 + a % 40,
+            r: 90 + first % 50,
+            g: 190 + second % 50,
+            b: 90 + first % 40,
         },
     }
 }
@@ -77,10 +79,10 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
         let (stack, count) = line.rsplit_once(' ').unwrap_or((line, ""));
         let frames: Vec<&str> = stack
             .split(';')
-            .map(|f| {
-                let label = labels.get(f).map_or(f, String::as_str);
+            .map(|frame| {
+                let label = labels.get(frame).map_or(frame, String::as_str);
                 if palette.get(label).is_none() {
-                    palette.insert(label, colour(f));
+                    palette.insert(label, colour(frame));
                 }
                 label
             })
@@ -91,18 +93,19 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
         relabelled.push('\n');
     }
     let clean = relabelled;
-    let mut o = Options::default();
-    o.colors = Palette::Basic(BasicPalette::Hot);
-    o.title = sanitize(&opts.title).into_owned();
-    o.subtitle = opts.subtitle.as_deref().map(|s| sanitize(s).into_owned());
-    o.count_name = if opts.count_name.is_empty() {
+    let mut options = Options::default();
+    options.colors = Palette::Basic(BasicPalette::Hot);
+    options.title = sanitize(&opts.title).into_owned();
+    options.subtitle = opts.subtitle.as_deref().map(|s| sanitize(s).into_owned());
+    options.count_name = if opts.count_name.is_empty() {
         "samples".into()
     } else {
         opts.count_name.clone()
     };
-    o.deterministic = true;
-    o.palette_map = Some(&mut palette);
-    flamegraph::from_lines(&mut o, clean.lines(), out).context("cannot render the flame graph")
+    options.deterministic = true;
+    options.palette_map = Some(&mut palette);
+    flamegraph::from_lines(&mut options, clean.lines(), out)
+        .context("cannot render the flame graph")
 }
 
 /// Labels for BPF program frames: `bpf_prog_<tag>_<name>` drawn as `<name>` when no other
@@ -116,18 +119,24 @@ fn short_labels(folded: &str) -> HashMap<String, String> {
     let mut unnamed = HashMap::new();
     for line in folded.lines() {
         let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
-        for f in stack.split(';') {
-            if bare(f) == crate::profile::frames::UNNAMED_KERNEL {
+        for frame in stack.split(';') {
+            if bare(frame) == crate::profile::frames::UNNAMED_KERNEL {
                 unnamed.insert(
-                    f.to_string(),
-                    f.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
+                    frame.to_string(),
+                    frame.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
                 );
             }
         }
-        for f in stack.split(';').filter(|f| kind(f) == Kind::Program) {
-            if let Some((tag, name)) = crate::host::kallsyms::split_bpf_symbol(bare(f)) {
-                tags.entry(name.clone()).or_default().insert(tag);
-                frames.insert(f.to_string(), name);
+        for frame in stack
+            .split(';')
+            .filter(|frame| kind(frame) == Kind::Program)
+        {
+            if let Some(symbol) = crate::host::kallsyms::ProgSymbol::parse(bare(frame)) {
+                let name = symbol.name.to_string();
+                tags.entry(name.clone())
+                    .or_default()
+                    .insert(symbol.tag.to_string());
+                frames.insert(frame.to_string(), name);
             }
         }
     }

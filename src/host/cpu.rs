@@ -9,12 +9,13 @@ pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b {
+            Some((first, last)) => {
+                let (first, last): (u32, u32) =
+                    (first.trim().parse().ok()?, last.trim().parse().ok()?);
+                if first > last {
                     return None;
                 }
-                out.extend(a..=b);
+                out.extend(first..=last);
             }
             None => out.push(part.trim().parse().ok()?),
         }
@@ -30,17 +31,17 @@ fn list(host: &Host, file: &str) -> Vec<u32> {
 }
 
 /// Online CPUs.
-pub fn online(host: &Host) -> Vec<u32> {
+pub(crate) fn online(host: &Host) -> Vec<u32> {
     list(host, "online")
 }
 
 /// CPUs isolated from the scheduler (`isolcpus=`).
-pub fn isolated(host: &Host) -> Vec<u32> {
+pub(crate) fn isolated(host: &Host) -> Vec<u32> {
     list(host, "isolated")
 }
 
 /// The CPU to pin to: the highest isolated online CPU if any, else the highest online one.
-pub fn default_cpu(host: &Host) -> Option<u32> {
+pub(crate) fn default_cpu(host: &Host) -> Option<u32> {
     let online = online(host);
     let iso = isolated(host);
     iso.iter()
@@ -51,7 +52,7 @@ pub fn default_cpu(host: &Host) -> Option<u32> {
 }
 
 /// Why the default CPU was chosen, for doctor and the run record.
-pub fn default_reason(host: &Host) -> String {
+pub(crate) fn default_reason(host: &Host) -> String {
     let online = online(host);
     if isolated(host).iter().any(|c| online.contains(c)) {
         "isolated".into()
@@ -61,7 +62,7 @@ pub fn default_reason(host: &Host) -> String {
 }
 
 /// Check that `cpu` exists and is online, before anything runs.
-pub fn validate(host: &Host, cpu: u32) -> Result<()> {
+pub(crate) fn validate(host: &Host, cpu: u32) -> Result<()> {
     let online = online(host);
     if online.contains(&cpu) {
         return Ok(());

@@ -16,13 +16,12 @@ use crate::error::check;
 use anyhow::{bail, Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The lock file, under the host's root.
-pub const LOCK_FILE: &str = "run/ebpf-prof.lock";
+pub(crate) const LOCK_FILE: &str = "run/ebpf-prof.lock";
 
 /// Held for as long as it lives; the kernel drops the `flock` when the file closes.
 #[derive(Debug)]
@@ -49,17 +48,17 @@ fn euid() -> u32 {
 /// Open (creating it if needed) the lock file safely; see the module docs.
 fn open_lock_file(path: &Path) -> Result<File> {
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let d =
+    let dir_meta =
         std::fs::symlink_metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
-    if !d.is_dir() || d.uid() != euid() || d.mode() & 0o022 != 0 {
+    if !dir_meta.is_dir() || dir_meta.uid() != euid() || dir_meta.mode() & 0o022 != 0 {
         bail!(
             "{} is not a directory of ours that only we can write (uid {}, mode {:o}): no safe place for the run lock",
             dir.display(),
-            d.uid(),
-            d.mode() & 0o7777
+            dir_meta.uid(),
+            dir_meta.mode() & 0o7777
         );
     }
-    let f = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -68,39 +67,40 @@ fn open_lock_file(path: &Path) -> Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .with_context(|| format!("cannot open the run lock {} (a link?)", path.display()))?;
-    let m = f.metadata()?;
-    if !m.file_type().is_file() || m.uid() != euid() || m.nlink() != 1 || m.mode() & 0o022 != 0 {
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file()
+        || meta.uid() != euid()
+        || meta.nlink() != 1
+        || meta.mode() & 0o022 != 0
+    {
         bail!(
             "{} is not a plain file of ours (uid {}, mode {:o}, {} links): remove it (sudo rm {})",
             path.display(),
-            m.uid(),
-            m.mode() & 0o7777,
-            m.nlink(),
+            meta.uid(),
+            meta.mode() & 0o7777,
+            meta.nlink(),
             path.display()
         );
     }
-    Ok(f)
+    Ok(file)
 }
 
 /// Try the exclusive lock without blocking: `Ok(false)` when another process holds it.
-fn try_lock(f: &File) -> Result<bool> {
-    // SAFETY: flock on an fd we own; no memory is involved.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => Ok(false),
-        _ => Err(e).context("cannot lock the run lock"),
+fn try_lock(file: &File) -> Result<bool> {
+    use rustix::fs::{flock, FlockOperation};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(errno) => Err(std::io::Error::from(errno)).context("cannot lock the run lock"),
     }
 }
 
 /// The pid the holder wrote, for messages.
-fn holder(f: &mut File) -> String {
-    let mut s = String::new();
-    let _ = f.rewind();
-    let _ = Read::by_ref(f).take(32).read_to_string(&mut s);
-    let pid = s.trim();
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.rewind();
+    let _ = Read::by_ref(file).take(32).read_to_string(&mut text);
+    let pid = text.trim();
     if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
         pid.to_string()
     } else {
@@ -110,11 +110,11 @@ fn holder(f: &mut File) -> String {
 
 /// Take the run lock under `host`'s root, waiting (with a message naming the holder) or
 /// refusing per `wait`. `poll` is how often a waiting run tries again.
-pub fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
+pub(crate) fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
     let path = host.path(LOCK_FILE);
-    let mut f = open_lock_file(&path)?;
-    if !try_lock(&f)? {
-        let pid = holder(&mut f);
+    let mut file = open_lock_file(&path)?;
+    if !try_lock(&file)? {
+        let pid = holder(&mut file);
         if wait == Wait::NoWait {
             return Err(check(format!(
                 "another root run of ebpf-prof (pid {pid}) is in progress and changes the same sysctls: wait for it to end, or drop --no-wait to wait for it"
@@ -124,19 +124,19 @@ pub fn acquire(host: &Host, wait: Wait, poll: Duration) -> Result<RunLock> {
             "waiting for ebpf-prof pid {pid} to finish (it holds {}; Ctrl-C to give up, --no-wait to refuse instead)",
             path.display()
         ));
-        while !try_lock(&f)? {
+        while !try_lock(&file)? {
             std::thread::sleep(poll);
         }
     }
-    f.set_len(0)?;
-    f.rewind()?;
-    writeln!(f, "{}", std::process::id())?;
-    Ok(RunLock { _file: f, path })
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(RunLock { _file: file, path })
 }
 
 /// The lock for a root run of a machine-changing command; `None` when not root (such a run
 /// cannot change the machine and fails later with its own message).
-pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
+pub(crate) fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
     if !super::security::is_root() {
         return Ok(None);
     }
@@ -155,7 +155,7 @@ pub fn for_root_run(wait: Wait) -> Result<Option<RunLock>> {
 /// The lock for putting back what a killed run left, when nobody holds it: recovery must not
 /// run while another run records (it could restore a value that run relies on). `None` when
 /// not root, or when the lock is taken: then the holder's run, or a later start, recovers.
-pub fn for_recovery() -> Option<RunLock> {
+pub(crate) fn for_recovery() -> Option<RunLock> {
     if !super::security::is_root() {
         return None;
     }

@@ -17,10 +17,15 @@ pub fn running_build_id(host: &Host) -> Option<Vec<u8>> {
     gnu_build_id(&notes)
 }
 
+/// Lower-case hex, as the kernel and perf print build ids and BPF program tags.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// The GNU build id among ELF notes in the host's byte order: each note is a name size, a
 /// descriptor size and a type (32 bits each), then the name and the descriptor, each padded
 /// to 4 bytes.
-pub fn gnu_build_id(notes: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn gnu_build_id(notes: &[u8]) -> Option<Vec<u8>> {
     let mut rest = notes;
     while rest.len() >= 12 {
         let word =

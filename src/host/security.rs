@@ -9,21 +9,21 @@ pub const CAP_PERFMON: u32 = 38;
 pub const CAP_BPF: u32 = 39;
 
 /// The effective capability mask of this process (`CapEff` in /proc/self/status).
-pub fn effective_caps(host: &Host) -> Option<u64> {
+pub(crate) fn effective_caps(host: &Host) -> Option<u64> {
     let status = host.read("proc/self/status").ok()?;
     parse_cap_eff(&status)
 }
 
 /// The effective capability mask of the calling thread (`/proc/thread-self/status`:
 /// credentials are per thread, and /proc/self shows the main thread's).
-pub fn thread_caps(host: &Host) -> Option<u64> {
+pub(crate) fn thread_caps(host: &Host) -> Option<u64> {
     let status = host.read("proc/thread-self/status").ok()?;
     parse_cap_eff(&status)
 }
 
 /// Whether `mask` may load and attach tracing BPF programs at all: CAP_SYS_ADMIN, or CAP_BPF
 /// with CAP_PERFMON.
-pub fn can_load_bpf(mask: u64) -> bool {
+pub(crate) fn can_load_bpf(mask: u64) -> bool {
     has_cap(mask, CAP_SYS_ADMIN) || (has_cap(mask, CAP_BPF) && has_cap(mask, CAP_PERFMON))
 }
 
@@ -34,7 +34,7 @@ pub fn parse_cap_eff(status: &str) -> Option<u64> {
 }
 
 /// Whether `mask` holds capability `cap`.
-pub fn has_cap(mask: u64, cap: u32) -> bool {
+pub(crate) fn has_cap(mask: u64, cap: u32) -> bool {
     cap < 64 && mask & (1u64 << cap) != 0
 }
 
@@ -47,7 +47,7 @@ pub fn can_record(mask: u64) -> bool {
 }
 
 /// Whether the effective user id is 0.
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
@@ -98,28 +98,31 @@ fn securityfs(host: &Host, name: &str) -> std::io::Result<String> {
 /// The lockdown mode, read from `/sys/kernel/security/lockdown`.
 pub fn lockdown(host: &Host) -> Lockdown {
     match securityfs(host, "lockdown") {
-        Ok(t) => parse_lockdown(&t).map_or_else(|| Lockdown::Unknown(t), Lockdown::Mode),
-        Err(e) => Lockdown::Unknown(format!(
-            "{e} (securityfs not mounted? sudo mount -t securityfs none /sys/kernel/security)"
+        Ok(text) => parse_lockdown(&text).map_or_else(|| Lockdown::Unknown(text), Lockdown::Mode),
+        Err(err) => Lockdown::Unknown(format!(
+            "{err} (securityfs not mounted? sudo mount -t securityfs none /sys/kernel/security)"
         )),
     }
 }
 
 /// The active LSMs, from `/sys/kernel/security/lsm`.
-pub fn lsm_list(host: &Host) -> Option<Vec<String>> {
-    let t = securityfs(host, "lsm").ok()?;
-    Some(t.split(',').map(str::to_string).collect())
+pub(crate) fn lsm_list(host: &Host) -> Option<Vec<String>> {
+    let text = securityfs(host, "lsm").ok()?;
+    Some(text.split(',').map(str::to_string).collect())
 }
 
 /// Whether a hardware PMU is registered (x86 `cpu`, hybrid `cpu_core`/`cpu_atom`, Arm `armv8_*`).
 /// Without one, `cycles` is not supported and perf samples `cpu-clock` instead.
-pub fn hardware_pmu(host: &Host) -> bool {
+pub(crate) fn hardware_pmu(host: &Host) -> bool {
     let Ok(dir) = std::fs::read_dir(host.path("sys/bus/event_source/devices")) else {
         return false;
     };
-    dir.flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().to_string();
-        n == "cpu" || n.starts_with("cpu_") || n.starts_with("armv") || n.contains("_pmu")
+    dir.flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().to_string();
+        name == "cpu"
+            || name.starts_with("cpu_")
+            || name.starts_with("armv")
+            || name.contains("_pmu")
     })
 }
 

@@ -4,7 +4,7 @@ use super::Host;
 use anyhow::{Context, Result};
 
 /// The `/proc/sys` path of a dotted sysctl name (`net.core.bpf_jit_enable`).
-pub fn proc_path(name: &str) -> String {
+pub(crate) fn proc_path(name: &str) -> String {
     format!("proc/sys/{}", name.replace('.', "/"))
 }
 
@@ -26,14 +26,14 @@ pub enum Reading {
 /// Read `name`, telling a missing sysctl from an unreadable one.
 pub fn probe(host: &Host, name: &str) -> Reading {
     match host.read(&proc_path(name)) {
-        Ok(v) => Reading::Value(v),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
-        Err(e) => Reading::Unreadable(e.to_string()),
+        Ok(value) => Reading::Value(value),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Reading::Missing,
+        Err(err) => Reading::Unreadable(err.to_string()),
     }
 }
 
 /// A sysctl's value as an integer, `None` when absent or not a number.
-pub fn read_int(host: &Host, name: &str) -> Option<i64> {
+pub(crate) fn read_int(host: &Host, name: &str) -> Option<i64> {
     read(host, name).ok()?.parse().ok()
 }
 
@@ -60,15 +60,16 @@ type Journal = Box<dyn Fn(&[Saved]) -> Result<()>>;
 /// Only values that actually change are recorded, so a setting that was already right is never
 /// written at all (e.g. `bpf_jit_enable` on a CONFIG_BPF_JIT_ALWAYS_ON kernel, where writing 0
 /// would fail anyway).
-pub struct SysctlGuard {
+pub(crate) struct SysctlGuard {
     host: Host,
     saved: Vec<Saved>,
     on_change: Option<Journal>,
 }
 
 impl std::fmt::Debug for SysctlGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SysctlGuard")
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SysctlGuard")
             .field("saved", &self.saved)
             .finish()
     }
@@ -87,8 +88,11 @@ impl SysctlGuard {
     /// Call `f` with the full list of pending restorations before every change, so it can be
     /// written somewhere that survives SIGKILL, and after restoring with what is still pending
     /// (empty when everything went back).
-    pub fn with_journal(mut self, f: impl Fn(&[Saved]) -> Result<()> + 'static) -> SysctlGuard {
-        self.on_change = Some(Box::new(f));
+    pub fn with_journal(
+        mut self,
+        journal: impl Fn(&[Saved]) -> Result<()> + 'static,
+    ) -> SysctlGuard {
+        self.on_change = Some(Box::new(journal));
         self
     }
 
@@ -126,17 +130,17 @@ impl SysctlGuard {
         }
         let mut failed = Vec::new();
         let mut first_err = None;
-        while let Some(s) = self.saved.pop() {
-            if let Some(now) = changed_by_someone_else(&self.host, &s) {
+        while let Some(saved) = self.saved.pop() {
+            if let Some(now) = changed_by_someone_else(&self.host, &saved) {
                 crate::out::say(format!(
                     "warning: left {}={now} as it is: we had set it to {}, and someone else changed it during the run (it was {} before)",
-                    s.name, s.during, s.before
+                    saved.name, saved.during, saved.before
                 ));
                 continue;
             }
-            if let Err(e) = write(&self.host, &s.name, &s.before) {
-                first_err.get_or_insert(e);
-                failed.push(s);
+            if let Err(err) = write(&self.host, &saved.name, &saved.before) {
+                first_err.get_or_insert(err);
+                failed.push(saved);
             }
         }
         if let Some(journal) = &self.on_change {
@@ -148,14 +152,16 @@ impl SysctlGuard {
 
 /// The value `s` holds now, when it is no longer the one we set: another tool (or another run)
 /// changed it meanwhile, and writing our old value back would undo its change.
-fn changed_by_someone_else(host: &Host, s: &Saved) -> Option<String> {
-    read(host, &s.name).ok().filter(|now| *now != s.during)
+fn changed_by_someone_else(host: &Host, saved: &Saved) -> Option<String> {
+    read(host, &saved.name)
+        .ok()
+        .filter(|now| *now != saved.during)
 }
 
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
-        if let Err(e) = self.restore() {
-            crate::out::say(format!("warning: {e:#}"));
+        if let Err(err) = self.restore() {
+            crate::out::say(format!("warning: {err:#}"));
         }
     }
 }

@@ -17,8 +17,8 @@ pub struct Annotate {
 
 /// The state of feature `name` in `--build-options` output.
 fn feature(text: &str, name: &str) -> Option<bool> {
-    text.lines().find_map(|l| {
-        let (key, rest) = l.split_once(':')?;
+    text.lines().find_map(|line| {
+        let (key, rest) = line.split_once(':')?;
         if key.trim() != name {
             return None;
         }
@@ -38,7 +38,7 @@ fn feature(text: &str, name: &str) -> Option<bool> {
 
 /// Read `perf version --build-options` output. `libbfd` (perf ≤ 6.x) or `libopcodes`/
 /// `libbfd-buildid`-era names: any of the disassembly libraries on means it can annotate.
-pub fn parse_annotate(text: &str) -> Annotate {
+pub(crate) fn parse_annotate(text: &str) -> Annotate {
     let names = ["libbfd", "libopcodes", "libcapstone", "libllvm"];
     let seen: Vec<(&str, bool)> = names
         .iter()

@@ -21,10 +21,11 @@
 //! An explicit `--perf` or `$PERF` is never fallen through: missing, not running, or (as root)
 //! replaceable by another user, it is the error.
 
+use super::nearest::Ranked;
 use super::probe::run_version;
 use super::trust::{check_trust, trusted_owners, untrusted_reason};
 use crate::error::{check, usage};
-use crate::perf::version::{install_hint, kernel_major_minor, PerfVersion};
+use crate::perf::version::{install_hint, kernel_major_minor, MajorMinor, PerfVersion};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -75,7 +76,7 @@ impl Source {
 
 /// Everything the search depends on, so tests can point it at a temp tree.
 #[derive(Debug, Clone)]
-pub struct Locator {
+pub(crate) struct Locator {
     /// `--perf PATH`; wins over `env`.
     pub explicit: Option<PathBuf>,
     /// `$PERF`; an empty value counts as unset.
@@ -107,9 +108,22 @@ impl Locator {
     }
 }
 
+/// A candidate passed over, and why. It is written to JSON as `[path, why]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+impl Serialize for Rejected {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (&self.path, &self.why).serialize(serializer)
+    }
+}
+
 /// A perf binary worth trying.
 #[derive(Debug, Clone, Serialize)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The path as found (not canonicalized).
     pub path: PathBuf,
     /// Where it came from.
@@ -134,7 +148,7 @@ pub struct FoundPerf {
     /// The warning to print when it is not, naming the package to install (no `warning:` prefix).
     pub mismatch_hint: Option<String>,
     /// Candidates tried before this one that did not run, and why.
-    pub rejected: Vec<(PathBuf, String)>,
+    pub rejected: Vec<Rejected>,
     /// Which perf was chosen and why, in one line (for `doctor` and the run record).
     pub choice: String,
 }
@@ -142,7 +156,7 @@ pub struct FoundPerf {
 /// The candidates in search order, existing files only, without duplicates (by canonical
 /// path: Ubuntu's linux-tools/<release>/perf links to linux-tools-<abi>/perf). With `--perf` or
 /// `$PERF` set, only that one (none if it does not exist: `locate` reports that).
-pub fn candidates(loc: &Locator) -> Vec<Candidate> {
+pub(crate) fn candidates(loc: &Locator) -> Vec<Candidate> {
     let list = match explicit_choice(loc) {
         Some((given, source)) => resolve_explicit(loc, &given, source)
             .map(|path| {
@@ -163,7 +177,7 @@ pub fn candidates(loc: &Locator) -> Vec<Candidate> {
 
 /// Finds the perf to use: the explicit one or the first candidate whose `--version` works.
 /// The error is one line: what was tried (and why each failed) and how to install perf.
-pub fn locate(loc: &Locator) -> Result<FoundPerf> {
+pub(crate) fn locate(loc: &Locator) -> Result<FoundPerf> {
     if let Some((given, source)) = explicit_choice(loc) {
         return locate_explicit(loc, &given, source);
     }
@@ -171,13 +185,19 @@ pub fn locate(loc: &Locator) -> Result<FoundPerf> {
     for candidate in candidates(loc) {
         if loc.as_root {
             if let Some(why) = untrusted_reason(&candidate.path, &trusted_owners()) {
-                rejected.push((candidate.path, format!("not run as root: {why}")));
+                rejected.push(Rejected {
+                    path: candidate.path,
+                    why: format!("not run as root: {why}"),
+                });
                 continue;
             }
         }
         match run_version(&candidate.path, VERSION_TIMEOUT) {
             Ok(version) => return Ok(found(loc, candidate, version, rejected)),
-            Err(why) => rejected.push((candidate.path, why)),
+            Err(why) => rejected.push(Rejected {
+                path: candidate.path,
+                why,
+            }),
         }
     }
     Err(none_found(loc, &rejected))
@@ -252,13 +272,13 @@ fn search_list(loc: &Locator) -> Vec<Candidate> {
         }
     }
     let (same, other) = super::nearest::nearest_linux_tools(&loc.root, &loc.kernel_release);
-    let nearest = |(path, note)| Candidate {
-        path,
+    let nearest = |ranked: Ranked| Candidate {
+        path: ranked.path,
         source: Source::LinuxToolsNearest,
-        note: Some(note),
+        note: Some(ranked.why),
     };
     list.extend(same.into_iter().map(nearest));
-    if let Some((major, minor)) = kernel_major_minor(&loc.kernel_release) {
+    if let Some(MajorMinor { major, minor }) = kernel_major_minor(&loc.kernel_release) {
         list.extend(on_path(
             loc,
             &format!("perf_{major}.{minor}"),
@@ -330,7 +350,7 @@ fn found(
     loc: &Locator,
     candidate: Candidate,
     version: PerfVersion,
-    rejected: Vec<(PathBuf, String)>,
+    rejected: Vec<Rejected>,
 ) -> FoundPerf {
     let matches_kernel = version.matches_kernel(&loc.kernel_release);
     let mismatch_hint = (!matches_kernel).then(|| mismatch_warning(loc, &candidate.path, &version));
@@ -353,7 +373,7 @@ fn choice_line(
     loc: &Locator,
     candidate: &Candidate,
     version: &PerfVersion,
-    rejected: &[(PathBuf, String)],
+    rejected: &[Rejected],
 ) -> String {
     let mut line = format!(
         "{} (perf {}) from {}",
@@ -381,7 +401,7 @@ fn choice_line(
 /// One line: which perf, which kernel, that it still works, and the package to install.
 fn mismatch_warning(loc: &Locator, path: &Path, version: &PerfVersion) -> String {
     let kernel = kernel_major_minor(&loc.kernel_release)
-        .map_or_else(String::new, |(major, minor)| format!(" ({major}.{minor})"));
+        .map_or_else(String::new, |version| format!(" ({version})"));
     format!(
         "perf {} at {} does not match the running kernel {}{kernel}: it still works, but may not \
          know this kernel's newer features; for a matching perf: {}, or build tools/perf from the \
@@ -394,14 +414,14 @@ fn mismatch_warning(loc: &Locator, path: &Path, version: &PerfVersion) -> String
 }
 
 /// The error when nothing worked: what was tried, or where we looked, and how to install perf.
-fn none_found(loc: &Locator, rejected: &[(PathBuf, String)]) -> anyhow::Error {
+fn none_found(loc: &Locator, rejected: &[Rejected]) -> anyhow::Error {
     let hint = install_hint(&read_os_release(&loc.root), &loc.kernel_release);
     let tried = if rejected.is_empty() {
         format!("looked for {}", searched_places(loc))
     } else {
         let each: Vec<String> = rejected
             .iter()
-            .map(|(path, why)| format!("{} ({why})", path.display()))
+            .map(|passed| format!("{} ({})", passed.path.display(), passed.why))
             .collect();
         format!("tried {}", each.join("; "))
     };
@@ -416,8 +436,8 @@ fn searched_places(loc: &Locator) -> String {
         .iter()
         .map(|(path, _)| path.display().to_string())
         .collect();
-    if let Some((major, minor)) = kernel_major_minor(&loc.kernel_release) {
-        places.push(format!("perf_{major}.{minor} on PATH"));
+    if let Some(version) = kernel_major_minor(&loc.kernel_release) {
+        places.push(format!("perf_{version} on PATH"));
     }
     places.push("perf on PATH".to_string());
     places.join(", ")

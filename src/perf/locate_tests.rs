@@ -1,5 +1,6 @@
 //! Tests of the perf search against fixture trees of each distribution's layout.
 use super::*;
+use crate::perf::version::MajorMinor;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Instant;
 use tempfile::TempDir;
@@ -123,7 +124,7 @@ fn ubuntu_wrapper_without_the_running_kernels_tools_is_rejected_with_its_warning
     let found = locate(&loc).unwrap();
     assert_eq!((found.path, found.source), (built, Source::Path));
     assert_eq!(found.rejected.len(), 1);
-    let (path, why) = &found.rejected[0];
+    let Rejected { path, why } = &found.rejected[0];
     assert_eq!(path, &wrapper);
     assert!(
         why.starts_with("exited with status 2: WARNING: perf not found for kernel 6.8.0-134"),
@@ -323,11 +324,11 @@ fn failing_candidate_is_rejected_with_its_stderr() {
     assert_eq!(found.path, good);
     assert_eq!(
         found.rejected,
-        vec![(
-            broken,
-            "exited with status 127: perf: error while loading shared libraries: libpython3.11.so"
+        vec![Rejected {
+            path: broken,
+            why: "exited with status 127: perf: error while loading shared libraries: libpython3.11.so"
                 .to_string()
-        )]
+        }]
     );
 }
 
@@ -579,7 +580,7 @@ const NEAREST_CASES: &[(&str, &[&str], &str, &str)] = &[
     ),
 ];
 
-/// Issue 13.7: a custom kernel's perf lives under a linux-tools name that is not `uname -r`.
+/// A custom kernel's perf lives under a linux-tools name that is not `uname -r`.
 #[test]
 fn nearest_linux_tools_by_major_minor_table() {
     for (release, dirs, want, why) in NEAREST_CASES {
@@ -647,11 +648,12 @@ fn exact_release_still_beats_a_nearest_version() {
 #[test]
 fn version_rank_prefers_same_major_nearest_minor_then_newer() {
     use super::super::nearest::version_rank;
-    let k = Some((6, 10));
-    let mut v = [(5, 10), (6, 9), (6, 11), (6, 10), (7, 0), (6, 2)];
-    v.sort_by_key(|x| version_rank(Some(*x), k));
-    assert_eq!(v, [(6, 10), (6, 11), (6, 9), (6, 2), (5, 10), (7, 0)]);
-    assert!(version_rank(None, k) > version_rank(Some((1, 0)), k));
+    let version = |major, minor| MajorMinor { major, minor };
+    let kernel = Some(version(6, 10));
+    let mut found = [(5, 10), (6, 9), (6, 11), (6, 10), (7, 0), (6, 2)];
+    found.sort_by_key(|&(major, minor)| version_rank(Some(version(major, minor)), kernel));
+    assert_eq!(found, [(6, 10), (6, 11), (6, 9), (6, 2), (5, 10), (7, 0)]);
+    assert!(version_rank(None, kernel) > version_rank(Some(version(1, 0)), kernel));
 }
 
 fn chown(p: &Path, uid: u32) {
@@ -660,7 +662,7 @@ fn chown(p: &Path, uid: u32) {
 
 const NOBODY: u32 = 65534;
 
-/// Issue 12.2: as root, a perf owned by another user in a 0755 directory is refused.
+/// As root, a perf owned by another user in a 0755 directory is refused.
 #[test]
 fn perf_owned_by_another_user_is_refused_as_root() {
     if !running_as_root() {
@@ -685,7 +687,7 @@ fn perf_owned_by_another_user_is_refused_as_root() {
     assert!(msg.contains("opt belongs to uid 65534"), "{msg}");
 }
 
-/// Issue 12.2: a 0777 directory anywhere above the perf (here its grandparent) is refused.
+/// A 0777 directory anywhere above the perf is refused, here its grandparent.
 #[test]
 fn world_writable_grandparent_is_refused_as_root() {
     let t = Tree::trusted();
@@ -707,7 +709,7 @@ fn world_writable_grandparent_is_refused_as_root() {
     assert!(check_trust(&t.path("bin/perf"), "x", true, false).is_ok());
 }
 
-/// Issue 12.2: a perf found on PATH is checked too; an untrusted one is passed over, with why.
+/// A perf found on PATH is checked too, and an untrusted one is passed over with the reason.
 #[test]
 fn untrusted_perf_on_path_is_passed_over_as_root() {
     let t = Tree::trusted();
@@ -720,7 +722,7 @@ fn untrusted_perf_on_path_is_passed_over_as_root() {
     assert_eq!(found.path, good);
     assert_eq!(found.rejected.len(), 1, "{:?}", found.rejected);
     assert!(
-        found.rejected[0].1.contains("not run as root"),
+        found.rejected[0].why.contains("not run as root"),
         "{:?}",
         found.rejected
     );

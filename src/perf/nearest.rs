@@ -11,28 +11,30 @@
 //! the user built, is then as good a guess, and Ubuntu's wrapper on `PATH` fails and passes
 //! the search on to them).
 
-use super::version::kernel_major_minor;
+use super::version::{kernel_major_minor, MajorMinor};
 use std::path::{Path, PathBuf};
 
 /// Sort key of a linux-tools version against the kernel's: smaller is better.
-pub(super) fn version_rank(found: Option<(u32, u32)>, kernel: Option<(u32, u32)>) -> (u8, u64, u8) {
-    let (Some((maj, min)), Some((kmaj, kmin))) = (found, kernel) else {
+pub(super) fn version_rank(found: Option<MajorMinor>, kernel: Option<MajorMinor>) -> (u8, u64, u8) {
+    let (Some(found), Some(kernel)) = (found, kernel) else {
         return (3, 0, 0);
     };
-    let older = u8::from((maj, min) < (kmaj, kmin));
-    if (maj, min) == (kmaj, kmin) {
+    let older = u8::from(found < kernel);
+    let minors = u64::from(found.minor.abs_diff(kernel.minor));
+    if found == kernel {
         (0, 0, 0)
-    } else if maj == kmaj {
-        (1, u64::from(min.abs_diff(kmin)), older)
+    } else if found.major == kernel.major {
+        (1, minors, older)
     } else {
-        let dist = u64::from(maj.abs_diff(kmaj)) * 1000 + u64::from(min.abs_diff(kmin));
-        (2, dist, older)
+        let majors = u64::from(found.major.abs_diff(kernel.major));
+        (2, majors * 1000 + minors, older)
     }
 }
 
 /// The numbers of a version string, for the last tie-break (higher first): `6.8.0-134` → 6,8,0,134.
-fn numbers(v: &str) -> Vec<u64> {
-    v.split(|c: char| !c.is_ascii_digit())
+fn numbers(version: &str) -> Vec<u64> {
+    version
+        .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
         .collect()
 }
@@ -43,16 +45,16 @@ fn scan(root: &Path) -> Vec<(PathBuf, String)> {
     let lib = root.join("usr/lib");
     let mut found = Vec::new();
     if let Ok(dirs) = std::fs::read_dir(lib.join("linux-tools")) {
-        for e in dirs.flatten() {
-            let version = e.file_name().to_string_lossy().into_owned();
-            found.push((e.path().join("perf"), version));
+        for entry in dirs.flatten() {
+            let version = entry.file_name().to_string_lossy().into_owned();
+            found.push((entry.path().join("perf"), version));
         }
     }
     if let Ok(dirs) = std::fs::read_dir(&lib) {
-        for e in dirs.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+        for entry in dirs.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(version) = name.strip_prefix("linux-tools-") {
-                found.push((e.path().join("perf"), version.to_string()));
+                found.push((entry.path().join("perf"), version.to_string()));
             }
         }
     }
@@ -61,46 +63,50 @@ fn scan(root: &Path) -> Vec<(PathBuf, String)> {
 }
 
 /// A linux-tools perf and why it is ranked where it is.
-pub(super) type Ranked = (PathBuf, String);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Ranked {
+    pub path: PathBuf,
+    pub why: String,
+}
 
 /// The perfs, best first, each with why it is where it is: those of the running kernel's
 /// major.minor, and the others.
 pub(super) fn nearest_linux_tools(root: &Path, release: &str) -> (Vec<Ranked>, Vec<Ranked>) {
     let kernel = kernel_major_minor(release);
     let mut found = scan(root);
-    found.sort_by(|(pa, a), (pb, b)| {
-        let ka = version_rank(kernel_major_minor(a), kernel);
-        let kb = version_rank(kernel_major_minor(b), kernel);
+    found.sort_by(|(pa, left), (pb, right)| {
+        let ka = version_rank(kernel_major_minor(left), kernel);
+        let kb = version_rank(kernel_major_minor(right), kernel);
         ka.cmp(&kb)
-            .then_with(|| numbers(b).cmp(&numbers(a)))
+            .then_with(|| numbers(right).cmp(&numbers(left)))
             .then_with(|| pa.cmp(pb))
     });
-    let all: Vec<String> = found.iter().map(|(_, v)| v.clone()).collect();
-    let (same, other): (Vec<_>, Vec<_>) = found
-        .into_iter()
-        .map(|(path, version)| {
-            let same = kernel.is_some() && kernel_major_minor(&version) == kernel;
-            (same, (path, note(&version, release, kernel, &all)))
-        })
-        .partition(|(same, _)| *same);
-    (strip(same), strip(other))
-}
-
-fn strip(v: Vec<(bool, Ranked)>) -> Vec<Ranked> {
-    v.into_iter().map(|(_, c)| c).collect()
+    let all: Vec<String> = found.iter().map(|(_, version)| version.clone()).collect();
+    let mut same = Vec::new();
+    let mut other = Vec::new();
+    for (path, version) in found {
+        let ranked = Ranked {
+            path,
+            why: note(&version, release, kernel, &all),
+        };
+        if kernel.is_some() && kernel_major_minor(&version) == kernel {
+            same.push(ranked);
+        } else {
+            other.push(ranked);
+        }
+    }
+    (same, other)
 }
 
 /// Why a linux-tools of `version` was ranked where it is.
-fn note(version: &str, release: &str, kernel: Option<(u32, u32)>, all: &[String]) -> String {
+fn note(version: &str, release: &str, kernel: Option<MajorMinor>, all: &[String]) -> String {
     let others = all.join(", ");
     match (kernel_major_minor(version), kernel) {
-        (Some(v), Some(k)) if v == k => format!(
-            "no linux-tools for {release} itself (a custom-built kernel?); {version} has the running kernel's major.minor {}.{} (installed: {others})",
-            k.0, k.1
+        (Some(found), Some(kernel)) if found == kernel => format!(
+            "no linux-tools for {release} itself (a custom-built kernel?); {version} has the running kernel's major.minor {kernel} (installed: {others})"
         ),
-        (Some(v), Some(k)) => format!(
-            "no linux-tools for {}.{} (the running kernel {release}); {version} ({}.{}) is the nearest installed (installed: {others})",
-            k.0, k.1, v.0, v.1
+        (Some(found), Some(kernel)) => format!(
+            "no linux-tools for {kernel} (the running kernel {release}); {version} ({found}) is the nearest installed (installed: {others})"
         ),
         _ => format!(
             "its directory names no version to compare with {release}; tried after those that do (installed: {others})"

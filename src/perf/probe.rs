@@ -23,7 +23,7 @@ pub(super) fn run_version(path: &Path, timeout: Duration) -> Result<PerfVersion,
 
 /// `<path> --version` with stdin closed and output captured, killed after `timeout`.
 fn run_with_timeout(path: &Path, timeout: Duration) -> Result<Output, String> {
-    let handle = start_version(path).map_err(|e| format!("could not run it: {e}"))?;
+    let handle = start_version(path).map_err(|err| format!("could not run it: {err}"))?;
     match handle.wait_timeout(timeout) {
         Ok(Some(output)) => Ok(output.clone()),
         Ok(None) => {
@@ -33,7 +33,7 @@ fn run_with_timeout(path: &Path, timeout: Duration) -> Result<Output, String> {
                 timeout.as_secs_f32()
             ))
         }
-        Err(e) => Err(format!("could not wait for it: {e}")),
+        Err(err) => Err(format!("could not wait for it: {err}")),
     }
 }
 
@@ -53,7 +53,7 @@ fn start_version(path: &Path) -> std::io::Result<duct::Handle> {
     let mut tries = 0;
     loop {
         match expression.start() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 10 => {
+            Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) && tries < 10 => {
                 tries += 1;
                 thread::sleep(Duration::from_millis(20));
             }

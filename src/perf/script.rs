@@ -1,6 +1,9 @@
 //! `perf script` as a stream: started with the run's kallsyms snapshot (`--kallsyms=`) so kernel
 //! frames keep their names for a reader that /proc/kallsyms shows only zeros to
 //! (kptr_restrict=1), read as it comes, with a progress line on a terminal.
+//!
+//! [`ProgressLine`] is the one progress line of the tool, also drawn by the perf.data reader:
+//! whoever shows progress on the terminal draws through it.
 
 use crate::error::{child, usage};
 use anyhow::{Context, Result};
@@ -20,24 +23,24 @@ pub fn argv(
     kallsyms: Option<&Path>,
     force: bool,
 ) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> =
+    let mut args: Vec<std::ffi::OsString> =
         vec![perf.into(), "script".into(), "-i".into(), data.into()];
     if force {
-        a.push("-f".into());
+        args.push("-f".into());
     }
-    if let Some(k) = kallsyms {
+    if let Some(snapshot) = kallsyms {
         let mut opt = std::ffi::OsString::from("--kallsyms=");
-        opt.push(k);
-        a.push(opt);
+        opt.push(snapshot);
+        args.push(opt);
     }
-    a
+    args
 }
 
 /// The descriptor number `perf script` reads the profile from (see [`Script::start`]).
 const DATA_FD: i32 = 3;
 
 /// A running `perf script`: read its output from [`Script::reader`], then call [`Script::finish`].
-pub struct Script {
+pub(crate) struct Script {
     child: Child,
     stderr: Option<JoinHandle<String>>,
     line: String,
@@ -67,17 +70,17 @@ impl Script {
         extra: &[&str],
     ) -> Result<Script> {
         let fd_path = format!("/proc/self/fd/{DATA_FD}");
-        let mut a = argv(perf, Path::new(&fd_path), kallsyms, force);
-        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let mut args = argv(perf, Path::new(&fd_path), kallsyms, force);
+        args.extend(extra.iter().map(std::ffi::OsString::from));
         let mut shown_argv = argv(perf, shown, kallsyms, force);
         shown_argv.extend(extra.iter().map(std::ffi::OsString::from));
         let line = shown_argv
             .iter()
-            .map(|s| s.to_string_lossy())
+            .map(|text| text.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut cmd = Command::new(&a[0]);
-        cmd.args(&a[1..])
+        let mut cmd = Command::new(&args[0]);
+        cmd.args(&args[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -87,12 +90,12 @@ impl Script {
         // fcntl does), and a failure fails the spawn.
         unsafe {
             cmd.pre_exec(move || {
-                let r = if src == DATA_FD {
+                let ret = if src == DATA_FD {
                     libc::fcntl(src, libc::F_SETFD, 0)
                 } else {
                     libc::dup2(src, DATA_FD)
                 };
-                if r < 0 {
+                if ret < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -101,11 +104,11 @@ impl Script {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", perf.display()))?;
-        let stderr = child.stderr.take().map(|mut e| {
+        let stderr = child.stderr.take().map(|mut pipe| {
             std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = e.read_to_string(&mut s);
-                s
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                text
             })
         });
         Ok(Script {
@@ -160,68 +163,139 @@ impl Script {
     }
 }
 
-/// A reader that shows bytes read so far on stderr, at most ten times a second, when stderr is a
-/// terminal; it clears its line when dropped.
-pub struct Progress<R> {
-    inner: R,
-    label: &'static str,
-    bytes: u64,
-    last: Instant,
-    shown: bool,
+/// The terminal's progress line, held while a long step draws on it. Only one holder draws at
+/// a time ([`crate::out::claim_progress_line`]): when steps run side by side (`diff`), the
+/// first to draw keeps the line and the others stay quiet, instead of taking turns on it. The
+/// line is drawn over with a carriage return, and cleared and given back when dropped.
+#[derive(Debug)]
+pub(crate) struct ProgressLine {
+    /// Whether this one has the line.
+    held: bool,
+    /// Whether it may still draw: stderr is a terminal and no other holder had the line.
     enabled: bool,
 }
 
-impl<R> Progress<R> {
-    /// Wrap `inner`.
-    pub fn new(inner: R, label: &'static str) -> Progress<R> {
-        let enabled = std::io::stderr().is_terminal();
-        Progress {
-            inner,
-            label,
-            bytes: 0,
-            last: Instant::now(),
-            shown: false,
-            enabled,
+impl ProgressLine {
+    /// A line drawn only when stderr is a terminal.
+    pub fn new() -> ProgressLine {
+        ProgressLine::with_terminal(std::io::stderr().is_terminal())
+    }
+
+    /// A line drawn only when `terminal` is true.
+    pub fn with_terminal(terminal: bool) -> ProgressLine {
+        ProgressLine {
+            held: false,
+            enabled: terminal,
         }
+    }
+
+    /// Whether it may draw now: it has the line already, or no other holder has it, and then
+    /// the line is this one's until it is dropped. One that finds the line taken stays quiet
+    /// for good.
+    pub fn claim(&mut self) -> bool {
+        if self.held {
+            return true;
+        }
+        if !self.enabled {
+            return false;
+        }
+        self.held = crate::out::claim_progress_line();
+        self.enabled = self.held;
+        self.held
+    }
+
+    /// Whether it may still draw, before any claim.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Draws `text` over the line when it may; false when it may not.
+    pub fn draw(&mut self, text: &str) -> bool {
+        if !self.claim() {
+            return false;
+        }
+        crate::out::err_text(&format!("\r{text}"));
+        true
     }
 }
 
-impl<R: Read> Read for Progress<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        if self.enabled && self.last.elapsed() > Duration::from_millis(100) {
-            // One progress line at a time: another read's has it, this one stays quiet.
-            if !self.shown && !crate::out::claim_progress_line() {
-                self.enabled = false;
-                return Ok(n);
-            }
-            const SPIN: [char; 4] = ['|', '/', '-', '\\'];
-            let c = SPIN[(self.bytes as usize / 4096) % 4];
-            crate::out::err_text(&format!(
-                "\r{c} {}: {:.1} MB read",
-                self.label,
-                self.bytes as f64 / 1e6
-            ));
-            self.last = Instant::now();
-            self.shown = true;
-        }
-        Ok(n)
+impl Default for ProgressLine {
+    fn default() -> ProgressLine {
+        ProgressLine::new()
     }
 }
 
-impl<R> Drop for Progress<R> {
+impl Drop for ProgressLine {
     fn drop(&mut self) {
-        if self.shown {
+        if self.held {
             crate::out::err_text("\r\x1b[K");
             crate::out::release_progress_line();
         }
     }
 }
 
+/// A reader that shows the bytes read so far on the progress line, at most ten times a second.
+pub(crate) struct Progress<R> {
+    inner: R,
+    label: &'static str,
+    bytes: u64,
+    last: Instant,
+    line: ProgressLine,
+}
+
+impl<R> Progress<R> {
+    /// Wrap `inner`.
+    pub fn new(inner: R, label: &'static str) -> Progress<R> {
+        Progress {
+            inner,
+            label,
+            bytes: 0,
+            last: Instant::now(),
+            line: ProgressLine::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let count = self.inner.read(buf)?;
+        self.bytes += count as u64;
+        if self.line.enabled() && self.last.elapsed() > Duration::from_millis(100) {
+            const SPIN: [char; 4] = ['|', '/', '-', '\\'];
+            let spin = SPIN[(self.bytes as usize / 4096) % 4];
+            let text = format!(
+                "{spin} {}: {:.1} MB read",
+                self.label,
+                self.bytes as f64 / 1e6
+            );
+            if self.line.draw(&text) {
+                self.last = Instant::now();
+            }
+        }
+        Ok(count)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_progress_line_draws_at_a_time() {
+        let mut first = ProgressLine::with_terminal(true);
+        let mut second = ProgressLine::with_terminal(true);
+        assert!(first.claim());
+        assert!(first.claim(), "the holder keeps drawing");
+        assert!(!second.claim(), "another stays quiet");
+        assert!(!second.enabled(), "for good");
+        drop(first);
+        let mut third = ProgressLine::with_terminal(true);
+        assert!(third.claim(), "free again once the first is gone");
+        assert!(
+            !ProgressLine::with_terminal(false).claim(),
+            "never off a terminal"
+        );
+    }
 
     #[test]
     fn argv_carries_kallsyms() {

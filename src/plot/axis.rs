@@ -18,8 +18,8 @@ impl LogScale {
     }
 
     /// Where `v` falls, 0 at `lo` and 1 at `hi` (outside for values out of range).
-    pub fn frac(&self, v: f64) -> f64 {
-        (v.max(1e-3).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+    pub fn frac(&self, ns: f64) -> f64 {
+        (ns.max(1e-3).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
     }
 }
 
@@ -50,20 +50,20 @@ pub(super) struct Panel {
 impl Panel {
     /// The x of latency `ns`.
     pub fn px(&self, ns: f64) -> f64 {
-        let x = self.left + self.x.frac(ns) * (self.right - self.left);
-        x.clamp(-1e4, 1e4)
+        let at = self.left + self.x.frac(ns) * (self.right - self.left);
+        at.clamp(-1e4, 1e4)
     }
 
     /// The y of cumulative fraction `f`.
-    pub fn py(&self, f: f64) -> f64 {
-        let t = match self.y {
-            YScale::Cdf => 1.0 - f,
+    pub fn py(&self, fraction: f64) -> f64 {
+        let down = match self.y {
+            YScale::Cdf => 1.0 - fraction,
             YScale::Tail => {
-                let s = (1.0 - f).max(TAIL_FLOOR / 100.0);
-                (s.log10() - 0.5f64.log10()) / (TAIL_FLOOR.log10() - 0.5f64.log10())
+                let survival = (1.0 - fraction).max(TAIL_FLOOR / 100.0);
+                (survival.log10() - 0.5f64.log10()) / (TAIL_FLOOR.log10() - 0.5f64.log10())
             }
         };
-        (self.top + t * (self.bottom - self.top)).clamp(-1e4, 1e4)
+        (self.top + down * (self.bottom - self.top)).clamp(-1e4, 1e4)
     }
 }
 
@@ -116,11 +116,11 @@ fn last_or_first_fit(
     fits: impl Fn(&[f64]) -> bool,
 ) -> Vec<f64> {
     let mut last = Vec::new();
-    for c in cands {
-        if fits(&c) {
-            return c;
+    for candidate in cands {
+        if fits(&candidate) {
+            return candidate;
         }
-        last = c;
+        last = candidate;
     }
     last
 }
@@ -130,22 +130,22 @@ fn decade_multiples(scale: &LogScale, mults: &[f64]) -> Vec<f64> {
     let first = scale.lo.log10().floor() as i32;
     let last = scale.hi.log10().ceil() as i32;
     let mut out = Vec::new();
-    for e in first..=last {
-        for m in mults {
-            let v = m * 10f64.powi(e);
-            if v >= scale.lo * 0.999_999 && v <= scale.hi * 1.000_001 {
-                out.push(v);
+    for exponent in first..=last {
+        for multiplier in mults {
+            let value = multiplier * 10f64.powi(exponent);
+            if value >= scale.lo * 0.999_999 && value <= scale.hi * 1.000_001 {
+                out.push(value);
             }
         }
     }
     out
 }
 
-fn every_kth_decade(scale: &LogScale, k: i32) -> Vec<f64> {
+fn every_kth_decade(scale: &LogScale, every: i32) -> Vec<f64> {
     let decades = decade_multiples(scale, &[1.0]);
     decades
         .into_iter()
-        .filter(|v| (v.log10().round() as i32) % k == 0)
+        .filter(|v| (v.log10().round() as i32) % every == 0)
         .collect()
 }
 
@@ -154,8 +154,8 @@ pub(super) fn nice_step(raw: f64) -> f64 {
     let mag = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
         .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw * 0.999)
+        .map(|multiplier| multiplier * mag)
+        .find(|step| *step >= raw * 0.999)
         .unwrap_or(10.0 * mag)
 }
 
@@ -163,7 +163,7 @@ pub(super) fn nice_step(raw: f64) -> f64 {
 fn linear(lo: f64, hi: f64, step: f64) -> Vec<f64> {
     let first = (lo / step).ceil() as i64;
     let last = (hi / step).floor() as i64;
-    (first..=last).map(|k| k as f64 * step).collect()
+    (first..=last).map(|index| index as f64 * step).collect()
 }
 
 #[cfg(test)]

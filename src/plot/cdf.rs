@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// One distribution to draw.
 #[derive(Debug, Clone)]
-pub struct CdfSeries {
+pub(crate) struct CdfSeries {
     /// Shown in the legend (any text; escaped).
     pub label: String,
     /// Latencies in ns, any order.
@@ -24,7 +24,7 @@ pub struct CdfSeries {
 
 /// Text around the plot.
 #[derive(Debug, Clone, Default)]
-pub struct PlotOptions {
+pub(crate) struct PlotOptions {
     /// The heading.
     pub title: String,
     /// A line under the heading, e.g. "Δp50 +212 ns [196, 228]; Δp99 +410 ns [380, 440]".
@@ -44,13 +44,13 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn pct(&self, p: f64) -> Option<f64> {
-        percentile_sorted(&self.sorted, p).map(|v| v as f64)
+    fn pct(&self, percentile: f64) -> Option<f64> {
+        percentile_sorted(&self.sorted, percentile).map(|v| v as f64)
     }
 }
 
 /// The SVG document: CDFs of `series` with p50/p99 marked, the legend, and `opts`' text.
-pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
+pub(crate) fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
     let prepared = prepare(series);
     let mut out = String::new();
     let _ = write!(
@@ -61,14 +61,14 @@ pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
 "##
     );
     header(&mut out, opts);
-    if prepared.iter().all(|s| s.sorted.is_empty()) {
+    if prepared.iter().all(|shown| shown.sorted.is_empty()) {
         out.push_str("<text x=\"450\" y=\"300\" text-anchor=\"middle\" fill=\"#666\">no samples</text>\n</svg>\n");
         return out;
     }
     for panel in panels(&prepared) {
         frame(&mut out, &panel);
-        for s in prepared.iter().filter(|s| !s.sorted.is_empty()) {
-            curve(&mut out, &panel, s);
+        for shown in prepared.iter().filter(|shown| !shown.sorted.is_empty()) {
+            curve(&mut out, &panel, shown);
         }
         markers(&mut out, &panel, &prepared);
         if let YScale::Cdf = panel.y {
@@ -80,19 +80,19 @@ pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
 }
 
 fn prepare(series: &[CdfSeries]) -> Vec<Prepared> {
-    let color = |i: usize| COLORS[i % COLORS.len()];
-    let sorted = |s: &CdfSeries| {
-        let mut v = s.samples.clone();
-        v.sort_unstable();
-        v
+    let color = |index: usize| COLORS[index % COLORS.len()];
+    let sorted = |input: &CdfSeries| {
+        let mut samples = input.samples.clone();
+        samples.sort_unstable();
+        samples
     };
     series
         .iter()
         .enumerate()
-        .map(|(i, s)| Prepared {
-            label: s.label.clone(),
-            color: color(i),
-            sorted: sorted(s),
+        .map(|(index, input)| Prepared {
+            label: input.label.clone(),
+            color: color(index),
+            sorted: sorted(input),
         })
         .collect()
 }
@@ -110,7 +110,8 @@ fn panels(series: &[Prepared]) -> [Panel; 2] {
             .fold(0.0, f64::max);
         LogScale::new(lo * 0.97, hi * 1.05)
     };
-    let (top, bottom) = (108.0, 492.0);
+    let top = 108.0;
+    let bottom = 492.0;
     [
         Panel {
             id: "body",
@@ -148,35 +149,37 @@ fn header(out: &mut String, opts: &PlotOptions) {
 
 /// The legend, in the body panel's lower right (a CDF leaves that corner empty): per series
 /// its colour and label, and under it p50, p99 and n.
-fn legend(out: &mut String, p: &Panel, series: &[Prepared]) {
+fn legend(out: &mut String, panel: &Panel, series: &[Prepared]) {
     let lines: Vec<(String, String)> = series
         .iter()
-        .map(|s| (s.label.clone(), figures(s)))
+        .map(|entry| (entry.label.clone(), figures(entry)))
         .collect();
     let widest = lines
         .iter()
         .map(|(l, f)| text_width(l, 12.0).max(text_width(f, 11.0)))
         .fold(0.0, f64::max);
-    let (w, h) = (widest + 48.0, 34.0 * lines.len() as f64 + 12.0);
-    let (x, y) = (p.right - 10.0 - w, p.bottom - 10.0 - h);
+    let box_width = widest + 48.0;
+    let box_height = 34.0 * lines.len() as f64 + 12.0;
+    let box_left = panel.right - 10.0 - box_width;
+    let box_top = panel.bottom - 10.0 - box_height;
     let _ = writeln!(
         out,
-        r##"<rect class="legend" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="4" fill="white" fill-opacity="0.92" stroke="#bbb"/>"##
+        r##"<rect class="legend" x="{box_left:.1}" y="{box_top:.1}" width="{box_width:.1}" height="{box_height:.1}" rx="4" fill="white" fill-opacity="0.92" stroke="#bbb"/>"##
     );
-    for (i, (s, (label, figs))) in series.iter().zip(&lines).enumerate() {
-        let top = y + 8.0 + 34.0 * i as f64;
+    for (row, (entry, (label, figs))) in series.iter().zip(&lines).enumerate() {
+        let top = box_top + 8.0 + 34.0 * row as f64;
         let _ = writeln!(
             out,
             r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-weight="bold">{}</text><text x="{:.1}" y="{:.1}" font-size="11" fill="#555">{}</text>"##,
-            x + 10.0,
+            box_left + 10.0,
             top + 10.0,
-            x + 32.0,
+            box_left + 32.0,
             top + 10.0,
-            s.color,
-            x + 38.0,
+            entry.color,
+            box_left + 38.0,
             top + 14.0,
             esc(label),
-            x + 38.0,
+            box_left + 38.0,
             top + 28.0,
             esc(figs)
         );
@@ -184,34 +187,35 @@ fn legend(out: &mut String, p: &Panel, series: &[Prepared]) {
 }
 
 /// "p50 1.16 µs · p99 1.63 µs · n 450,000", or "no samples".
-fn figures(s: &Prepared) -> String {
-    match (s.pct(50.0), s.pct(99.0)) {
+fn figures(series: &Prepared) -> String {
+    match (series.pct(50.0), series.pct(99.0)) {
         (Some(p50), Some(p99)) => format!(
             "p50 {} · p99 {} · n {}",
             fmt_duration(p50),
             fmt_duration(p99),
-            thousands(s.sorted.len())
+            thousands(series.sorted.len())
         ),
         _ => "no samples".to_string(),
     }
 }
 
 /// The panel's box, gridlines, tick labels and axis titles, and its clip path.
-fn frame(out: &mut String, p: &Panel) {
-    let (w, h) = (p.right - p.left, p.bottom - p.top);
+fn frame(out: &mut String, panel: &Panel) {
+    let width = panel.right - panel.left;
+    let height = panel.bottom - panel.top;
     let _ = writeln!(
         out,
-        r##"<clipPath id="clip-{id}"><rect x="{l}" y="{t}" width="{w}" height="{h}"/></clipPath>
+        r##"<clipPath id="clip-{id}"><rect x="{l}" y="{t}" width="{width}" height="{height}"/></clipPath>
 <text x="{l}" y="{ty}" font-weight="bold" fill="#333">{title}</text>
-<rect x="{l}" y="{t}" width="{w}" height="{h}" fill="#fbfbfb" stroke="#999"/>"##,
-        id = p.id,
-        l = p.left,
-        t = p.top,
-        ty = p.top - 8.0,
-        title = esc(p.title),
+<rect x="{l}" y="{t}" width="{width}" height="{height}" fill="#fbfbfb" stroke="#999"/>"##,
+        id = panel.id,
+        l = panel.left,
+        t = panel.top,
+        ty = panel.top - 8.0,
+        title = esc(panel.title),
     );
-    for tick in ticks(&p.x, w) {
-        let x = p.px(tick.value);
+    for tick in ticks(&panel.x, width) {
+        let at = panel.px(tick.value);
         let shade = if tick.label.is_some() {
             "#d4d4d4"
         } else {
@@ -219,30 +223,30 @@ fn frame(out: &mut String, p: &Panel) {
         };
         let _ = writeln!(
             out,
-            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{shade}"/>"##,
-            p.top, p.bottom
+            r##"<line x1="{at:.1}" y1="{}" x2="{at:.1}" y2="{}" stroke="{shade}"/>"##,
+            panel.top, panel.bottom
         );
         if let Some(label) = tick.label {
             let _ = writeln!(
                 out,
-                r##"<text class="xtick" x="{x:.2}" y="{}" text-anchor="middle" fill="#444">{}</text>"##,
-                p.bottom + 16.0,
+                r##"<text class="xtick" x="{at:.2}" y="{}" text-anchor="middle" fill="#444">{}</text>"##,
+                panel.bottom + 16.0,
                 esc(&label)
             );
         }
     }
-    y_ticks(out, p);
+    y_ticks(out, panel);
     let _ = writeln!(
         out,
         r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#444">latency (log scale)</text>"##,
-        p.left + w / 2.0,
-        p.bottom + 36.0
+        panel.left + width / 2.0,
+        panel.bottom + 36.0
     );
 }
 
 /// Gridlines and labels of the F axis: fractions for the CDF, percentiles for the tail.
-fn y_ticks(out: &mut String, p: &Panel) {
-    let marks: &[(f64, &str)] = match p.y {
+fn y_ticks(out: &mut String, panel: &Panel) {
+    let marks: &[(f64, &str)] = match panel.y {
         YScale::Cdf => &[
             (0.0, "0"),
             (0.25, "0.25"),
@@ -258,8 +262,8 @@ fn y_ticks(out: &mut String, p: &Panel) {
             (0.9999, "p99.99"),
         ],
     };
-    for (f, label) in marks {
-        let y = p.py(*f);
+    for (fraction, label) in marks {
+        let at = panel.py(*fraction);
         let dash = if *label == "0.5" || *label == "p99" {
             r##" stroke-dasharray="4 3""##
         } else {
@@ -267,29 +271,29 @@ fn y_ticks(out: &mut String, p: &Panel) {
         };
         let _ = writeln!(
             out,
-            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#d4d4d4"{dash}/><text x="{}" y="{:.1}" text-anchor="end" fill="#444">{label}</text>"##,
-            p.left,
-            p.right,
-            p.left - 6.0,
-            y + 4.0
+            r##"<line x1="{}" y1="{at:.1}" x2="{}" y2="{at:.1}" stroke="#d4d4d4"{dash}/><text x="{}" y="{:.1}" text-anchor="end" fill="#444">{label}</text>"##,
+            panel.left,
+            panel.right,
+            panel.left - 6.0,
+            at + 4.0
         );
     }
-    if let YScale::Cdf = p.y {
+    if let YScale::Cdf = panel.y {
         let _ = writeln!(
             out,
             r##"<text transform="translate(22 {:.1}) rotate(-90)" text-anchor="middle" fill="#444">cumulative fraction of calls</text>"##,
-            (p.top + p.bottom) / 2.0
+            (panel.top + panel.bottom) / 2.0
         );
     }
 }
 
 /// Indices of the points drawn: evenly spaced in rank, plus evenly spaced in log(1 − F).
-fn sample_indices(n: usize) -> Vec<usize> {
-    let even = (0..=HALF_POINTS).map(|j| j * (n - 1) / HALF_POINTS);
-    let decades = (n as f64).log10();
-    let tail = (0..=HALF_POINTS).map(|j| {
-        let survival = 10f64.powf(-decades * j as f64 / HALF_POINTS as f64);
-        n - ((survival * n as f64).ceil() as usize).clamp(1, n)
+fn sample_indices(count: usize) -> Vec<usize> {
+    let even = (0..=HALF_POINTS).map(|step| step * (count - 1) / HALF_POINTS);
+    let decades = (count as f64).log10();
+    let tail = (0..=HALF_POINTS).map(|step| {
+        let survival = 10f64.powf(-decades * step as f64 / HALF_POINTS as f64);
+        count - ((survival * count as f64).ceil() as usize).clamp(1, count)
     });
     let mut idx: Vec<usize> = even.chain(tail).collect();
     idx.sort_unstable();
@@ -298,45 +302,56 @@ fn sample_indices(n: usize) -> Vec<usize> {
 }
 
 /// One series' curve in a panel, at the middle of each step of its empirical CDF.
-fn curve(out: &mut String, p: &Panel, s: &Prepared) {
-    let n = s.sorted.len();
+fn curve(out: &mut String, panel: &Panel, series: &Prepared) {
+    let count = series.sorted.len();
     let mut points = String::new();
-    for i in sample_indices(n) {
-        let f = (i as f64 + 0.5) / n as f64;
-        let _ = write!(points, "{:.1},{:.1} ", p.px(s.sorted[i] as f64), p.py(f));
+    for index in sample_indices(count) {
+        let fraction = (index as f64 + 0.5) / count as f64;
+        let _ = write!(
+            points,
+            "{:.1},{:.1} ",
+            panel.px(series.sorted[index] as f64),
+            panel.py(fraction)
+        );
     }
     let _ = writeln!(
         out,
         r##"<polyline clip-path="url(#clip-{})" fill="none" stroke="{}" stroke-width="2" stroke-linejoin="round" points="{}"/>"##,
-        p.id,
-        s.color,
+        panel.id,
+        series.color,
         points.trim_end()
     );
 }
 
 /// p50 (body panel) or p99 (tail panel) of each series: a dot on the curve, a dashed drop line
 /// to the axis, and the value. Labels alternate sides by rank so two series do not collide.
-fn markers(out: &mut String, p: &Panel, series: &[Prepared]) {
-    let (q, name) = match p.y {
+fn markers(out: &mut String, panel: &Panel, series: &[Prepared]) {
+    let (percentile, name) = match panel.y {
         YScale::Cdf => (50.0, "p50"),
         YScale::Tail => (99.0, "p99"),
     };
-    let mut at: Vec<(f64, &Prepared)> =
-        series.iter().filter_map(|s| Some((s.pct(q)?, s))).collect();
+    let mut at: Vec<(f64, &Prepared)> = series
+        .iter()
+        .filter_map(|shown| Some((shown.pct(percentile)?, shown)))
+        .collect();
     at.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for (rank, (v, s)) in at.iter().enumerate() {
-        let (x, y) = (p.px(*v), p.py(q / 100.0));
-        let (lx, ly, anchor) = label_at(p.y, rank, x, y);
+    for (rank, (value, shown)) in at.iter().enumerate() {
+        let dot_x = panel.px(*value);
+        let dot_y = panel.py(percentile / 100.0);
+        let (lx, ly, anchor) = label_at(panel.y, rank, dot_x, dot_y);
         let _ = writeln!(
             out,
-            r##"<line x1="{x:.2}" y1="{y:.1}" x2="{x:.2}" y2="{}" stroke="{c}" stroke-dasharray="3 3"/>
-<circle class="{name}" data-series="{i}" cx="{x:.2}" cy="{y:.1}" r="4.5" fill="{c}" stroke="white" stroke-width="1.5"/>
+            r##"<line x1="{dot_x:.2}" y1="{dot_y:.1}" x2="{dot_x:.2}" y2="{}" stroke="{c}" stroke-dasharray="3 3"/>
+<circle class="{name}" data-series="{i}" cx="{dot_x:.2}" cy="{dot_y:.1}" r="4.5" fill="{c}" stroke="white" stroke-width="1.5"/>
 <text x="{:.1}" y="{ly:.1}" text-anchor="{anchor}" fill="{c}" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">{name} {}</text>"##,
-            p.bottom,
+            panel.bottom,
             lx,
-            esc(&fmt_duration(*v)),
-            c = s.color,
-            i = series.iter().position(|o| std::ptr::eq(o, *s)).unwrap_or(0),
+            esc(&fmt_duration(*value)),
+            c = shown.color,
+            i = series
+                .iter()
+                .position(|o| std::ptr::eq(o, *shown))
+                .unwrap_or(0),
         );
     }
 }
@@ -344,11 +359,11 @@ fn markers(out: &mut String, p: &Panel, series: &[Prepared]) {
 /// Where the value label of the `rank`-th lowest marker goes: on the CDF the lowest to the left
 /// of its dot and the others to the right; in the narrow tail panel all to the right, the lowest
 /// above its dot and the others below theirs.
-fn label_at(y_scale: YScale, rank: usize, x: f64, y: f64) -> (f64, f64, &'static str) {
+fn label_at(y_scale: YScale, rank: usize, dot_x: f64, dot_y: f64) -> (f64, f64, &'static str) {
     match (y_scale, rank) {
-        (YScale::Cdf, 0) => (x - 7.0, y - 6.0, "end"),
-        (YScale::Cdf, k) => (x + 7.0, y - 6.0 + 15.0 * (k - 1) as f64, "start"),
-        (YScale::Tail, 0) => (x + 6.0, y - 8.0, "start"),
-        (YScale::Tail, k) => (x + 6.0, y + 4.0 + 15.0 * k as f64, "start"),
+        (YScale::Cdf, 0) => (dot_x - 7.0, dot_y - 6.0, "end"),
+        (YScale::Cdf, nth) => (dot_x + 7.0, dot_y - 6.0 + 15.0 * (nth - 1) as f64, "start"),
+        (YScale::Tail, 0) => (dot_x + 6.0, dot_y - 8.0, "start"),
+        (YScale::Tail, nth) => (dot_x + 6.0, dot_y + 4.0 + 15.0 * nth as f64, "start"),
     }
 }

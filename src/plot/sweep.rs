@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 /// What the sweep plot shows: one point per swept value.
 #[derive(Debug, Clone)]
-pub struct SweepPlot {
+pub(crate) struct SweepPlot {
     pub title: String,
     /// The swept parameter, for the x axis.
     pub param: String,
@@ -20,7 +20,7 @@ pub struct SweepPlot {
 
 /// One swept value: the p50 and p99 differences `(delta, lo, hi)` and the maps full there.
 #[derive(Debug, Clone)]
-pub struct SweepPoint {
+pub(crate) struct SweepPoint {
     pub value: usize,
     pub p50: Option<(f64, f64, f64)>,
     pub p99: Option<(f64, f64, f64)>,
@@ -42,42 +42,43 @@ struct Frame {
 }
 
 impl Frame {
-    fn px(&self, v: f64) -> f64 {
-        let (a, b) = (self.x_lo.log10(), self.x_hi.log10());
-        let f = if b > a {
-            (v.max(1.0).log10() - a) / (b - a)
+    fn px(&self, ns: f64) -> f64 {
+        let lowest = self.x_lo.log10();
+        let highest = self.x_hi.log10();
+        let fraction = if highest > lowest {
+            (ns.max(1.0).log10() - lowest) / (highest - lowest)
         } else {
             0.5
         };
-        L + f * (W - L - R)
+        L + fraction * (W - L - R)
     }
 
-    fn py(&self, v: f64) -> f64 {
-        let f = if self.y_hi > self.y_lo {
-            (v - self.y_lo) / (self.y_hi - self.y_lo)
+    fn py(&self, ns: f64) -> f64 {
+        let fraction = if self.y_hi > self.y_lo {
+            (ns - self.y_lo) / (self.y_hi - self.y_lo)
         } else {
             0.5
         };
-        H - B - f * (H - T - B)
+        H - B - fraction * (H - T - B)
     }
 }
 
-fn frame(r: &SweepPlot) -> Frame {
-    let xs: Vec<f64> = r.points.iter().map(|p| p.value as f64).collect();
+fn frame(plot: &SweepPlot) -> Frame {
+    let xs: Vec<f64> = plot.points.iter().map(|point| point.value as f64).collect();
     let mut ys: Vec<f64> = vec![0.0];
-    for p in &r.points {
-        for (d, lo, hi) in p.p50.iter().chain(p.p99.iter()) {
-            ys.extend([*lo, *hi, *d].into_iter().filter(|v| v.is_finite()));
+    for point in &plot.points {
+        for (delta, lo, hi) in point.p50.iter().chain(point.p99.iter()) {
+            ys.extend(
+                [*lo, *hi, *delta]
+                    .into_iter()
+                    .filter(|value| value.is_finite()),
+            );
         }
     }
-    let (x_lo, x_hi) = (
-        xs.iter().copied().fold(f64::MAX, f64::min).max(1.0),
-        xs.iter().copied().fold(1.0, f64::max),
-    );
-    let (y_lo, y_hi) = (
-        ys.iter().copied().fold(f64::MAX, f64::min),
-        ys.iter().copied().fold(f64::MIN, f64::max),
-    );
+    let x_lo = xs.iter().copied().fold(f64::MAX, f64::min).max(1.0);
+    let x_hi = xs.iter().copied().fold(1.0, f64::max);
+    let y_lo = ys.iter().copied().fold(f64::MAX, f64::min);
+    let y_hi = ys.iter().copied().fold(f64::MIN, f64::max);
     let pad = ((y_hi - y_lo) * 0.08).max(1.0);
     Frame {
         x_lo: x_lo / 1.3,
@@ -87,50 +88,80 @@ fn frame(r: &SweepPlot) -> Frame {
     }
 }
 
-fn series(r: &SweepPlot, f: &Frame, q: f64, colour: &str, label: &str, out: &mut String) {
-    let pts: Vec<(f64, f64, f64, f64)> = r
+/// One point of a series, in pixels: where it is on the x axis, its delta, and its
+/// interval's low and high ends.
+struct Drawn {
+    x: f64,
+    delta: f64,
+    low: f64,
+    high: f64,
+}
+
+fn series(
+    plot: &SweepPlot,
+    frame: &Frame,
+    percentile: f64,
+    colour: &str,
+    label: &str,
+    out: &mut String,
+) {
+    let points: Vec<Drawn> = plot
         .points
         .iter()
-        .filter_map(|p| {
-            let d = if q == 50.0 { p.p50 } else { p.p99 };
-            d.map(|(d, lo, hi)| (f.px(p.value as f64), f.py(d), f.py(lo), f.py(hi)))
+        .filter_map(|point| {
+            let interval = if percentile == 50.0 {
+                point.p50
+            } else {
+                point.p99
+            };
+            interval.map(|(delta, low, high)| Drawn {
+                x: frame.px(point.value as f64),
+                delta: frame.py(delta),
+                low: frame.py(low),
+                high: frame.py(high),
+            })
         })
         .collect();
-    let band: Vec<String> = pts
+    let band: Vec<String> = points
         .iter()
-        .map(|p| format!("{:.1},{:.1}", p.0, p.3))
-        .chain(pts.iter().rev().map(|p| format!("{:.1},{:.1}", p.0, p.2)))
+        .map(|point| format!("{:.1},{:.1}", point.x, point.high))
+        .chain(
+            points
+                .iter()
+                .rev()
+                .map(|point| format!("{:.1},{:.1}", point.x, point.low)),
+        )
         .collect();
     let _ = writeln!(
         out,
         r#"<polygon points="{}" fill="{colour}" fill-opacity="0.18" stroke="none"/>"#,
         band.join(" ")
     );
-    let line: Vec<String> = pts
+    let line: Vec<String> = points
         .iter()
-        .map(|p| format!("{:.1},{:.1}", p.0, p.1))
+        .map(|point| format!("{:.1},{:.1}", point.x, point.delta))
         .collect();
     let _ = writeln!(
         out,
         r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"/>"#,
         line.join(" ")
     );
-    for p in &pts {
+    for point in &points {
         let _ = writeln!(
             out,
             r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{colour}"><title>{label}</title></circle>"#,
-            p.0, p.1
+            point.x, point.delta
         );
     }
 }
 
-fn axes(r: &SweepPlot, f: &Frame, out: &mut String) {
+fn axes(plot: &SweepPlot, frame: &Frame, out: &mut String) {
     let _ = writeln!(
         out,
         r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="3,3"/>"##,
-        f.py(0.0),
+        frame.py(0.0),
         W - R,
-        f.py(0.0)
+        frame.py(0.0)
     );
     let _ = writeln!(
         out,
@@ -138,34 +169,34 @@ fn axes(r: &SweepPlot, f: &Frame, out: &mut String) {
         W - L - R,
         H - T - B
     );
-    for p in &r.points {
-        let x = f.px(p.value as f64);
+    for point in &plot.points {
+        let at = frame.px(point.value as f64);
         let _ = writeln!(
             out,
-            r##"<text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"##,
+            r##"<text x="{at:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"##,
             H - B + 18.0,
-            p.value
+            point.value
         );
     }
-    let step = nice_step(((f.y_hi - f.y_lo) / 6.0).max(1.0));
-    let mut v = (f.y_lo / step).ceil() * step;
-    while v <= f.y_hi {
+    let step = nice_step(((frame.y_hi - frame.y_lo) / 6.0).max(1.0));
+    let mut tick = (frame.y_lo / step).ceil() * step;
+    while tick <= frame.y_hi {
         let _ = writeln!(
             out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{v:+.0}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{tick:+.0}</text>"##,
             L - 6.0,
-            f.py(v) + 4.0
+            frame.py(tick) + 4.0
         );
         let _ = writeln!(
             out,
             r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#eee"/>"##,
-            f.py(v),
+            frame.py(tick),
             W - R,
-            f.py(v)
+            frame.py(tick)
         );
-        v += step;
+        tick += step;
     }
-    let name = esc(&r.param);
+    let name = esc(&plot.param);
     let _ = writeln!(
         out,
         r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="middle">{name} (log scale)</text>"##,
@@ -180,19 +211,23 @@ fn axes(r: &SweepPlot, f: &Frame, out: &mut String) {
     );
 }
 
-fn cliffs(r: &SweepPlot, f: &Frame, out: &mut String) {
-    for p in r.points.iter().filter(|p| !p.full_maps.is_empty()) {
-        let x = f.px(p.value as f64);
-        let names = p.full_maps.join(", ");
+fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
+    for point in plot
+        .points
+        .iter()
+        .filter(|point| !point.full_maps.is_empty())
+    {
+        let at = frame.px(point.value as f64);
+        let names = point.full_maps.join(", ");
         let _ = writeln!(
             out,
-            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="6,4"/>"##,
+            r##"<line x1="{at:.1}" y1="{T}" x2="{at:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="6,4"/>"##,
             H - B
         );
-        let (tx, anchor) = if x > W - R - 160.0 {
-            (x - 4.0, "end")
+        let (tx, anchor) = if at > W - R - 160.0 {
+            (at - 4.0, "end")
         } else {
-            (x + 4.0, "start")
+            (at + 4.0, "start")
         };
         let _ = writeln!(
             out,
@@ -204,8 +239,8 @@ fn cliffs(r: &SweepPlot, f: &Frame, out: &mut String) {
 }
 
 /// The sweep plot as a self-contained SVG.
-pub fn sweep_svg(r: &SweepPlot) -> String {
-    let f = frame(r);
+pub(crate) fn sweep_svg(plot: &SweepPlot) -> String {
+    let bounds = frame(plot);
     let mut out = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">
@@ -216,13 +251,13 @@ pub fn sweep_svg(r: &SweepPlot) -> String {
         out,
         r#"<text x="{:.1}" y="28" font-size="17" text-anchor="middle">{}</text>"#,
         W / 2.0,
-        esc(&r.title)
+        esc(&plot.title)
     );
-    axes(r, &f, &mut out);
-    series(r, &f, 50.0, COLORS[0], "p50", &mut out);
-    series(r, &f, 99.0, COLORS[1], "p99", &mut out);
-    cliffs(r, &f, &mut out);
-    let conf = 100.0 * r.confidence;
+    axes(plot, &bounds, &mut out);
+    series(plot, &bounds, 50.0, COLORS[0], "p50", &mut out);
+    series(plot, &bounds, 99.0, COLORS[1], "p99", &mut out);
+    cliffs(plot, &bounds, &mut out);
+    let conf = 100.0 * plot.confidence;
     let _ = writeln!(
         out,
         r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,

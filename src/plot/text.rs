@@ -2,36 +2,36 @@
 
 /// A duration for people: "850 ns", "1.2 µs", "12.5 µs", "4.8 ms" (three significant digits,
 /// trailing zeros dropped).
-pub fn fmt_duration(ns: f64) -> String {
+pub(crate) fn fmt_duration(ns: f64) -> String {
     let (value, unit) = match ns.abs() {
-        a if a >= 1e9 => (ns / 1e9, "s"),
-        a if a >= 1e6 => (ns / 1e6, "ms"),
-        a if a >= 1e3 => (ns / 1e3, "µs"),
+        magnitude if magnitude >= 1e9 => (ns / 1e9, "s"),
+        magnitude if magnitude >= 1e6 => (ns / 1e6, "ms"),
+        magnitude if magnitude >= 1e3 => (ns / 1e3, "µs"),
         _ => (ns, "ns"),
     };
     let decimals = match value.abs() {
-        a if a >= 100.0 => 0,
-        a if a >= 10.0 => 1,
+        magnitude if magnitude >= 100.0 => 0,
+        magnitude if magnitude >= 10.0 => 1,
         _ => 2,
     };
-    let s = format!("{value:.decimals$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
+    let digits = format!("{value:.decimals$}");
+    let digits = if digits.contains('.') {
+        digits.trim_end_matches('0').trim_end_matches('.')
     } else {
-        &s
+        &digits
     };
-    format!("{s} {unit}")
+    format!("{digits} {unit}")
 }
 
 /// 450000 → "450,000".
-pub(super) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
+pub(super) fn thousands(count: usize) -> String {
+    let digits = count.to_string();
     let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
             out.push(',');
         }
-        out.push(c);
+        out.push(digit);
     }
     out
 }
@@ -42,17 +42,19 @@ pub(super) fn text_width(text: &str, size: f64) -> f64 {
 }
 
 /// Text made safe for XML content and attribute values.
-pub(super) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
+pub(super) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\t' && c != '\n' => out.push(' '),
-            c => out.push(c),
+            character if (character as u32) < 0x20 && character != '\t' && character != '\n' => {
+                out.push(' ')
+            }
+            character => out.push(character),
         }
     }
     out

@@ -21,7 +21,7 @@ pub enum InputKind {
 /// neither, naming the first line that fits no kind. Bytes that are not UTF-8 are read as `?`:
 /// a frame name may hold any byte.
 pub fn detect(head: &[u8]) -> Result<InputKind, String> {
-    if super::perfheader::is_perf_data(head) {
+    if super::perfdata::is_perf_data(head) {
         return Ok(InputKind::PerfData);
     }
     if head.starts_with(b"PERFFILE") {
@@ -30,27 +30,27 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
         );
     }
     let text = String::from_utf8_lossy(head);
-    let complete = text.rfind('\n').map_or(&text[..], |i| &text[..i]);
+    let complete = text.rfind('\n').map_or(&text[..], |index| &text[..index]);
     let mut lines = complete
         .lines()
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter(|(_, line)| !line.trim().is_empty() && !line.starts_with('#'))
         .peekable();
     if lines.peek().is_none() {
         return Err("no line of text with a stack in it".into());
     }
     let mut folded_like = 0;
-    for (i, l) in lines.take(20) {
-        if l.starts_with([' ', '\t']) {
+    for (index, line) in lines.take(20) {
+        if line.starts_with([' ', '\t']) {
             return Ok(InputKind::PerfScript);
         }
-        if folded_shape(l) {
+        if folded_shape(line) {
             folded_like += 1;
-        } else if folded_like == 0 && !looks_like_event_line(l) {
+        } else if folded_like == 0 && !looks_like_event_line(line) {
             return Err(format!(
                 "line {} is neither an event line of `perf script` nor a folded stack (`frame;frame COUNT`): {:?}",
-                i + 1,
-                l.chars().take(80).collect::<String>()
+                index + 1,
+                line.chars().take(80).collect::<String>()
             ));
         }
     }
@@ -63,16 +63,18 @@ pub fn detect(head: &[u8]) -> Result<InputKind, String> {
 
 /// `frames COUNT` with a count of digits (of any length: one too big for 64 bits is still a
 /// folded line, refused later by [`checked_total`] naming its line).
-fn folded_shape(l: &str) -> bool {
-    l.trim_end().rsplit_once(' ').is_some_and(|(stack, count)| {
-        let digits = count.split_once('.').map_or(count, |(d, _)| d);
-        !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-    })
+fn folded_shape(line: &str) -> bool {
+    line.trim_end()
+        .rsplit_once(' ')
+        .is_some_and(|(stack, count)| {
+            let digits = count.split_once('.').map_or(count, |(d, _)| d);
+            !stack.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 /// A `perf script` event line: `comm pid[/tid] [cpu] time: period event:`.
-fn looks_like_event_line(l: &str) -> bool {
-    l.split_whitespace()
+fn looks_like_event_line(line: &str) -> bool {
+    line.split_whitespace()
         .any(|w| w.ends_with(':') && w.trim_end_matches(':').parse::<f64>().is_ok())
 }
 
@@ -80,20 +82,19 @@ fn looks_like_event_line(l: &str) -> bool {
 /// the flame graph can tell them from user and BPF frames (BPF frames' DSO is their own symbol,
 /// not `[kernel.kallsyms]`, so they stay unannotated).
 ///
-/// Bytes outside ASCII are replaced by `?` on the way in: inferno 0.12 slices symbol names at
-/// byte offsets and panics inside a multi-byte character (found by tests/parsers_prop.rs).
+/// Bytes outside ASCII are replaced by `?` on the way in, because inferno 0.12 slices symbol
+/// names at byte offsets and panics inside a multi-byte character.
 ///
-/// inferno takes the event to keep from the first sample's header line and asserts it found
-/// one when the first block ends: text whose first block has no such line (a blank line first,
-/// a header split in two) panicked it (found by tests/parsers_prop.rs). The event is looked up
-/// here the way inferno reads it and handed to inferno, so its choice is inferno's own
-/// wherever inferno made one; where inferno would have asserted, the search goes on into the
-/// blocks after (tests/parsers_prop.rs holds the two against each other).
+/// inferno takes the event to keep from the first sample's header line, and asserts that it
+/// found one when the first block ends. Text whose first block has no such line, such as a
+/// blank line first or a header split in two, made it panic. So the event is looked up here
+/// the way inferno reads it and handed to inferno: wherever inferno makes a choice, the choice
+/// is its own, and where it would have asserted, the search goes on into the blocks after.
 pub fn collapse_perf_script(reader: impl Read) -> Result<Vec<u8>> {
     let mut input = BufReader::with_capacity(1 << 16, AsciiOnly(reader));
     let scan = first_event(&mut input).context("cannot read the perf script output")?;
     let event = match scan.event {
-        Some(e) => Some(e),
+        Some(found) => Some(found),
         // inferno reads text with no header and no blank line to its end without asserting:
         // let it, as before.
         None if !scan.blank && scan.complete => None,
@@ -170,7 +171,8 @@ fn first_event(input: &mut impl BufRead) -> std::io::Result<HeaderScan> {
         }
         let line = line.trim_end();
         if line.is_empty() {
-            (in_sample, scan.blank) = (false, true);
+            in_sample = false;
+            scan.blank = true;
         } else if !in_sample {
             match header(line) {
                 Some(Some(event)) => {
@@ -193,17 +195,17 @@ fn header(line: &str) -> Option<Option<&str>> {
     let mut all_digits = false;
     let mut last_was_space = false;
     let mut end = None;
-    for (idx, c) in line.char_indices() {
-        if c == ' ' {
+    for (idx, character) in line.char_indices() {
+        if character == ' ' {
             if all_digits && !last_was_space {
                 end = Some(idx + 1);
                 break;
             }
             all_digits = true;
-        } else if !(c.is_ascii_digit() || c == '/') {
+        } else if !(character.is_ascii_digit() || character == '/') {
             all_digits = false;
         }
-        last_was_space = c == ' ';
+        last_was_space = character == ' ';
     }
     let period_and_event = line[end?..].split(':').nth(1);
     Some(period_and_event.and_then(|p| p.rsplit(' ').next()))
@@ -214,13 +216,13 @@ struct AsciiOnly<R>(R);
 
 impl<R: Read> Read for AsciiOnly<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.0.read(buf)?;
-        for b in &mut buf[..n] {
-            if *b >= 0x80 {
-                *b = b'?';
+        let count = self.0.read(buf)?;
+        for byte in &mut buf[..count] {
+            if *byte >= 0x80 {
+                *byte = b'?';
             }
         }
-        Ok(n)
+        Ok(count)
     }
 }
 
@@ -232,7 +234,7 @@ pub struct Stack {
 }
 
 /// Parse one folded line; `None` for a line that is not `frames COUNT`.
-pub fn parse_line(line: &str) -> Option<Stack> {
+pub(crate) fn parse_line(line: &str) -> Option<Stack> {
     let (stack, count) = line.trim_end().rsplit_once(' ')?;
     let count = count.parse().ok()?;
     if stack.is_empty() {
@@ -249,7 +251,7 @@ pub fn parse_line(line: &str) -> Option<Stack> {
 /// sum them). Counts are read as inferno reads them: a fractional part is dropped.
 pub fn checked_total(text: &str) -> Result<u64, String> {
     let mut total = 0u64;
-    for (i, line) in text.lines().enumerate() {
+    for (index, line) in text.lines().enumerate() {
         let Some((stack, field)) = line.trim_end().rsplit_once(' ') else {
             continue;
         };
@@ -257,16 +259,16 @@ pub fn checked_total(text: &str) -> Result<u64, String> {
         if stack.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let n: u64 = digits.parse().map_err(|_| {
+        let count: u64 = digits.parse().map_err(|_| {
             format!(
                 "line {}: the count {digits} does not fit in 64 bits; this is not a profile perf or ebpf-prof wrote",
-                i + 1
+                index + 1
             )
         })?;
-        total = total.checked_add(n).ok_or_else(|| {
+        total = total.checked_add(count).ok_or_else(|| {
             format!(
                 "line {}: the counts add up past 2^64 (18446744073709551615); this is not a profile perf or ebpf-prof wrote",
-                i + 1
+                index + 1
             )
         })?;
     }
@@ -274,7 +276,7 @@ pub fn checked_total(text: &str) -> Result<u64, String> {
 }
 
 /// The 1-based number of the first non-empty line that is not a folded stack, if any.
-pub fn first_malformed(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn first_malformed(text: &str) -> Option<(usize, usize)> {
     let mut bad = text
         .lines()
         .enumerate()
@@ -294,14 +296,14 @@ pub struct Folded {
 impl Folded {
     /// Parse folded text; malformed lines are counted and skipped, as inferno does.
     pub fn parse(text: &str) -> Folded {
-        let mut f = Folded::default();
-        for l in text.lines().filter(|l| !l.trim().is_empty()) {
-            match parse_line(l) {
-                Some(s) => f.stacks.push(s),
-                None => f.skipped += 1,
+        let mut folded = Folded::default();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            match parse_line(line) {
+                Some(stack) => folded.stacks.push(stack),
+                None => folded.skipped += 1,
             }
         }
-        f
+        folded
     }
 
     /// Total samples (saturating: the loader refuses counts that add up past 2^64 before).
@@ -311,14 +313,14 @@ impl Folded {
 
     /// Back to folded text.
     pub fn to_text(&self) -> String {
-        let mut s = String::new();
+        let mut text = String::new();
         for st in &self.stacks {
-            s.push_str(&st.frames.join(";"));
-            s.push(' ');
-            s.push_str(&st.count.to_string());
-            s.push('\n');
+            text.push_str(&st.frames.join(";"));
+            text.push(' ');
+            text.push_str(&st.count.to_string());
+            text.push('\n');
         }
-        s
+        text
     }
 }
 
@@ -333,11 +335,17 @@ pub fn bare(frame: &str) -> &str {
 /// Drop characters XML 1.0 cannot hold (C0 controls but tab), so any frame name renders into a
 /// valid SVG.
 pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| {
-        (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}'
+    let bad = |character: char| {
+        (character < ' ' && character != '\t' && character != '\n')
+            || character == '\u{7f}'
+            || character == '\u{fffe}'
+            || character == '\u{ffff}'
     };
     if text.chars().any(bad) {
-        text.chars().filter(|&c| !bad(c)).collect::<String>().into()
+        text.chars()
+            .filter(|&character| !bad(character))
+            .collect::<String>()
+            .into()
     } else {
         text.into()
     }
@@ -363,8 +371,8 @@ mod tests {
         assert!(e.contains("line 1 is neither"), "{e}");
     }
 
-    /// Issue 12, item 9: a valid folded file whose first frame is longer than 4096 bytes, or
-    /// holds a byte that is not UTF-8, was refused as neither kind.
+    /// A valid folded file whose first frame is longer than 4096 bytes, or holds a byte that
+    /// is not UTF-8, was refused as neither kind.
     #[test]
     fn regression_long_or_non_utf8_first_frame_is_still_folded() {
         let long = format!("{};leaf 7\nb 1\n", "f".repeat(5000));
@@ -394,9 +402,9 @@ mod tests {
         );
     }
 
-    /// A first block without a sample header made inferno assert (tests/parsers_prop.rs): a
-    /// blank line first, or the first header split in two. The rest is still read, with the
-    /// event of the first header found.
+    /// A first block without a sample header made inferno assert: a blank line first, or the
+    /// first header split in two. The rest is still read, with the event of the first header
+    /// found.
     #[test]
     fn regression_no_header_in_the_first_block_panicked_inferno() {
         let stack =
@@ -465,7 +473,7 @@ mod tests {
         assert_eq!(f.to_text(), "a;b 3\na;c 2\n");
     }
 
-    /// Issue 12, item 6: counts near u64::MAX wrapped silently ("1844674407370955161600.0 %").
+    /// Counts near u64::MAX wrapped silently and showed as "1844674407370955161600.0 %".
     #[test]
     fn regression_counts_near_u64_max_are_one_clear_error() {
         assert_eq!(checked_total("a;b 3\nnot a line\na;c 2.9\n"), Ok(5));

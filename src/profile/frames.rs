@@ -1,20 +1,21 @@
-//! The one classifier of folded frames, for every reader (`flame` colours, `report`
-//! attributes): a BPF program's function, BPF glue (trampolines, dispatchers), a kernel
-//! function, an unresolved address, or anything else (user space, the command name).
+//! The one classifier of folded frames, for every reader: `flame` colours by it and `report`
+//! attributes by it. A frame is a BPF program's function, BPF glue such as a trampoline or a
+//! dispatcher, a kernel function, an unresolved address, or anything else, which is user
+//! space or the command name.
 //!
-//! Unresolved frames come in several spellings, depending on who folded the stacks:
-//! `[unknown]` (inferno, perf script printed `ffffffffc0288c18 [unknown] ([unknown])`),
-//! `[unknown <ffffffffc0288c18>]` (inferno with `--addrs`), `[kernel.kallsyms]_[k]` (a kernel
-//! address perf could not name), `0xffffffffc0288c18` (perf report's call graphs, as in the
-//! reference), or a bare hex address. Only the last three forms carry an address that can be
-//! looked up in a kallsyms snapshot.
+//! Unresolved frames come in several spellings, depending on who folded the stacks. inferno
+//! writes `[unknown]` where perf script printed `ffffffffc0288c18 [unknown] ([unknown])`, and
+//! `[unknown <ffffffffc0288c18>]` with `--addrs`. A kernel address perf could not name is
+//! `[kernel.kallsyms]_[k]`. perf report's call graphs print `0xffffffffc0288c18`, as in the
+//! profile of *Profiling eBPF Code*, the write-up this tool automates. Some tools print a bare
+//! hex address. Only the last three forms carry an address to look up in a kallsyms snapshot.
 
-use crate::host::kallsyms::split_bpf_symbol;
+use crate::host::kallsyms::ProgSymbol;
 use crate::profile::folded::bare;
 
 /// Whether a (bare) frame name is BPF JIT code: a program, a trampoline or a dispatcher.
 pub fn is_bpf(name: &str) -> bool {
-    name.starts_with("bpf_prog_") && split_bpf_symbol(name).is_some()
+    ProgSymbol::parse(name).is_some()
         || name.starts_with("bpf_trampoline_")
         || name.starts_with("bpf_dispatcher_")
 }
@@ -55,10 +56,10 @@ pub fn kind(frame: &str) -> Kind {
 /// How inferno's collapser writes a kernel frame perf printed as `[unknown]`: the module's
 /// name in brackets, `[[kernel.kallsyms]]_[k]`. It is kernel text (perf placed it in the
 /// kernel's map), unnamed because no kallsyms of the recording's kernel build was found.
-pub const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
+pub(crate) const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
 
 /// Whether a bare frame name is an address perf (or whoever folded) could not name.
-pub fn is_unresolved(name: &str) -> bool {
+pub(crate) fn is_unresolved(name: &str) -> bool {
     name == "[unknown]"
         || name == "[kernel.kallsyms]"
         || name.starts_with("[unknown <")
@@ -80,7 +81,7 @@ pub fn address(frame: &str) -> Option<u64> {
 /// shorter runs such as `deadbeef` or `add` may well be names).
 fn parse_hex(name: &str) -> Option<u64> {
     let digits = match name.strip_prefix("0x") {
-        Some(d) if !d.is_empty() => d,
+        Some(hex) if !hex.is_empty() => hex,
         Some(_) => return None,
         None if name.len() >= 12 => name,
         None => return None,
@@ -95,8 +96,8 @@ fn parse_hex(name: &str) -> Option<u64> {
 /// /proc/kallsyms may tag the same function differently), else the bare frame.
 pub fn display(frame: &str) -> String {
     let name = bare(frame);
-    match split_bpf_symbol(name) {
-        Some((_, n)) if is_bpf(name) => n,
+    match ProgSymbol::parse(name) {
+        Some(symbol) => symbol.name.to_string(),
         _ if name == UNNAMED_KERNEL => "[unknown]".to_string(),
         _ => name.to_string(),
     }
@@ -104,7 +105,7 @@ pub fn display(frame: &str) -> String {
 
 /// The tag of a `bpf_prog_<tag>_<name>` frame.
 pub fn tag(frame: &str) -> Option<String> {
-    split_bpf_symbol(bare(frame)).map(|(t, _)| t)
+    ProgSymbol::parse(bare(frame)).map(|symbol| symbol.tag.to_string())
 }
 
 /// Kernel functions that run BPF programs or sit right above them: an unresolved frame right
@@ -125,7 +126,7 @@ const RUNNERS: [&str; 12] = [
 ];
 
 /// Whether a bare kernel function name is one that calls into BPF programs.
-pub fn is_runner(name: &str) -> bool {
+pub(crate) fn is_runner(name: &str) -> bool {
     RUNNERS.iter().any(|r| name.starts_with(r))
 }
 

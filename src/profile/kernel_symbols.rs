@@ -104,8 +104,8 @@ impl KernelSymbols {
         }
         match open_regular(&beside, Role::Kallsyms, true) {
             Ok(_) => Ok(KernelSymbols::found(beside, SymbolSource::Snapshot)),
-            Err(e) => {
-                crate::out::say(format!("warning: {e:#}; unresolved frames stay unnamed"));
+            Err(err) => {
+                crate::out::say(format!("warning: {err:#}; unresolved frames stay unnamed"));
                 Ok(nothing(None))
             }
         }
@@ -218,8 +218,8 @@ fn build_id_cache(wanted: &str, passed_over: &mut Vec<String>) -> Option<KernelS
             passed_over.push(format!("{} shows no addresses", path.display()));
             None
         }
-        Err(e) => {
-            passed_over.push(format!("{e:#}"));
+        Err(err) => {
+            passed_over.push(format!("{err:#}"));
             None
         }
     }

@@ -8,7 +8,6 @@ pub mod frames;
 mod input;
 pub mod kernel_symbols;
 pub mod perfdata;
-pub mod perfheader;
 pub mod scan;
 
 pub use input::{open_regular, read_sidecar, Role};
@@ -173,7 +172,7 @@ fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<String> {
 
 /// perf.data's header against its length: a recording that did not finish is said to be one.
 fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()> {
-    match perfheader::incomplete(head, len, |off, n| perfheader::read_at(file, off, n)) {
+    match perfdata::incomplete(head, len, |off, n| perfdata::read_at(file, off, n)) {
         None => Ok(()),
         Some(why) => Err(usage(format!(
             "{} is truncated: the recording did not finish; record again ({why})",

@@ -24,7 +24,7 @@ pub struct Tally {
 
 /// A reader that tallies the `perf script` text passing through it; it stops with an error
 /// as soon as the periods overflow.
-pub struct Scan<R> {
+pub(crate) struct Scan<R> {
     inner: R,
     tally: Rc<Tally>,
     /// The current line, when it is an event line (its first 4096 bytes).
@@ -51,34 +51,35 @@ impl<R: Read> Scan<R> {
         (scan, tally)
     }
 
-    fn byte(&mut self, b: u8) -> bool {
-        if b == b'\n' {
+    fn byte(&mut self, value: u8) -> bool {
+        if value == b'\n' {
             self.line_no += 1;
             let ok = !self.event || self.end_of_event();
             self.line.clear();
-            (self.fresh, self.event) = (true, false);
+            self.fresh = true;
+            self.event = false;
             return ok;
         }
         if self.fresh {
             self.fresh = false;
-            self.event = !matches!(b, b' ' | b'\t' | b'#' | b'\r');
+            self.event = !matches!(value, b' ' | b'\t' | b'#' | b'\r');
         }
         if self.event && self.line.len() < 4096 {
-            self.line.push(b);
+            self.line.push(value);
         }
         true
     }
 
     fn end_of_event(&mut self) -> bool {
-        let t = &self.tally;
-        t.samples.set(t.samples.get() + 1);
-        match t.periods.get().checked_add(period(&self.line)) {
+        let tally = &self.tally;
+        tally.samples.set(tally.samples.get() + 1);
+        match tally.periods.get().checked_add(period(&self.line)) {
             Some(sum) => {
-                t.periods.set(sum);
+                tally.periods.set(sum);
                 true
             }
             None => {
-                t.overflow_line.set(Some(self.line_no));
+                tally.overflow_line.set(Some(self.line_no));
                 false
             }
         }
@@ -89,13 +90,13 @@ impl<R: Read> Scan<R> {
 fn period(line: &[u8]) -> u64 {
     let text = String::from_utf8_lossy(line);
     let mut words = text.split_whitespace();
-    let is_time = |w: &str| {
-        w.strip_suffix(':')
-            .is_some_and(|t| t.parse::<f64>().is_ok())
+    let is_time = |word: &str| {
+        word.strip_suffix(':')
+            .is_some_and(|stamp| stamp.parse::<f64>().is_ok())
     };
     if words.by_ref().any(is_time) {
-        if let Some(p) = words.next().and_then(|w| w.parse().ok()) {
-            return p;
+        if let Some(found) = words.next().and_then(|word| word.parse().ok()) {
+            return found;
         }
     }
     1
@@ -106,16 +107,16 @@ impl<R: Read> Read for Scan<R> {
         if self.tally.overflow_line.get().is_some() {
             return Err(overflow());
         }
-        let n = self.inner.read(buf)?;
-        for &b in &buf[..n] {
-            if !self.byte(b) {
+        let count = self.inner.read(buf)?;
+        for &byte in &buf[..count] {
+            if !self.byte(byte) {
                 return Err(overflow());
             }
         }
-        if n == 0 && self.event && !self.byte(b'\n') {
+        if count == 0 && self.event && !self.byte(b'\n') {
             return Err(overflow());
         }
-        Ok(n)
+        Ok(count)
     }
 }
 

@@ -32,28 +32,29 @@ struct Shares {
     total: u64,
 }
 
-fn shares(f: &Folded) -> Shares {
-    let mut s = Shares::default();
-    for st in &f.stacks {
-        crate::report::add(&mut s.total, st.count);
+fn shares(folded: &Folded) -> Shares {
+    let mut tally = Shares::default();
+    for st in &folded.stacks {
+        crate::report::add(&mut tally.total, st.count);
         let names: BTreeSet<String> = st.frames.iter().map(|x| display(x)).collect();
-        for n in names {
-            crate::report::add(s.incl.entry(n).or_default(), st.count);
+        for name in names {
+            crate::report::add(tally.incl.entry(name).or_default(), st.count);
         }
         if let Some(leaf) = st.frames.last() {
-            crate::report::add(s.own.entry(display(leaf)).or_default(), st.count);
+            crate::report::add(tally.own.entry(display(leaf)).or_default(), st.count);
         }
     }
-    s
+    tally
 }
 
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
 }
 
 /// Every function of either profile, biggest move in self share first.
 pub fn deltas(base: &Folded, hooked: &Folded) -> Vec<Delta> {
-    let (b, h) = (shares(base), shares(hooked));
+    let right = shares(base);
+    let hooked_shares = shares(hooked);
     let bpf: BTreeSet<String> = hooked
         .stacks
         .iter()
@@ -62,16 +63,18 @@ pub fn deltas(base: &Folded, hooked: &Folded) -> Vec<Delta> {
         .filter(|f| matches!(frames::kind(f), Kind::Program | Kind::Glue))
         .map(|f| display(bare(f)))
         .collect();
-    let names: BTreeSet<&String> = b.incl.keys().chain(h.incl.keys()).collect();
+    let names: BTreeSet<&String> = right.incl.keys().chain(hooked_shares.incl.keys()).collect();
     let mut out: Vec<Delta> = names
         .into_iter()
-        .map(|n| {
-            let get = |m: &BTreeMap<String, u64>, t| pct(m.get(n).copied().unwrap_or(0), t);
-            let (bs, hs) = (get(&b.own, b.total), get(&h.own, h.total));
-            let (bi, hi) = (get(&b.incl, b.total), get(&h.incl, h.total));
+        .map(|frame| {
+            let get = |m: &BTreeMap<String, u64>, t| pct(m.get(frame).copied().unwrap_or(0), t);
+            let bs = get(&right.own, right.total);
+            let hs = get(&hooked_shares.own, hooked_shares.total);
+            let bi = get(&right.incl, right.total);
+            let hi = get(&hooked_shares.incl, hooked_shares.total);
             Delta {
-                name: n.clone(),
-                bpf: bpf.contains(n),
+                name: frame.clone(),
+                bpf: bpf.contains(frame),
                 base_self: bs,
                 hooked_self: hs,
                 delta_self: round2(hs - bs),
@@ -81,44 +84,45 @@ pub fn deltas(base: &Folded, hooked: &Folded) -> Vec<Delta> {
             }
         })
         .collect();
-    out.sort_by(|a, b| {
-        b.delta_self
+    out.sort_by(|left, right| {
+        right
+            .delta_self
             .abs()
-            .total_cmp(&a.delta_self.abs())
-            .then(b.delta_incl.abs().total_cmp(&a.delta_incl.abs()))
-            .then(a.name.cmp(&b.name))
+            .total_cmp(&left.delta_self.abs())
+            .then(right.delta_incl.abs().total_cmp(&left.delta_incl.abs()))
+            .then(left.name.cmp(&right.name))
     });
     out
 }
 
 /// The `top` biggest moves as a table.
 pub fn table(deltas: &[Delta], top: usize) -> String {
-    let mut s = String::new();
+    let mut out = String::new();
     let _ = writeln!(
-        s,
+        out,
         "{:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}   function",
         "self", "self", "Δ self", "incl", "incl", "Δ incl"
     );
     let _ = writeln!(
-        s,
+        out,
         "{:>8} {:>8} {:>8}   {:>8} {:>8}",
         "base", "hooked", "", "base", "hooked"
     );
-    for d in deltas.iter().take(top) {
-        let tag = if d.bpf { " [bpf]" } else { "" };
+    for delta in deltas.iter().take(top) {
+        let tag = if delta.bpf { " [bpf]" } else { "" };
         let _ = writeln!(
-            s,
+            out,
             "{:>7.2}% {:>7.2}% {:>+7.2}%   {:>7.2}% {:>7.2}% {:>+7.2}%   {}{tag}",
-            d.base_self,
-            d.hooked_self,
-            d.delta_self,
-            d.base_incl,
-            d.hooked_incl,
-            d.delta_incl,
-            d.name
+            delta.base_self,
+            delta.hooked_self,
+            delta.delta_self,
+            delta.base_incl,
+            delta.hooked_incl,
+            delta.delta_incl,
+            delta.name
         );
     }
-    s
+    out
 }
 
 /// The biggest `top` moves as JSON: `{"schema": 1, "functions": [...]}`.

@@ -10,18 +10,18 @@ use std::collections::BTreeMap;
 /// above them), each starting at the kernel frame above its BPF part — or at the BPF part itself
 /// when the kernel call chain stopped there (a sample in a program's prologue, whose caller is
 /// lost: the frame above is user space). Identical cut stacks are merged.
-pub fn bpf_only(folded: &Folded) -> Folded {
+pub(crate) fn bpf_only(folded: &Folded) -> Folded {
     let glue = glue_frames(&folded.stacks);
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
-    for s in &folded.stacks {
-        if let Some(seg) = segment(&s.frames, &glue) {
+    for stack in &folded.stacks {
+        if let Some(seg) = segment(&stack.frames, &glue) {
             let attach = seg.start.checked_sub(1);
             let from = attach
-                .filter(|&i| kind(&s.frames[i]) == Kind::Kernel)
+                .filter(|&i| kind(&stack.frames[i]) == Kind::Kernel)
                 .unwrap_or(seg.start);
             crate::report::add(
-                merged.entry(s.frames[from..].to_vec()).or_default(),
-                s.count,
+                merged.entry(stack.frames[from..].to_vec()).or_default(),
+                stack.count,
             );
         }
     }

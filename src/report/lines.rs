@@ -14,7 +14,7 @@ use crate::perf::PerfChoice;
 use crate::profile::{self, Profile};
 
 /// How many lines the section lists.
-pub const HOT_LINES: usize = 5;
+pub(crate) const HOT_LINES: usize = 5;
 
 /// One hot line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,27 +47,27 @@ pub fn hot_lines(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Op
 /// BPF program info). The hot lines need the raw IPs: with the built-in reader they are
 /// aggregated in the same pass that folds the stacks; when perf script reads the file
 /// instead, they take a pass of their own.
-pub fn load_with_hot_lines(
+pub(crate) fn load_with_hot_lines(
     input: &Path,
     kallsyms: Option<&Path>,
     perf: &PerfChoice,
 ) -> anyhow::Result<(Profile, Option<Vec<HotLine>>)> {
     let info = crate::bpfinfo::annotate::load_info(input).ok();
     let Some((info, _)) = info.filter(|_| !perf.via_perf) else {
-        let p = profile::load(input, kallsyms, perf)?;
-        let hot = (p.kind == profile::folded::InputKind::PerfData)
+        let profile_read = profile::load(input, kallsyms, perf)?;
+        let hot = (profile_read.kind == profile::folded::InputKind::PerfData)
             .then(|| hot_lines(input, kallsyms, perf))
             .flatten();
-        return Ok((p, hot));
+        return Ok((profile_read, hot));
     };
     let mut feed = crate::bpfinfo::annotate::ResolvedFeed::default();
     let mut seen = false;
-    let mut observe = |s: &profile::perfdata::ResolvedSample<'_>| {
+    let mut observe = |sample: &profile::perfdata::ResolvedSample<'_>| {
         seen = true;
-        feed.add(&info, s);
+        feed.add(&info, sample);
     };
     let programs = info.programs();
-    let p = profile::load_observed(input, kallsyms, perf, &mut observe, programs)?;
+    let profile_read = profile::load_observed(input, kallsyms, perf, &mut observe, programs)?;
     let hot = if seen {
         let mut agg = crate::bpfinfo::Aggregator::default();
         feed.finish(&info, &mut agg);
@@ -75,12 +75,12 @@ pub fn load_with_hot_lines(
     } else {
         hot_lines(input, kallsyms, perf)
     };
-    Ok((p, hot))
+    Ok((profile_read, hot))
 }
 
 /// The hottest lines from samples already aggregated through `info` (in `report`'s own pass
 /// over the perf.data at `input`).
-pub fn hot_lines_from(
+pub(crate) fn hot_lines_from(
     input: &Path,
     perf: &PerfChoice,
     info: &BpfInfo,
@@ -103,78 +103,78 @@ fn request<'a>(input: &'a Path, kallsyms: Option<&'a Path>, perf: &'a PerfChoice
     }
 }
 
-fn top_lines(a: &Annotation) -> Option<Vec<HotLine>> {
-    let mut all: Vec<HotLine> = a
+fn top_lines(annotation: &Annotation) -> Option<Vec<HotLine>> {
+    let mut all: Vec<HotLine> = annotation
         .programs
         .iter()
-        .flat_map(|p| {
-            p.lines.iter().map(move |l| HotLine {
-                program: p.name.clone(),
-                id: p.id,
-                file: l.file.clone(),
-                line: l.line,
-                source: l.source.clone(),
-                offset: l.offset.clone(),
-                incl_percent: l.incl_percent,
-                self_percent: l.self_percent,
-                top_helper: l.helpers.first().map(|h| (h.name.clone(), h.percent)),
+        .flat_map(|prog| {
+            prog.lines.iter().map(move |row| HotLine {
+                program: prog.name.clone(),
+                id: prog.id,
+                file: row.file.clone(),
+                line: row.line,
+                source: row.source.clone(),
+                offset: row.offset.clone(),
+                incl_percent: row.incl_percent,
+                self_percent: row.self_percent,
+                top_helper: row.helpers.first().map(|h| (h.name.clone(), h.percent)),
             })
         })
         .collect();
-    all.sort_by(|a, b| b.incl_percent.total_cmp(&a.incl_percent));
+    all.sort_by(|annotation, b| b.incl_percent.total_cmp(&annotation.incl_percent));
     all.truncate(HOT_LINES);
     (!all.is_empty()).then_some(all)
 }
 
-fn place(l: &HotLine) -> String {
-    match (&l.offset, l.line) {
-        (Some(off), _) => format!("{}{off}", l.program),
-        (None, n) => format!("line {n} of {}", l.file),
+fn place(hot: &HotLine) -> String {
+    match (&hot.offset, hot.line) {
+        (Some(off), _) => format!("{}{off}", hot.program),
+        (None, number) => format!("line {number} of {}", hot.file),
     }
 }
 
 /// The own-code hint's line: the line with the most time in its own code, e.g. "line 99 of
 /// hook.bpf.c (`if (bpf_map_lookup_elem(…))`) holds 6.1% of all samples in its own code".
-pub fn own_code_hint_line(lines: &[HotLine]) -> Option<String> {
-    let l = lines
+pub(crate) fn own_code_hint_line(lines: &[HotLine]) -> Option<String> {
+    let hottest = lines
         .iter()
-        .filter(|l| l.self_percent > 0.0)
+        .filter(|hottest| hottest.self_percent > 0.0)
         .max_by(|a, b| a.self_percent.total_cmp(&b.self_percent))?;
-    let src = if l.source.is_empty() {
+    let src = if hottest.source.is_empty() {
         String::new()
     } else {
-        format!(" (`{}`)", l.source)
+        format!(" (`{}`)", hottest.source)
     };
     Some(format!(
         "{}{src} in {} holds {:.1}% of all samples in its own code ({:.1}% with what it calls): `ebpf-prof annotate --asm --prog {}` shows its instructions",
-        place(l),
-        l.program,
-        l.self_percent,
-        l.incl_percent,
-        l.program
+        place(hottest),
+        hottest.program,
+        hottest.self_percent,
+        hottest.incl_percent,
+        hottest.program
     ))
 }
 
 /// The section as text.
 pub fn render(lines: &[HotLine]) -> String {
-    let mut s = String::from("\nhot lines (innermost BPF frame; `ebpf-prof annotate` for all)\n");
-    for l in lines {
-        let helper = l
+    let mut out = String::from("\nhot lines (innermost BPF frame; `ebpf-prof annotate` for all)\n");
+    for hot in lines {
+        let helper = hot
             .top_helper
             .as_ref()
             .filter(|(_, p)| *p >= 0.05)
             .map_or_else(String::new, |(n, p)| format!("   [in {n} {p:.1}%]"));
         let _ = writeln!(
-            s,
+            out,
             "  {:5.1}% incl {:5.1}% self  {} ({}): {}{helper}",
-            l.incl_percent,
-            l.self_percent,
-            place(l),
-            l.program,
-            l.source
+            hot.incl_percent,
+            hot.self_percent,
+            place(hot),
+            hot.program,
+            hot.source
         );
     }
-    s
+    out
 }
 
 #[cfg(test)]

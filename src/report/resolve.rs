@@ -4,7 +4,8 @@
 //! record of (it recorded without the rights to read BPF program info, or the program came and
 //! went) stays `ffffffffc0025cd2 [unknown]` even when the snapshot has
 //! `ffffffffc0025c60 t bpf_prog_…_enforce_access_policy [bpf]`. Trampolines and dispatchers made
-//! before the recording are never in perf's records: the reference's one unresolved frame.
+//! before the recording are never in perf's records. Such a trampoline is the one unresolved
+//! frame in the profile of *Profiling eBPF Code*, the write-up this tool automates.
 //!
 //! /proc/kallsyms gives start addresses only, so where a symbol ends is inferred:
 //! - kernel and module text is dense: a symbol ends where the next one starts;
@@ -29,7 +30,7 @@ struct Sym {
 
 /// What an address is, per the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// Inside this symbol (a frame name: `_[k]` added for kernel functions).
     Inside(String),
     /// Past the last known BPF symbol: this one is the nearest below, `offset` bytes lower.
@@ -40,7 +41,7 @@ pub enum Lookup {
 
 /// Text symbols of a kallsyms snapshot, sorted by address.
 #[derive(Debug, Clone, Default)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     syms: Vec<Sym>,
 }
 
@@ -49,25 +50,25 @@ impl Resolver {
     pub fn new(symbols: &[Symbol]) -> Resolver {
         let mut syms: Vec<Sym> = symbols
             .iter()
-            .filter(|s| s.addr != 0 && matches!(s.kind, 't' | 'T' | 'w' | 'W'))
-            .map(|s| Sym {
-                addr: s.addr,
-                name: s.name.clone(),
-                bpf: s.module.as_deref() == Some("bpf"),
+            .filter(|sym| sym.addr != 0 && matches!(sym.kind, 't' | 'T' | 'w' | 'W'))
+            .map(|sym| Sym {
+                addr: sym.addr,
+                name: sym.name.clone(),
+                bpf: sym.module.as_deref() == Some("bpf"),
             })
             .collect();
-        syms.sort_by_key(|s| s.addr);
-        syms.dedup_by_key(|s| s.addr);
+        syms.sort_by_key(|sym| sym.addr);
+        syms.dedup_by_key(|sym| sym.addr);
         Resolver { syms }
     }
 
     /// Look an address up.
     pub fn lookup(&self, addr: u64) -> Lookup {
-        let i = self.syms.partition_point(|s| s.addr <= addr);
-        let Some(sym) = i.checked_sub(1).map(|j| &self.syms[j]) else {
+        let index = self.syms.partition_point(|s| s.addr <= addr);
+        let Some(sym) = index.checked_sub(1).map(|j| &self.syms[j]) else {
             return Lookup::Nothing;
         };
-        let end = self.end_of(i - 1);
+        let end = self.end_of(index - 1);
         match end {
             Some(end) if addr < end => Lookup::Inside(frame_name(sym)),
             Some(_) => Lookup::Nothing,
@@ -79,9 +80,9 @@ impl Resolver {
     }
 
     /// Where symbol `i` ends, when that can be told (see the module docs).
-    fn end_of(&self, i: usize) -> Option<u64> {
-        let sym = &self.syms[i];
-        let rest = &self.syms[i + 1..];
+    fn end_of(&self, index: usize) -> Option<u64> {
+        let sym = &self.syms[index];
+        let rest = &self.syms[index + 1..];
         if !sym.bpf {
             return rest.first().map(|n| n.addr);
         }
@@ -116,18 +117,18 @@ pub struct Outcome {
 
 /// Rename every unresolved frame that carries an address the snapshot places inside a symbol.
 /// Returns the renamed stacks and what happened to each distinct unresolved frame name.
-pub fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
+pub(crate) fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
     let mut seen: BTreeMap<String, Outcome> = BTreeMap::new();
     let stacks = folded
         .stacks
         .iter()
-        .map(|s| Stack {
-            frames: s
+        .map(|stack| Stack {
+            frames: stack
                 .frames
                 .iter()
                 .map(|f| rename(f, resolver, &mut seen))
                 .collect(),
-            count: s.count,
+            count: stack.count,
         })
         .collect();
     let out = Folded {

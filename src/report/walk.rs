@@ -1,16 +1,18 @@
 //! Where each stack enters BPF, and the tallies `report` is built from.
 //!
 //! A stack's BPF part starts at its first BPF frame, or at an unresolved frame that sits right
-//! above BPF frames somewhere in the profile (JIT glue with no symbol: the reference's
-//! trampoline `0xffffffffc0288c18`). The frame above that start is the attach point. Then come
-//! the programs' code frames (glue, program, sub-functions, unresolved), then the kernel
-//! functions the code called (helpers and what they call).
+//! above BPF frames somewhere in the profile. Such a frame is JIT glue with no symbol, like the
+//! trampoline `0xffffffffc0288c18` in the profile of *Profiling eBPF Code*, the write-up this
+//! tool automates. The frame above that start is the attach point. Then come the programs'
+//! code frames, which are glue, programs, sub-functions and unresolved frames. After them come
+//! the kernel functions the code called: helpers and what they call.
 //!
-//! Grouping follows stack position: the first program frame is the entry, the program frames
-//! below it its sub-functions (BPF-to-BPF calls nest; a tail call replaces the caller's frame,
-//! so a tail-called program shows as an entry of its own). One correction: a sub-function seen
-//! more often below a program than directly under the attach point is kept with that program
-//! (a sample in its prologue, before it pushed its frame pointer, loses the caller's frame).
+//! Grouping follows stack position. The first program frame is the entry, and the program
+//! frames below it are its sub-functions, because BPF-to-BPF calls nest. A tail call replaces
+//! the caller's frame, so a tail-called program shows as an entry of its own. There is one
+//! correction. A sample in a sub-function's prologue, before it pushed its frame pointer, loses
+//! the caller's frame. So a sub-function seen more often below a program than directly under
+//! the attach point is kept with that program.
 
 use super::kinds::{self, Category};
 use crate::profile::folded::{bare, Stack};
@@ -20,14 +22,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 /// The attach point of a stack whose kernel call chain stops at its BPF part: a sample in a
 /// program's prologue, before it saved its frame pointer, loses its kernel callers (the user
 /// part of the chain follows right after).
-pub const CALLER_LOST: &str = "(caller lost)";
+pub(crate) const CALLER_LOST: &str = "(caller lost)";
 
 /// (parent, frame) pairs of unresolved frames found right above BPF frames.
-pub type GlueSet = HashSet<(String, String)>;
+pub(crate) type GlueSet = HashSet<(String, String)>;
 
 /// The BPF part of one stack, as frame indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// First frame of the BPF part; the attach point is the one above.
     pub start: usize,
     /// The first program frame.
@@ -36,8 +38,11 @@ pub struct Segment {
     pub code_end: usize,
 }
 
-fn parent(frames: &[String], i: usize) -> &str {
-    i.checked_sub(1).map_or("", |p| bare(&frames[p]))
+/// The bare name of the frame above frame `index`, or "" for the first frame.
+fn parent(frames: &[String], index: usize) -> &str {
+    index
+        .checked_sub(1)
+        .map_or("", |above| bare(&frames[above]))
 }
 
 fn is_code(frame: &str) -> bool {
@@ -47,21 +52,28 @@ fn is_code(frame: &str) -> bool {
     )
 }
 
+/// The key of an unresolved frame in a [`GlueSet`]: its parent's bare name and its own.
+fn glue_key(frames: &[String], index: usize) -> (String, String) {
+    (
+        parent(frames, index).to_string(),
+        bare(&frames[index]).to_string(),
+    )
+}
+
 /// Unresolved frames that sit right above BPF frames (through other glue) in some stack.
 pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
     let mut glue = GlueSet::new();
-    for s in stacks {
-        let f = &s.frames;
-        for i in 0..f.len() {
-            if frames::kind(&f[i]) != Kind::Unresolved {
+    for stack in stacks {
+        let frames = &stack.frames;
+        for index in 0..frames.len() {
+            if frames::kind(&frames[index]) != Kind::Unresolved {
                 continue;
             }
-            let mut j = i;
-            while j < f.len() && matches!(frames::kind(&f[j]), Kind::Unresolved | Kind::Glue) {
-                j += 1;
-            }
-            if j < f.len() && frames::kind(&f[j]) == Kind::Program {
-                glue.insert((parent(f, i).to_string(), bare(&f[i]).to_string()));
+            let below_glue = frames[index..]
+                .iter()
+                .find(|frame| !matches!(frames::kind(frame), Kind::Unresolved | Kind::Glue));
+            if below_glue.is_some_and(|frame| frames::kind(frame) == Kind::Program) {
+                glue.insert(glue_key(frames, index));
             }
         }
     }
@@ -69,16 +81,16 @@ pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
 }
 
 /// The BPF part of a stack, if it has one.
-pub fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
-    let start = (0..f.len()).find(|&i| match frames::kind(&f[i]) {
+pub fn segment(frames: &[String], glue: &GlueSet) -> Option<Segment> {
+    let start = (0..frames.len()).find(|&index| match frames::kind(&frames[index]) {
         Kind::Program | Kind::Glue => true,
-        Kind::Unresolved => glue.contains(&(parent(f, i).to_string(), bare(&f[i]).to_string())),
+        Kind::Unresolved => glue.contains(&glue_key(frames, index)),
         _ => false,
     })?;
-    let code_end = (start..f.len())
-        .find(|&i| !is_code(&f[i]))
-        .unwrap_or(f.len());
-    let entry = (start..code_end).find(|&i| frames::kind(&f[i]) == Kind::Program);
+    let code_end = (start..frames.len())
+        .find(|&index| !is_code(&frames[index]))
+        .unwrap_or(frames.len());
+    let entry = (start..code_end).find(|&index| frames::kind(&frames[index]) == Kind::Program);
     Some(Segment {
         start,
         entry,
@@ -90,38 +102,41 @@ pub fn segment(f: &[String], glue: &GlueSet) -> Option<Segment> {
 fn homes(stacks: &[Stack], glue: &GlueSet) -> HashMap<String, String> {
     let mut as_entry: HashMap<String, u64> = HashMap::new();
     let mut below: HashMap<String, HashMap<String, u64>> = HashMap::new();
-    for s in stacks {
+    for stack in stacks {
         let Some(Segment {
-            entry: Some(e),
+            entry: Some(entry),
             code_end,
             ..
-        }) = segment(&s.frames, glue)
+        }) = segment(&stack.frames, glue)
         else {
             continue;
         };
-        let prog = display(&s.frames[e]);
-        crate::report::add(as_entry.entry(prog.clone()).or_default(), s.count);
-        for f in &s.frames[e + 1..code_end] {
+        let prog = display(&stack.frames[entry]);
+        crate::report::add(as_entry.entry(prog.clone()).or_default(), stack.count);
+        for frame in &stack.frames[entry + 1..code_end] {
             let slot = below
-                .entry(display(f))
+                .entry(display(frame))
                 .or_default()
                 .entry(prog.clone())
                 .or_default();
-            crate::report::add(slot, s.count);
+            crate::report::add(slot, stack.count);
         }
     }
     below
         .into_iter()
         .filter_map(|(name, progs)| {
-            let (prog, n) = progs.into_iter().max_by_key(|(p, n)| (*n, p.clone()))?;
-            (prog != name && n > as_entry.get(&name).copied().unwrap_or(0)).then_some((name, prog))
+            let (prog, weight) = progs
+                .into_iter()
+                .max_by_key(|(prog, weight)| (*weight, prog.clone()))?;
+            let as_entry = as_entry.get(&name).copied().unwrap_or(0);
+            (prog != name && weight > as_entry).then_some((name, prog))
         })
         .collect()
 }
 
 /// An attach point's tallies.
 #[derive(Debug, Clone, Default)]
-pub struct AttachTally {
+pub(crate) struct AttachTally {
     /// Samples inside BPF under it.
     pub bpf: u64,
     /// (parent, grandparent) names above it, with their weights.
@@ -137,7 +152,7 @@ pub struct AttachTally {
 
 /// A function of a program.
 #[derive(Debug, Clone, Default)]
-pub struct FuncTally {
+pub(crate) struct FuncTally {
     pub incl: u64,
     pub own: u64,
     /// Frames from the entry, when seen in place.
@@ -149,7 +164,7 @@ pub struct FuncTally {
 
 /// A program (entry) and its functions.
 #[derive(Debug, Clone, Default)]
-pub struct ProgTally {
+pub(crate) struct ProgTally {
     pub incl: u64,
     pub own: u64,
     pub tags: BTreeSet<String>,
@@ -159,7 +174,7 @@ pub struct ProgTally {
 
 /// A kernel function called (directly or not) from BPF code.
 #[derive(Debug, Clone, Default)]
-pub struct KfuncTally {
+pub(crate) struct KfuncTally {
     pub incl: u64,
     pub own: u64,
     pub callers: HashMap<String, u64>,
@@ -203,180 +218,236 @@ pub struct Tally {
 pub fn tally(stacks: &[Stack]) -> Tally {
     let glue = glue_frames(stacks);
     let homes = homes(stacks, &glue);
-    let mut t = Tally::default();
-    for s in stacks {
-        crate::report::add(&mut t.total, s.count);
-        let names: BTreeSet<&str> = s.frames.iter().map(|f| bare(f)).collect();
-        for n in names {
-            crate::report::add(t.incl.entry(n.to_string()).or_default(), s.count);
+    let mut tally = Tally::default();
+    for stack in stacks {
+        crate::report::add(&mut tally.total, stack.count);
+        let names: BTreeSet<&str> = stack.frames.iter().map(|frame| bare(frame)).collect();
+        for name in names {
+            crate::report::add(tally.incl.entry(name.to_string()).or_default(), stack.count);
         }
-        let seg = segment(&s.frames, &glue);
-        unresolved(&mut t, &s.frames, s.count, seg, &glue);
-        if let Some(seg) = seg {
-            in_bpf(&mut t, &s.frames, s.count, seg, &homes);
+        let segment = segment(&stack.frames, &glue);
+        let seen = SeenStack {
+            frames: &stack.frames,
+            weight: stack.count,
+            segment,
+        };
+        unresolved(&mut tally, &seen, &glue);
+        if let Some(segment) = segment {
+            in_bpf(&mut tally, &seen, segment, &homes);
         }
     }
-    ancestors(&mut t, stacks);
-    t
+    ancestors(&mut tally, stacks);
+    tally
+}
+
+/// One stack as the tallies see it: its frames, its weight and its BPF part.
+struct SeenStack<'a> {
+    frames: &'a [String],
+    weight: u64,
+    segment: Option<Segment>,
 }
 
 /// For each attach point, its heaviest parent and grandparent and the weight of the stacks
 /// through both it and each of them.
-fn ancestors(t: &mut Tally, stacks: &[Stack]) {
-    for (name, a) in t.attach.iter_mut() {
-        let Some(((p, g), _)) = a
+fn ancestors(tally: &mut Tally, stacks: &[Stack]) {
+    for (name, attach) in tally.attach.iter_mut() {
+        let heaviest = attach
             .lineage
             .iter()
-            .max_by(|x, y| x.1.cmp(y.1).then_with(|| y.0.cmp(x.0)))
-        else {
+            .max_by(|left, right| left.1.cmp(right.1).then_with(|| right.0.cmp(left.0)));
+        let Some(((parent, grandparent), _)) = heaviest else {
             continue;
         };
-        let joint = |anc: &str| -> Option<(String, u64)> {
-            if anc.is_empty() {
+        let joint = |ancestor: &str| -> Option<(String, u64)> {
+            if ancestor.is_empty() {
                 return None;
             }
-            let n = stacks
+            let weight = stacks
                 .iter()
-                .filter(|s| {
-                    let has = |x: &str| s.frames.iter().any(|f| bare(f) == x);
-                    has(name) && has(anc)
+                .filter(|stack| {
+                    let has = |wanted: &str| stack.frames.iter().any(|f| bare(f) == wanted);
+                    has(name) && has(ancestor)
                 })
-                .map(|s| s.count)
+                .map(|stack| stack.count)
                 .fold(0u64, u64::saturating_add);
-            Some((anc.to_string(), n))
+            Some((ancestor.to_string(), weight))
         };
-        a.ancestors = [joint(p), joint(g)];
+        attach.ancestors = [joint(parent), joint(grandparent)];
     }
 }
 
-fn in_bpf(t: &mut Tally, f: &[String], n: u64, seg: Segment, homes: &HashMap<String, String>) {
-    crate::report::add(&mut t.bpf, n);
-    let attach = match seg.start.checked_sub(1) {
-        Some(i) if frames::kind(&f[i]) == Kind::Kernel => display(&f[i]),
+fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Homes) {
+    let frames = stack.frames;
+    let weight = stack.weight;
+    crate::report::add(&mut tally.bpf, weight);
+    let attach_name = match segment.start.checked_sub(1) {
+        Some(above) if frames::kind(&frames[above]) == Kind::Kernel => display(&frames[above]),
         _ => CALLER_LOST.to_string(),
     };
-    let a = t.attach.entry(attach.clone()).or_default();
-    crate::report::add(&mut a.bpf, n);
-    if attach != CALLER_LOST {
+    let attach = tally.attach.entry(attach_name.clone()).or_default();
+    crate::report::add(&mut attach.bpf, weight);
+    if attach_name != CALLER_LOST {
         let name = |back: usize| {
-            seg.start
+            segment
+                .start
                 .checked_sub(back)
-                .map_or_else(String::new, |i| display(&f[i]))
+                .map_or_else(String::new, |index| display(&frames[index]))
         };
-        crate::report::add(a.lineage.entry((name(2), name(3))).or_default(), n);
+        crate::report::add(
+            attach.lineage.entry((name(2), name(3))).or_default(),
+            weight,
+        );
     }
-    let code_stop = seg.entry.unwrap_or(seg.code_end);
-    a.via
-        .extend(f[seg.start..code_stop].iter().map(|g| display(g)));
-    if let Some(e) = seg.entry {
-        crate::report::add(&mut t.programs, n);
-        let name = display(&f[e]);
+    let code_stop = segment.entry.unwrap_or(segment.code_end);
+    attach.via.extend(
+        frames[segment.start..code_stop]
+            .iter()
+            .map(|frame| display(frame)),
+    );
+    if let Some(entry) = segment.entry {
+        crate::report::add(&mut tally.programs, weight);
+        let name = display(&frames[entry]);
         let home = homes.get(&name).cloned().unwrap_or_else(|| name.clone());
-        a.programs.insert(home.clone());
-        program(t, f, n, seg, e, &home, &attach);
+        attach.programs.insert(home.clone());
+        let place = Entry {
+            at: entry,
+            home: &home,
+            attach: &attach_name,
+        };
+        program(tally, stack, segment, &place);
     }
-    kernel_functions(t, f, n, seg.code_end);
-    let below = f[seg.code_end..].iter().map(|x| bare(x));
-    let slot = t
+    kernel_functions(tally, stack, segment.code_end);
+    let below = frames[segment.code_end..].iter().map(|frame| bare(frame));
+    let slot = tally
         .categories
-        .entry(kinds::of_sample(below, seg.entry.is_some()))
+        .entry(kinds::of_sample(below, segment.entry.is_some()))
         .or_default();
-    crate::report::add(slot, n);
+    crate::report::add(slot, weight);
 }
 
-fn program(t: &mut Tally, f: &[String], n: u64, seg: Segment, e: usize, home: &str, at: &str) {
-    let rehomed = display(&f[e]) != home;
-    let p = t.progs.entry(home.to_string()).or_default();
-    crate::report::add(&mut p.incl, n);
-    p.attach.insert(at.to_string());
+/// Sub-functions kept with the program they are seen below ([`homes`]).
+type Homes = HashMap<String, String>;
+
+/// Where a stack enters a program: the entry frame's index, the program it is counted under
+/// (its home) and the attach point above.
+struct Entry<'a> {
+    at: usize,
+    home: &'a str,
+    attach: &'a str,
+}
+
+fn program(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, entry: &Entry<'_>) {
+    let frames = stack.frames;
+    let weight = stack.weight;
+    let rehomed = display(&frames[entry.at]) != entry.home;
+    let prog = tally.progs.entry(entry.home.to_string()).or_default();
+    crate::report::add(&mut prog.incl, weight);
+    prog.attach.insert(entry.attach.to_string());
     if !rehomed {
-        p.tags.extend(frames::tag(&f[e]));
+        prog.tags.extend(frames::tag(&frames[entry.at]));
     }
-    let leaf_in_code = seg.code_end == f.len();
+    let leaf_in_code = segment.code_end == frames.len();
     // The program's self time: samples in its own code, not in its sub-functions'.
-    if leaf_in_code && f.len() == e + 1 && !rehomed {
-        crate::report::add(&mut p.own, n);
+    if leaf_in_code && frames.len() == entry.at + 1 && !rehomed {
+        crate::report::add(&mut prog.own, weight);
     }
     let mut seen = BTreeSet::new();
-    for i in e..seg.code_end {
-        let name = display(&f[i]);
-        let fun = p.functions.entry(name.clone()).or_default();
+    for index in entry.at..segment.code_end {
+        let name = display(&frames[index]);
+        let function = prog.functions.entry(name.clone()).or_default();
         if seen.insert(name) {
-            crate::report::add(&mut fun.incl, n);
+            crate::report::add(&mut function.incl, weight);
         }
-        if leaf_in_code && i + 1 == f.len() {
-            crate::report::add(&mut fun.own, n);
+        if leaf_in_code && index + 1 == frames.len() {
+            crate::report::add(&mut function.own, weight);
         }
         if rehomed {
-            crate::report::add(&mut fun.unwound_short, u64::from(i == e) * n);
+            // Only the entry frame itself sits under the attach point although it belongs
+            // below another program.
+            if index == entry.at {
+                crate::report::add(&mut function.unwound_short, weight);
+            }
             continue;
         }
-        let depth = i - e;
-        fun.depth = Some(fun.depth.map_or(depth, |d| d.min(depth)));
-        if i > e {
-            crate::report::add(fun.callers.entry(display(&f[i - 1])).or_default(), n);
+        let depth = index - entry.at;
+        function.depth = Some(function.depth.map_or(depth, |seen| seen.min(depth)));
+        if index > entry.at {
+            let caller = display(&frames[index - 1]);
+            crate::report::add(function.callers.entry(caller).or_default(), weight);
         }
     }
 }
 
-fn kernel_functions(t: &mut Tally, f: &[String], n: u64, from: usize) {
+fn kernel_functions(tally: &mut Tally, stack: &SeenStack<'_>, from: usize) {
+    let frames = stack.frames;
+    let weight = stack.weight;
     let mut seen = BTreeSet::new();
-    for i in from..f.len() {
-        if frames::kind(&f[i]) != Kind::Kernel {
+    for index in from..frames.len() {
+        if frames::kind(&frames[index]) != Kind::Kernel {
             continue;
         }
-        let name = display(&f[i]);
-        let k = t.kfuncs.entry(name.clone()).or_default();
+        let name = display(&frames[index]);
+        let kfunc = tally.kfuncs.entry(name.clone()).or_default();
         if seen.insert(name) {
-            crate::report::add(&mut k.incl, n);
-            crate::report::add(k.callers.entry(display(&f[i - 1])).or_default(), n);
+            crate::report::add(&mut kfunc.incl, weight);
+            let caller = display(&frames[index - 1]);
+            crate::report::add(kfunc.callers.entry(caller).or_default(), weight);
         }
-        if i + 1 == f.len() {
-            crate::report::add(&mut k.own, n);
+        if index + 1 == frames.len() {
+            crate::report::add(&mut kfunc.own, weight);
         }
     }
 }
 
-fn unresolved(t: &mut Tally, f: &[String], n: u64, seg: Option<Segment>, glue: &GlueSet) {
-    let Some(kernel_from) = f
+fn unresolved(tally: &mut Tally, stack: &SeenStack<'_>, glue: &GlueSet) {
+    let frames = stack.frames;
+    let weight = stack.weight;
+    let Some(kernel_from) = frames
         .iter()
-        .position(|x| !matches!(frames::kind(x), Kind::Other | Kind::Unresolved))
+        .position(|frame| !matches!(frames::kind(frame), Kind::Other | Kind::Unresolved))
     else {
-        crate::report::add(&mut t.no_kernel, n);
+        crate::report::add(&mut tally.no_kernel, weight);
         return;
     };
     let mut seen = BTreeSet::new();
-    let mut runner = false;
-    for i in kernel_from..f.len() {
-        if frames::kind(&f[i]) != Kind::Unresolved {
+    let mut under_runner = false;
+    for index in kernel_from..frames.len() {
+        if frames::kind(&frames[index]) != Kind::Unresolved {
             continue;
         }
-        let key = (bare(&f[i]).to_string(), display_parent(f, i));
-        let role = role_of(f, i, seg, glue);
-        runner |= role == Role::UnderRunner;
+        let key = (
+            bare(&frames[index]).to_string(),
+            display_parent(frames, index),
+        );
+        let role = role_of(frames, index, stack.segment, glue);
+        under_runner |= role == Role::UnderRunner;
         if seen.insert(key.clone()) {
-            crate::report::add(&mut t.unresolved.entry(key).or_insert((role, 0)).1, n);
+            let slot = tally.unresolved.entry(key).or_insert((role, 0));
+            crate::report::add(&mut slot.1, weight);
         }
     }
-    crate::report::add(&mut t.under_runner, u64::from(runner) * n);
+    if under_runner {
+        crate::report::add(&mut tally.under_runner, weight);
+    }
 }
 
-fn display_parent(f: &[String], i: usize) -> String {
-    i.checked_sub(1)
-        .map_or_else(String::new, |p| display(&f[p]))
+fn display_parent(frames: &[String], index: usize) -> String {
+    index
+        .checked_sub(1)
+        .map_or_else(String::new, |above| display(&frames[above]))
 }
 
-fn role_of(f: &[String], i: usize, seg: Option<Segment>, glue: &GlueSet) -> Role {
-    let key = (parent(f, i).to_string(), bare(&f[i]).to_string());
-    match seg {
-        Some(s) if i >= s.start && i < s.code_end => {
-            if glue.contains(&key) && s.entry.is_none_or(|e| i < e) {
+fn role_of(frames: &[String], index: usize, segment: Option<Segment>, glue: &GlueSet) -> Role {
+    match segment {
+        Some(seg) if index >= seg.start && index < seg.code_end => {
+            let before_entry = seg.entry.is_none_or(|entry| index < entry);
+            if glue.contains(&glue_key(frames, index)) && before_entry {
                 Role::Glue
             } else {
                 Role::InProgram
             }
         }
-        _ if frames::is_runner(parent(f, i)) => Role::UnderRunner,
+        _ if frames::is_runner(parent(frames, index)) => Role::UnderRunner,
         _ => Role::Kernel,
     }
 }

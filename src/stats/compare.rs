@@ -32,12 +32,15 @@ impl Default for CompareOptions {
 impl RoundSummary {
     /// Summarise a round's samples (any order) at `quantiles`.
     pub fn of(samples: &[u64], quantiles: &[f64]) -> RoundSummary {
-        let mut s = samples.to_vec();
-        s.sort_unstable();
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
         RoundSummary {
-            n: s.len(),
-            quantiles: quantiles.iter().map(|&q| mid_quantile(&s, q)).collect(),
-            max: s.last().copied().unwrap_or(0),
+            n: sorted.len(),
+            quantiles: quantiles
+                .iter()
+                .map(|&q| mid_quantile(&sorted, q))
+                .collect(),
+            max: sorted.last().copied().unwrap_or(0),
         }
     }
 }
@@ -47,10 +50,10 @@ impl RoundSummary {
 /// consecutive pairs are pooled ([`block_pairs`]).
 pub const TAIL_SAMPLES: f64 = 10.0;
 
-/// How many consecutive pairs to pool for percentile `q` when rounds keep `kept` samples: 1
-/// when a round holds [`TAIL_SAMPLES`] beyond `q`, else enough rounds to hold them together.
-pub fn block_pairs(kept: usize, q: f64) -> usize {
-    let beyond = kept as f64 * (1.0 - q / 100.0);
+/// How many consecutive pairs to pool for percentile `quantile` when rounds keep `kept`
+/// samples: 1 when a round holds [`TAIL_SAMPLES`] beyond it, else enough rounds to hold them together.
+pub fn block_pairs(kept: usize, quantile: f64) -> usize {
+    let beyond = kept as f64 * (1.0 - quantile / 100.0);
     if kept == 0 || beyond >= TAIL_SAMPLES {
         return 1;
     }
@@ -80,10 +83,11 @@ pub fn compare_rounds(
     treat: (&[Vec<u64>], &[RoundSummary]),
     opts: &CompareOptions,
 ) -> Comparison {
-    let (mut c, pooled_notes) = compare_pairs(base, treat, opts);
-    c.notes
+    let (mut comparison, pooled_notes) = compare_pairs(base, treat, opts);
+    comparison
+        .notes
         .extend(pooled_notes.into_iter().map(|(_, note)| note));
-    c
+    comparison
 }
 
 /// [`compare_rounds`], with the notes on tails pooled over too few blocks kept apart, each with
@@ -93,24 +97,24 @@ fn compare_pairs(
     (treat, treat_sums): (&[Vec<u64>], &[RoundSummary]),
     opts: &CompareOptions,
 ) -> (Comparison, Vec<(usize, String)>) {
-    let mut c = compare_summaries(base_sums, treat_sums, opts);
+    let mut comparison = compare_summaries(base_sums, treat_sums, opts);
     let pairs = raw_pairs(base, treat);
     let kept = kept_per_round(&pairs);
     let mut pooled_notes = Vec::new();
-    for (k, &q) in opts.quantiles.iter().enumerate() {
-        let g = block_pairs(kept, q);
-        if g > 1 {
-            let per_pair = std::mem::take(&mut c.diffs[k].pair_deltas);
-            c.diffs[k] = QuantileDiff {
+    for (index, &quantile) in opts.quantiles.iter().enumerate() {
+        let block = block_pairs(kept, quantile);
+        if block > 1 {
+            let per_pair = std::mem::take(&mut comparison.diffs[index].pair_deltas);
+            comparison.diffs[index] = QuantileDiff {
                 pair_deltas: per_pair,
-                ..pooled_diff(&pairs, g, q, opts.confidence)
+                ..pooled_diff(&pairs, block, quantile, opts.confidence)
             };
-            if let Some(note) = pooled_note(&c.diffs[k], kept, c.confidence) {
-                pooled_notes.push((k, note));
+            if let Some(note) = pooled_note(&comparison.diffs[index], kept, comparison.confidence) {
+                pooled_notes.push((index, note));
             }
         }
     }
-    (c, pooled_notes)
+    (comparison, pooled_notes)
 }
 
 /// The pairs of raw rounds whose rounds both have samples.
@@ -138,33 +142,34 @@ pub fn compare_loads(
     loads: &[Load],
     opts: &CompareOptions,
 ) -> Comparison {
-    let (mut c, mut pooled_notes) = compare_pairs(base, treat, opts);
-    c.loads = loads.len().max(1);
+    let (mut result, mut pooled_notes) = compare_pairs(base, treat, opts);
+    result.loads = loads.len().max(1);
     if loads.len() < MIN_LOADS {
-        c.notes
+        result
+            .notes
             .extend(pooled_notes.into_iter().map(|(_, note)| note));
         if loads.len() > 1 {
-            c.notes.push(format!(
+            result.notes.push(format!(
                 "{} loads of the objects are too few for an interval across loads (at least {MIN_LOADS}): the intervals are over the pairs of rounds and leave out how much a cost moves from one load to the next.",
                 loads.len()
             ));
         }
-        return c;
+        return result;
     }
     let kept = kept_per_round(&raw_pairs(base.0, treat.0));
-    for (k, &q) in opts.quantiles.iter().enumerate() {
+    for (at, &quantile) in opts.quantiles.iter().enumerate() {
         let estimates: Vec<LoadEstimate> = loads
             .iter()
-            .map(|l| load_estimate(base, treat, l, (k, q), kept, opts.confidence))
+            .map(|load| load_estimate(base, treat, load, (at, quantile), kept, opts.confidence))
             .collect();
         let Some(across) = across_loads(&estimates, opts.confidence) else {
             continue;
         };
         // Across loads the interval has its asked confidence however few tail blocks a load has.
-        pooled_notes.retain(|(quantile, _)| *quantile != k);
-        let d = &mut c.diffs[k];
-        let pct = |x: f64| 100.0 * x / d.base;
-        *d = QuantileDiff {
+        pooled_notes.retain(|(noted, _)| *noted != at);
+        let diff = &mut result.diffs[at];
+        let pct = |value: f64| 100.0 * value / diff.base;
+        *diff = QuantileDiff {
             delta: across.estimate,
             lo: across.lo,
             hi: across.hi,
@@ -172,43 +177,44 @@ pub fn compare_loads(
             pct: pct(across.estimate),
             pct_lo: pct(across.lo),
             pct_hi: pct(across.hi),
-            load_deltas: estimates.iter().map(|e| e.value).collect(),
+            load_deltas: estimates.iter().map(|estimate| estimate.value).collect(),
             load_share: across.load_share,
             order_effect: across.order_effect,
             method: METHOD_LOADS,
-            ..std::mem::replace(d, empty_diff(q))
+            ..std::mem::replace(diff, empty_diff(quantile))
         };
     }
-    c.method = METHOD_LOADS;
-    c.notes
+    result.method = METHOD_LOADS;
+    result
+        .notes
         .extend(pooled_notes.into_iter().map(|(_, note)| note));
-    c
+    result
 }
 
 /// A placeholder while a difference is rebuilt.
-fn empty_diff(q: f64) -> QuantileDiff {
-    quantile_diff(&[], 0, q, 0.5)
+fn empty_diff(quantile: f64) -> QuantileDiff {
+    quantile_diff(&[], 0, quantile, 0.5)
 }
 
-/// One load's estimate of the difference at the `k`-th quantile `q`: over its pairs as a
+/// One load's estimate of the difference at the `index`-th quantile `quantile`: over its pairs as a
 /// single-level comparison takes it (the median pair difference, or over tail blocks).
 fn load_estimate(
     (base, base_sums): (&[Vec<u64>], &[RoundSummary]),
     (treat, treat_sums): (&[Vec<u64>], &[RoundSummary]),
     load: &Load,
-    (k, q): (usize, f64),
+    (index, quantile): (usize, f64),
     kept: usize,
     confidence: f64,
 ) -> LoadEstimate {
     let range = pairs_of(load, base.len().min(treat.len()));
-    let pairs_per_block = block_pairs(kept, q);
-    if pairs_per_block > 1 {
+    let block = block_pairs(kept, quantile);
+    if block > 1 {
         let pairs = raw_pairs(&base[range.clone()], &treat[range]);
-        let diff = pooled_diff(&pairs, pairs_per_block, q, confidence);
+        let diff = pooled_diff(&pairs, block, quantile, confidence);
         return LoadEstimate::of_median(diff.delta, &diff.block_deltas, load.order);
     }
     let pairs = paired(&base_sums[range.clone()], &treat_sums[range]);
-    let diff = quantile_diff(&pairs, k, q, confidence);
+    let diff = quantile_diff(&pairs, index, quantile, confidence);
     LoadEstimate::of_median(diff.delta, &diff.pair_deltas, load.order)
 }
 
@@ -220,63 +226,70 @@ fn pairs_of(load: &Load, available: usize) -> std::ops::Range<usize> {
 
 /// A sentence for a quantile compared over blocks whose count reaches no interval at the asked
 /// `confidence`: what the interval shown achieves, and how many pairs would do.
-fn pooled_note(d: &QuantileDiff, kept: usize, confidence: f64) -> Option<String> {
-    if d.confidence >= confidence - 1e-9 {
+fn pooled_note(diff: &QuantileDiff, kept: usize, confidence: f64) -> Option<String> {
+    if diff.confidence >= confidence - 1e-9 {
         return None;
     }
     let enough = (1..64)
-        .find(|&n| critical_rank(n, confidence).1 >= confidence)
+        .find(|&blocks| critical_rank(blocks, confidence).1 >= confidence)
         .unwrap_or(64);
     Some(format!(
         "{} is compared over blocks of {} pairs (a round of {kept} samples holds too few beyond \
          it): {} blocks reach no {:.0}% interval, the one shown is a {:.0}% interval; give at \
          least {} pairs for {:.0}%.",
-        super::q_label(d.q),
-        d.block,
-        d.block_deltas.len(),
+        super::q_label(diff.q),
+        diff.block,
+        diff.block_deltas.len(),
         100.0 * confidence,
-        100.0 * d.confidence,
-        enough * d.block,
+        100.0 * diff.confidence,
+        enough * diff.block,
         100.0 * confidence
     ))
 }
 
-/// The difference at `q` over blocks of `g` consecutive pairs, each arm's rounds pooled.
+/// The difference at `quantile` over blocks of `block_len` consecutive pairs, each arm's rounds pooled.
 fn pooled_diff(
     pairs: &[(&Vec<u64>, &Vec<u64>)],
-    g: usize,
-    q: f64,
+    block_len: usize,
+    quantile: f64,
     confidence: f64,
 ) -> QuantileDiff {
     let pool = |block: &[(&Vec<u64>, &Vec<u64>)], side: usize| -> RoundSummary {
         let all: Vec<u64> = block
             .iter()
-            .flat_map(|p| if side == 0 { p.0 } else { p.1 }.iter().copied())
+            .flat_map(|pair| if side == 0 { pair.0 } else { pair.1 }.iter().copied())
             .collect();
-        RoundSummary::of(&all, &[q])
+        RoundSummary::of(&all, &[quantile])
     };
-    let blocks: Vec<(RoundSummary, RoundSummary)> = blocks_of(pairs.len(), g)
-        .map(|r| (pool(&pairs[r.clone()], 0), pool(&pairs[r], 1)))
+    let blocks: Vec<(RoundSummary, RoundSummary)> = blocks_of(pairs.len(), block_len)
+        .map(|range| (pool(&pairs[range.clone()], 0), pool(&pairs[range], 1)))
         .collect();
-    let refs: Vec<(&RoundSummary, &RoundSummary)> = blocks.iter().map(|(b, t)| (b, t)).collect();
-    let d = quantile_diff(&refs, 0, q, confidence);
+    let refs: Vec<(&RoundSummary, &RoundSummary)> = blocks
+        .iter()
+        .map(|(base_block, treat_block)| (base_block, treat_block))
+        .collect();
+    let diff = quantile_diff(&refs, 0, quantile, confidence);
     QuantileDiff {
-        block: g,
-        block_deltas: d.pair_deltas.clone(),
-        ..d
+        block: block_len,
+        block_deltas: diff.pair_deltas.clone(),
+        ..diff
     }
 }
 
-/// `n` consecutive pairs cut into blocks of `g`; a remainder under half a block joins the
+/// `pairs` consecutive pairs cut into blocks of `block`; a remainder under half a block joins the
 /// block before it (a block of a pair or two would estimate a tail from far fewer samples).
-fn blocks_of(n: usize, g: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let mut count = n / g;
-    if n % g >= g.div_ceil(2) || count == 0 {
+fn blocks_of(pairs: usize, block: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut count = pairs / block;
+    if pairs % block >= block.div_ceil(2) || count == 0 {
         count += 1;
     }
-    (0..count).map(move |i| {
-        let end = if i + 1 == count { n } else { (i + 1) * g };
-        i * g..end.min(n)
+    (0..count).map(move |index| {
+        let end = if index + 1 == count {
+            pairs
+        } else {
+            (index + 1) * block
+        };
+        index * block..end.min(pairs)
     })
 }
 
@@ -293,54 +306,57 @@ pub fn compare_summaries(
         .quantiles
         .iter()
         .enumerate()
-        .map(|(k, &q)| quantile_diff(&pairs, k, q, opts.confidence))
+        .map(|(index, &quantile)| quantile_diff(&pairs, index, quantile, opts.confidence))
         .collect();
-    let p50 = opts.quantiles.iter().position(|&q| q == 50.0);
-    let modes: Vec<Mode> = p50.map_or_else(Vec::new, |k| {
+    let p50 = opts.quantiles.iter().position(|&quantile| quantile == 50.0);
+    let modes: Vec<Mode> = p50.map_or_else(Vec::new, |index| {
         let level = |rounds: &[RoundSummary]| -> Vec<f64> {
-            rounds.iter().map(|r| r.quantiles[k]).collect()
+            rounds.iter().map(|round| round.quantiles[index]).collect()
         };
-        let mut m = modes::find(&opts.arm_names[0], &level(base));
-        m.extend(modes::find(&opts.arm_names[1], &level(treat)));
-        m
+        let mut found = modes::find(&opts.arm_names[0], &level(base));
+        found.extend(modes::find(&opts.arm_names[1], &level(treat)));
+        found
     });
-    let c = Comparison {
+    let comparison = Comparison {
         method: METHOD,
         diffs,
         modes,
         notes: Vec::new(),
         rounds: pairs.len(),
-        n_base: pairs.iter().map(|p| p.0.n).sum(),
-        n_treat: pairs.iter().map(|p| p.1.n).sum(),
+        n_base: pairs.iter().map(|pair| pair.0.n).sum(),
+        n_treat: pairs.iter().map(|pair| pair.1.n).sum(),
         confidence: opts.confidence,
         loads: 1,
     };
-    let notes = comparison_notes(&c, base, treat, &opts.arm_names);
-    Comparison { notes, ..c }
+    let notes = comparison_notes(&comparison, base, treat, &opts.arm_names);
+    Comparison {
+        notes,
+        ..comparison
+    }
 }
 
 /// The p50 shift and its interval alone, for deciding when to stop adding pairs; `None`
-/// without a pair. `k` is the index of 50 in the summaries' quantiles.
+/// without a pair. `index` is the index of 50 in the summaries' quantiles.
 pub fn shift_interval(
     base: &[RoundSummary],
     treat: &[RoundSummary],
-    k: usize,
+    index: usize,
     confidence: f64,
 ) -> Option<ShiftInterval> {
-    let d: Vec<f64> = paired(base, treat)
+    let deltas: Vec<f64> = paired(base, treat)
         .iter()
-        .map(|(b, t)| t.quantiles[k] - b.quantiles[k])
+        .map(|(base_round, treat_round)| treat_round.quantiles[index] - base_round.quantiles[index])
         .collect();
-    median_interval(&d, confidence)
+    median_interval(&deltas, confidence)
 }
 
 /// The p50 shift across loads and its interval alone ([`super::loads`]), for deciding when to
-/// stop adding loads; `None` with fewer than [`MIN_LOADS`] loads. `k` is the index of 50 in
+/// stop adding loads; `None` with fewer than [`MIN_LOADS`] loads. `index` is the index of 50 in
 /// the summaries' quantiles.
 pub fn shift_interval_loads(
     (base, treat): (&[RoundSummary], &[RoundSummary]),
     loads: &[Load],
-    k: usize,
+    index: usize,
     confidence: f64,
 ) -> Option<AcrossLoads> {
     if loads.len() < MIN_LOADS {
@@ -351,7 +367,7 @@ pub fn shift_interval_loads(
         .map(|load| {
             let range = pairs_of(load, base.len().min(treat.len()));
             let pairs = paired(&base[range.clone()], &treat[range]);
-            let diff = quantile_diff(&pairs, k, 50.0, confidence);
+            let diff = quantile_diff(&pairs, index, 50.0, confidence);
             LoadEstimate::of_median(diff.delta, &diff.pair_deltas, load.order)
         })
         .collect();
@@ -371,12 +387,12 @@ fn paired<'a>(
 
 fn quantile_diff(
     pairs: &[(&RoundSummary, &RoundSummary)],
-    k: usize,
-    q: f64,
+    index: usize,
+    quantile: f64,
     confidence: f64,
 ) -> QuantileDiff {
-    let base: Vec<f64> = pairs.iter().map(|p| p.0.quantiles[k]).collect();
-    let treat: Vec<f64> = pairs.iter().map(|p| p.1.quantiles[k]).collect();
+    let base: Vec<f64> = pairs.iter().map(|pair| pair.0.quantiles[index]).collect();
+    let treat: Vec<f64> = pairs.iter().map(|pair| pair.1.quantiles[index]).collect();
     let pair_deltas: Vec<f64> = treat.iter().zip(&base).map(|(t, b)| t - b).collect();
     let nan = ShiftInterval {
         estimate: f64::NAN,
@@ -384,20 +400,20 @@ fn quantile_diff(
         hi: f64::NAN,
         confidence: 0.0,
     };
-    let s = median_interval(&pair_deltas, confidence).unwrap_or(nan);
+    let interval = median_interval(&pair_deltas, confidence).unwrap_or(nan);
     let level = modes::median_of(base);
     let pct = |x: f64| 100.0 * x / level;
     QuantileDiff {
-        q,
+        q: quantile,
         base: level,
         treat: modes::median_of(treat),
-        delta: s.estimate,
-        lo: s.lo,
-        hi: s.hi,
-        confidence: s.confidence,
-        pct: pct(s.estimate),
-        pct_lo: pct(s.lo),
-        pct_hi: pct(s.hi),
+        delta: interval.estimate,
+        lo: interval.lo,
+        hi: interval.hi,
+        confidence: interval.confidence,
+        pct: pct(interval.estimate),
+        pct_lo: pct(interval.lo),
+        pct_hi: pct(interval.hi),
         pair_deltas,
         block: 1,
         block_deltas: Vec::new(),
@@ -408,41 +424,41 @@ fn quantile_diff(
     }
 }
 
-/// 1-based nearest rank of percentile `q` among `n` samples (as [`percentile_sorted`](super::percentile_sorted)).
-fn nearest_rank(n: usize, q: f64) -> usize {
-    (((q / 100.0) * n as f64).ceil() as usize).clamp(1, n)
+/// 1-based nearest rank of percentile `quantile` among `count` samples (as [`percentile_sorted`](super::percentile_sorted)).
+fn nearest_rank(count: usize, quantile: f64) -> usize {
+    (((quantile / 100.0) * count as f64).ceil() as usize).clamp(1, count)
 }
 
 /// A round's q-th percentile read on the mid-distribution: the nearest rank, read at the middle
 /// of its rank with every run of tied values spread evenly over the half-gaps to its neighbours
 /// (see [`value_at`]); NaN when empty.
-pub fn mid_quantile(sorted: &[u64], q: f64) -> f64 {
+pub fn mid_quantile(sorted: &[u64], quantile: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    value_at(sorted, nearest_rank(sorted.len(), q) as f64 - 0.5)
+    value_at(sorted, nearest_rank(sorted.len(), quantile) as f64 - 0.5)
 }
 
-/// The inverse of the empirical CDF at position `x` in [0, n), with every run of equal values
+/// The inverse of the empirical CDF at `position` in [0, n), with every run of equal values
 /// spread evenly over the half-gaps to its neighbouring distinct values. Clock readings come in
-/// steps (10 ns here), so thousands of samples tie at p50; spreading a tie run over its step lets
+/// steps of several ns on a VM, so thousands of samples tie at p50; spreading a tie run over its step lets
 /// a shift smaller than the step move the estimate instead of snapping to the step. For a value
 /// without ties this is the value itself, give or take a quarter of the neighbouring gaps.
-fn value_at(sorted: &[u64], x: f64) -> f64 {
-    let n = sorted.len();
-    let i = (x.max(0.0) as usize).min(n - 1);
-    let v = sorted[i];
-    let a = sorted[..i].partition_point(|&y| y < v);
-    let b = i + sorted[i..].partition_point(|&y| y <= v);
-    let down = (a > 0).then(|| (v - sorted[a - 1]) as f64);
-    let up = (b < n).then(|| (sorted[b] - v) as f64);
+fn value_at(sorted: &[u64], position: f64) -> f64 {
+    let count = sorted.len();
+    let index = (position.max(0.0) as usize).min(count - 1);
+    let value = sorted[index];
+    let tie_start = sorted[..index].partition_point(|&y| y < value);
+    let tie_end = index + sorted[index..].partition_point(|&y| y <= value);
+    let down = (tie_start > 0).then(|| (value - sorted[tie_start - 1]) as f64);
+    let up = (tie_end < count).then(|| (sorted[tie_end] - value) as f64);
     let (down, up) = match (down, up) {
-        (Some(d), Some(u)) => (d, u),
-        (Some(g), None) | (None, Some(g)) => (g, g),
+        (Some(below), Some(above)) => (below, above),
+        (Some(gap), None) | (None, Some(gap)) => (gap, gap),
         (None, None) => (0.0, 0.0),
     };
-    let frac = ((x - a as f64) / (b - a) as f64).clamp(0.0, 1.0);
-    v as f64 - down / 2.0 + (down + up) / 2.0 * frac
+    let frac = ((position - tie_start as f64) / (tie_end - tie_start) as f64).clamp(0.0, 1.0);
+    value as f64 - down / 2.0 + (down + up) / 2.0 * frac
 }
 
 #[cfg(test)]

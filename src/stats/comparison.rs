@@ -4,10 +4,10 @@
 use super::modes::Mode;
 
 /// The short name of the method, as `--json` gives it.
-pub const METHOD: &str = "median-pair-difference-sign-test";
+pub(crate) const METHOD: &str = "median-pair-difference-sign-test";
 
 /// The short name of the method across loads ([`super::loads`]).
-pub const METHOD_LOADS: &str = "median-pair-difference-per-load-mean-across-loads-t";
+pub(crate) const METHOD_LOADS: &str = "median-pair-difference-per-load-mean-across-loads-t";
 
 /// One round reduced to what the comparison needs: computed once, when the round ends.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,8 +89,10 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The entry for percentile `q`, if it was compared.
-    pub fn diff(&self, q: f64) -> Option<&QuantileDiff> {
-        self.diffs.iter().find(|d| (d.q - q).abs() < 1e-9)
+    /// The entry for percentile `quantile`, if it was compared.
+    pub fn diff(&self, quantile: f64) -> Option<&QuantileDiff> {
+        self.diffs
+            .iter()
+            .find(|diff| (diff.q - quantile).abs() < 1e-9)
     }
 }

@@ -6,9 +6,9 @@
 //! (Numerical Recipes §6.4, Lentz's continued fraction) and is inverted by bisection.
 
 /// The complementary error function.
-pub fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
+pub(crate) fn erfc(value: f64) -> f64 {
+    let magnitude = value.abs();
+    let scaled = 1.0 / (1.0 + 0.5 * magnitude);
     let poly = [
         -1.265_512_23,
         1.000_023_68,
@@ -21,22 +21,22 @@ pub fn erfc(x: f64) -> f64 {
         -0.822_152_23,
         0.170_872_77,
     ];
-    let horner = poly.iter().rev().fold(0.0, |acc, c| c + t * acc);
-    let r = t * (-z * z + horner).exp();
-    if x >= 0.0 {
-        r
+    let horner = poly.iter().rev().fold(0.0, |acc, c| c + scaled * acc);
+    let result = scaled * (-magnitude * magnitude + horner).exp();
+    if value >= 0.0 {
+        result
     } else {
-        2.0 - r
+        2.0 - result
     }
 }
 
 /// P(Z > z) for a standard normal Z; accurate far into the tail (no 1 - cdf cancellation).
-pub fn normal_sf(z: f64) -> f64 {
-    0.5 * erfc(z / std::f64::consts::SQRT_2)
+pub(crate) fn normal_sf(score: f64) -> f64 {
+    0.5 * erfc(score / std::f64::consts::SQRT_2)
 }
 
-/// The standard normal quantile for `p` in (0, 1).
-pub fn normal_quantile(p: f64) -> f64 {
+/// The standard normal quantile for `probability` in (0, 1).
+pub(crate) fn normal_quantile(probability: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
         2.209_460_984_245_205e2,
@@ -66,24 +66,28 @@ pub fn normal_quantile(p: f64) -> f64 {
         2.445_134_137_142_996,
         3.754_408_661_907_416,
     ];
-    let poly = |c: &[f64], x: f64| c.iter().fold(0.0, |acc, k| acc * x + k);
-    let tail = |q: f64| {
-        let r = (-2.0 * q.ln()).sqrt();
-        poly(&C, r) / (poly(&D, r) * r + 1.0)
+    let poly = |coefficients: &[f64], at: f64| {
+        coefficients
+            .iter()
+            .fold(0.0, |acc, coefficient| acc * at + coefficient)
     };
-    if p < 0.02425 {
-        tail(p)
-    } else if p > 1.0 - 0.02425 {
-        -tail(1.0 - p)
+    let tail = |tail_p: f64| {
+        let root = (-2.0 * tail_p.ln()).sqrt();
+        poly(&C, root) / (poly(&D, root) * root + 1.0)
+    };
+    if probability < 0.02425 {
+        tail(probability)
+    } else if probability > 1.0 - 0.02425 {
+        -tail(1.0 - probability)
     } else {
-        let q = p - 0.5;
-        let r = q * q;
-        poly(&A, r) * q / (poly(&B, r) * r + 1.0)
+        let centred = probability - 0.5;
+        let square = centred * centred;
+        poly(&A, square) * centred / (poly(&B, square) * square + 1.0)
     }
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; about 15 significant digits).
-fn ln_gamma(x: f64) -> f64 {
+fn ln_gamma(value: f64) -> f64 {
     const G: [f64; 9] = [
         0.999_999_999_999_809_9,
         676.520_368_121_885_1,
@@ -95,66 +99,73 @@ fn ln_gamma(x: f64) -> f64 {
         9.984_369_578_019_572e-6,
         1.505_632_735_149_311_6e-7,
     ];
-    let x = x - 1.0;
+    let value = value - 1.0;
     let sum = G[1..]
         .iter()
         .enumerate()
-        .fold(G[0], |acc, (i, g)| acc + g / (x + i as f64 + 1.0));
-    let t = x + 7.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+        .fold(G[0], |acc, (index, coefficient)| {
+            acc + coefficient / (value + index as f64 + 1.0)
+        });
+    let shifted = value + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (value + 0.5) * shifted.ln() - shifted + sum.ln()
 }
 
 /// Continued fraction for the incomplete beta function (modified Lentz).
-fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+fn beta_cf(alpha: f64, beta: f64, at: f64) -> f64 {
     const TINY: f64 = 1e-300;
     let fix = |v: f64| if v.abs() < TINY { TINY } else { v };
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 / fix(1.0 - qab * x / qap);
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 / fix(1.0 + aa * d);
-        c = fix(1.0 + aa / c);
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 / fix(1.0 + aa * d);
-        c = fix(1.0 + aa / c);
-        let del = d * c;
-        h *= del;
+    let qab = alpha + beta;
+    let qap = alpha + 1.0;
+    let qam = alpha - 1.0;
+    let mut lentz_c = 1.0;
+    let mut lentz_d = 1.0 / fix(1.0 - qab * at / qap);
+    let mut fraction = lentz_d;
+    for step in 1..300 {
+        let step = step as f64;
+        let m2 = 2.0 * step;
+        let aa = step * (beta - step) * at / ((qam + m2) * (alpha + m2));
+        lentz_d = 1.0 / fix(1.0 + aa * lentz_d);
+        lentz_c = fix(1.0 + aa / lentz_c);
+        fraction *= lentz_d * lentz_c;
+        let aa = -(alpha + step) * (qab + step) * at / ((alpha + m2) * (qap + m2));
+        lentz_d = 1.0 / fix(1.0 + aa * lentz_d);
+        lentz_c = fix(1.0 + aa / lentz_c);
+        let del = lentz_d * lentz_c;
+        fraction *= del;
         if (del - 1.0).abs() < 1e-15 {
             break;
         }
     }
-    h
+    fraction
 }
 
 /// The regularized incomplete beta function I_x(a, b).
-fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 || x >= 1.0 {
-        return x.clamp(0.0, 1.0);
+fn beta_inc(alpha: f64, beta: f64, at: f64) -> f64 {
+    if at <= 0.0 || at >= 1.0 {
+        return at.clamp(0.0, 1.0);
     }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    let ln_front = ln_gamma(alpha + beta) - ln_gamma(alpha) - ln_gamma(beta)
+        + alpha * at.ln()
+        + beta * (1.0 - at).ln();
     let front = ln_front.exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_cf(a, b, x) / a
+    if at < (alpha + 1.0) / (alpha + beta + 2.0) {
+        front * beta_cf(alpha, beta, at) / alpha
     } else {
-        1.0 - front * beta_cf(b, a, 1.0 - x) / b
+        1.0 - front * beta_cf(beta, alpha, 1.0 - at) / beta
     }
 }
 
-/// P(T > t) for Student's t with `df` degrees of freedom, `t >= 0`.
-fn t_sf(t: f64, df: f64) -> f64 {
-    0.5 * beta_inc(df / 2.0, 0.5, df / (df + t * t))
+/// P(T > value) for Student's t with `df` degrees of freedom, `value >= 0`.
+fn t_sf(value: f64, df: f64) -> f64 {
+    0.5 * beta_inc(df / 2.0, 0.5, df / (df + value * value))
 }
 
-/// The quantile of Student's t with `df` degrees of freedom, for `p` in [0.5, 1).
+/// The quantile of Student's t with `df` degrees of freedom, for `probability` in [0.5, 1).
 /// E.g. `t_quantile(0.975, 4.0)` = 2.776 (the multiplier of a 95% interval from 5 pairs).
-pub fn t_quantile(p: f64, df: f64) -> f64 {
-    let target = 1.0 - p;
-    let (mut lo, mut hi) = (0.0, 1.0);
+pub(crate) fn t_quantile(probability: f64, df: f64) -> f64 {
+    let target = 1.0 - probability;
+    let mut lo = 0.0;
+    let mut hi = 1.0;
     while t_sf(hi, df) > target && hi < 1e12 {
         hi *= 2.0;
     }

@@ -1,8 +1,8 @@
 //! Two levels of repetition: pairs of rounds within a load of the objects, and loads.
 //!
 //! Where the kernel places a JIT image and its maps moves a program's cost by a few ns, and
-//! the order in which two objects are loaded moves it further (the one loaded second ran about
-//! 10 ns slower per openat on the project's VM, whichever file it was). An interval over the
+//! the order in which two objects are loaded moves it further: the one loaded second can run
+//! slower, whichever file it is (docs/overhead-method.md has the figures). An interval over the
 //! pairs of rounds of one load describes that load only: a second run, with new loads, lands
 //! outside it. So `overhead` loads the objects afresh several times in a run, each load a
 //! block of pairs of rounds, and the interval is taken over loads, the level that varies

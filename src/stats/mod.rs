@@ -15,9 +15,9 @@
 //!    half-gaps to its neighbours ([`compare::mid_quantile`]; Parzen, "Quantile probability and
 //!    statistical data modeling", Statist. Sci. 2004, and Ma, Genton & Parzen, "Asymptotic
 //!    properties of sample quantiles of discrete distributions", AISM 2011). Clock readings
-//!    come in steps (~10 ns on the test VM, in pairs such as 1833/1834), so thousands of samples
-//!    tie at p50 and a plain order statistic — or a Harrell–Davis or band mean, whose window is
-//!    narrower than a step — moves only when the median crosses a step: in simulation they saw
+//!    come in steps of several ns on a VM, so thousands of samples tie at p50 and a plain
+//!    order statistic — or a Harrell–Davis or band mean, whose window is narrower than a
+//!    step — moves only when the median crosses a step: in simulation they saw
 //!    a 3 ns shift as 1 ns. The mid-quantile saw it as 2.8 ns (a shift of s ns reads as
 //!    0.93–1.0 s), from 9,000 samples a round; over 2,000 pairs of `overhead`'s rounds of 225
 //!    it resolves shifts of 3 and 5 ns to within 1 ns (the tests of [`compare`]).
@@ -27,12 +27,11 @@
 //!    coverage needs the `D_i − shift` to be as likely positive as negative, independently:
 //!    with the order of each pair drawn by a coin and the effect a shift of the round, that
 //!    holds whatever the noise looks like — not normal, not symmetric, not even independent
-//!    between pairs (a randomization argument: the coin decides each sign). Why not a t interval: on a shared VM, bursts of interference lift a whole
-//!    round by 150–900 ns in 2–15% of rounds (measured on the test VM with `--keep`); one such
-//!    round stretches a t interval over every pair (A/A intervals 336 ns wide at 5 pairs, 39 ns
-//!    at 40 pairs of the test VM's kept rounds), while a burst moves the median by at most one
-//!    place (10 ns at 40 pairs on the same rounds). Kalibera & Jones ("Rigorous benchmarking in
-//!    reasonable time", ISMM 2013) show that such run-level variation, not the samples within a
+//!    between pairs (a randomization argument: the coin decides each sign). Why not a t interval:
+//!    on a shared VM, bursts of interference lift a whole round by hundreds of ns in a few
+//!    percent of rounds. One such round stretches a t interval over every pair, while a burst
+//!    moves the median by at most one place (docs/overhead-method.md has the figures).
+//!    Kalibera & Jones ("Rigorous benchmarking in reasonable time", ISMM 2013) show that such run-level variation, not the samples within a
 //!    run, sets how many repetitions a benchmark needs: here, many short rounds. Why not the
 //!    Hodges–Lehmann shift with its Wilcoxon signed-rank interval (Hodges & Lehmann 1963), 1.3×
 //!    narrower when nothing is skewed: it needs the `D_i` symmetric, and bursts that strike the
@@ -87,21 +86,22 @@ pub use compare::{
     compare, compare_loads, compare_rounds, compare_summaries, shift_interval,
     shift_interval_loads, CompareOptions,
 };
-pub use comparison::{Comparison, QuantileDiff, RoundSummary, METHOD, METHOD_LOADS};
+pub(crate) use comparison::METHOD_LOADS;
+pub use comparison::{Comparison, QuantileDiff, RoundSummary};
 pub use loads::{Load, LoadOrder};
 pub use modes::Mode;
-pub use notes::STALL_NS;
-pub use rank::{median_interval, ShiftInterval};
-pub use verdict::{gate_ns, gate_pct, q_label, shows_interval, verdict, GateResult};
+pub use rank::ShiftInterval;
+pub(crate) use verdict::{gate_ns, gate_pct, q_label, shows_interval};
+pub use verdict::{verdict, GateResult};
 
 /// The percentile `p` (0..=100) of already sorted samples; `None` when empty.
-pub fn percentile_sorted(sorted: &[u64], p: f64) -> Option<u64> {
+pub(crate) fn percentile_sorted(sorted: &[u64], percentile: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }
-    let n = sorted.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, n) - 1])
+    let count = sorted.len();
+    let rank = ((percentile / 100.0) * count as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, count) - 1])
 }
 
 /// The summary the bench prints: n, min, p50, p90, p99, p99.9, max (ns).
@@ -127,30 +127,30 @@ pub fn pct(part: u64, whole: u64) -> f64 {
 impl Summary {
     /// Summarise samples (any order); `None` when empty.
     pub fn of(samples: &[u64]) -> Option<Summary> {
-        let mut s = samples.to_vec();
-        s.sort_unstable();
-        Summary::of_sorted(&s)
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        Summary::of_sorted(&sorted)
     }
 
     /// Summarise already sorted samples.
-    pub fn of_sorted(s: &[u64]) -> Option<Summary> {
-        let p = |q| percentile_sorted(s, q);
+    pub fn of_sorted(sorted: &[u64]) -> Option<Summary> {
+        let at = |percentile| percentile_sorted(sorted, percentile);
         Some(Summary {
-            n: s.len(),
-            min: *s.first()?,
-            p50: p(50.0)?,
-            p90: p(90.0)?,
-            p99: p(99.0)?,
-            p999: p(99.9)?,
-            max: *s.last()?,
+            n: sorted.len(),
+            min: *sorted.first()?,
+            p50: at(50.0)?,
+            p90: at(90.0)?,
+            p99: at(99.0)?,
+            p999: at(99.9)?,
+            max: *sorted.last()?,
         })
     }
 }
 
 impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
-            f,
+            formatter,
             "n={} min={} p50={} p90={} p99={} p99.9={} max={} (ns)",
             self.n, self.min, self.p50, self.p90, self.p99, self.p999, self.max
         )

@@ -1,8 +1,8 @@
 //! Rounds that sit in a different mode from the rest of their arm, reported, never dropped.
 //!
-//! On a shared VM interference comes in bursts of tens to hundreds of ms that lift a whole
-//! round's p50 by 150–900 ns, and now and then the machine changes state for a while (both arms
-//! move together). A round is in another mode when its p50 is more than 3.5 robust standard
+//! On a shared VM, interference comes in bursts that lift a whole round's p50 by hundreds of
+//! ns, and now and then the machine changes state for a while, so that both arms move together
+//! (docs/overhead-method.md has the figures). A round is in another mode when its p50 is more than 3.5 robust standard
 //! deviations (1.4826 × MAD, the modified z-score of Iglewicz & Hoaglin, 1993) from the median
 //! of its arm's round p50s *and* more than 3% of that median away (the floor keeps a tiny MAD,
 //! rounds that agree to a nanosecond, from flagging a one-step difference). The comparison
@@ -71,41 +71,41 @@ pub fn find(arm: &str, p50s: &[f64]) -> Vec<Mode> {
 }
 
 /// Median and 1.4826 × MAD (a standard deviation for normal data, robust to wild rounds).
-pub fn median_and_robust_sd(xs: &[f64]) -> (f64, f64) {
+pub(crate) fn median_and_robust_sd(xs: &[f64]) -> (f64, f64) {
     let mid = median_of(xs.to_vec());
     let mad = median_of(xs.iter().map(|x| (x - mid).abs()).collect());
     (mid, 1.4826 * mad)
 }
 
 /// The median (NaN when empty).
-pub fn median_of(mut xs: Vec<f64>) -> f64 {
+pub(crate) fn median_of(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
     xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
+    let count = xs.len();
+    if count % 2 == 1 {
+        xs[count / 2]
     } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        (xs[count / 2 - 1] + xs[count / 2]) / 2.0
     }
 }
 
 /// Round numbers (1-based) as ranges: "3, 7–9, 12".
-pub fn round_list(rounds: &[usize]) -> String {
+pub(crate) fn round_list(rounds: &[usize]) -> String {
     let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < rounds.len() {
-        let mut j = i;
-        while j + 1 < rounds.len() && rounds[j + 1] == rounds[j] + 1 {
-            j += 1;
+    let mut first = 0;
+    while first < rounds.len() {
+        let mut last = first;
+        while last + 1 < rounds.len() && rounds[last + 1] == rounds[last] + 1 {
+            last += 1;
         }
-        out.push(if j > i {
-            format!("{}–{}", rounds[i] + 1, rounds[j] + 1)
+        out.push(if last > first {
+            format!("{}–{}", rounds[first] + 1, rounds[last] + 1)
         } else {
-            format!("{}", rounds[i] + 1)
+            format!("{}", rounds[first] + 1)
         });
-        i = j + 1;
+        first = last + 1;
     }
     out.join(", ")
 }

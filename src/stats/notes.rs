@@ -13,11 +13,11 @@ use super::modes::round_list;
 use super::rank::critical_rank;
 
 /// A round whose longest sample is at least this long is noted as a likely RT-throttling stall.
-pub const STALL_NS: u64 = 10_000_000;
+pub(crate) const STALL_NS: u64 = 10_000_000;
 
-/// Notes on the comparison `c` of the rounds `base` and `treat` (arms named `names`).
+/// Notes on the `comparison` of the rounds `base` and `treat` (arms named `names`).
 pub(super) fn comparison_notes(
-    c: &Comparison,
+    comparison: &Comparison,
     base: &[RoundSummary],
     treat: &[RoundSummary],
     names: &[String; 2],
@@ -33,30 +33,30 @@ pub(super) fn comparison_notes(
             base.len().min(treat.len())
         ));
     }
-    for (i, (b, t)) in base.iter().zip(treat).enumerate() {
-        if b.n == 0 || t.n == 0 {
+    for (index, (base_round, treat_round)) in base.iter().zip(treat).enumerate() {
+        if base_round.n == 0 || treat_round.n == 0 {
             notes.push(format!(
                 "Round {} is left out: one of its arms has no samples.",
-                i + 1
+                index + 1
             ));
         }
     }
-    if let Some(d) = c
+    if let Some(diff) = comparison
         .diffs
         .first()
-        .filter(|d| d.confidence < c.confidence - 1e-9)
+        .filter(|diff| diff.confidence < comparison.confidence - 1e-9)
     {
         let enough = (1..64)
-            .find(|&n| critical_rank(n, c.confidence).1 >= c.confidence)
+            .find(|&pairs| critical_rank(pairs, comparison.confidence).1 >= comparison.confidence)
             .unwrap_or(64);
         notes.push(format!(
             "With {} pairs no interval reaches {:.0}%: each interval shown spans the whole range of \
              the pair differences, a {:.0}% interval; give at least {enough} pairs \
              (--rounds {enough}) for {:.0}%.",
-            c.rounds,
-            100.0 * c.confidence,
-            100.0 * d.confidence,
-            100.0 * c.confidence
+            comparison.rounds,
+            100.0 * comparison.confidence,
+            100.0 * diff.confidence,
+            100.0 * comparison.confidence
         ));
     }
     for (name, rounds) in names.iter().zip([base, treat]) {

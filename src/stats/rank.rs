@@ -11,17 +11,17 @@
 //! achieves (93.8% for 5, 50% for 2).
 //!
 //! It asks less than the Wilcoxon signed-rank interval around the Hodges–Lehmann estimate,
-//! which also needs the differences to be *symmetric* about the shift: when bursts of
-//! interference hit one arm's rounds more often than the other's (the test VM shows that with a
-//! hook attached), the differences are skewed and the Walsh averages follow the skew. In the
-//! simulation of `examples/stats_coverage.rs` (4% of base and 10% of attached rounds lifted by
-//! 150–700 ns), signed-rank intervals held the true shift in 87–90% of runs and sign intervals
-//! in 94–96%, for intervals 1.3× as wide as the signed-rank ones where nothing is skewed.
+//! which also needs the differences to be *symmetric* about the shift. When bursts of
+//! interference hit one arm's rounds more often than the other's, as they do with a hook
+//! attached, the differences are skewed and the Walsh averages follow the skew.
+//! `examples/stats_coverage.rs` simulates that, and docs/overhead-method.md gives what it
+//! found: the sign interval keeps its coverage where the signed-rank interval loses some, for
+//! an interval somewhat wider where nothing is skewed.
 
 use super::dist::{normal_quantile, normal_sf};
 
 /// Up to this many differences the binomial is summed exactly.
-pub const EXACT_UP_TO: usize = 1000;
+pub(crate) const EXACT_UP_TO: usize = 1000;
 
 /// A shift estimate and its interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -36,60 +36,62 @@ pub struct ShiftInterval {
     pub confidence: f64,
 }
 
-/// The median of `d` and its sign-test interval at `confidence` (e.g. 0.95); `None` when `d` is
-/// empty or holds a NaN.
-pub fn median_interval(d: &[f64], confidence: f64) -> Option<ShiftInterval> {
-    if d.is_empty() || d.iter().any(|x| x.is_nan()) {
+/// The median of `diffs` and its sign-test interval at `confidence` (e.g. 0.95); `None` when
+/// `diffs` is empty or holds a NaN.
+pub(crate) fn median_interval(diffs: &[f64], confidence: f64) -> Option<ShiftInterval> {
+    if diffs.is_empty() || diffs.iter().any(|diff| diff.is_nan()) {
         return None;
     }
-    let mut s = d.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let (k, achieved) = critical_rank(n, confidence);
-    let estimate = if n % 2 == 1 {
-        s[n / 2]
+    let mut sorted = diffs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let count = sorted.len();
+    let (rank, achieved) = critical_rank(count, confidence);
+    let estimate = if count % 2 == 1 {
+        sorted[count / 2]
     } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
+        (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0
     };
     Some(ShiftInterval {
         estimate,
-        lo: s[k - 1],
-        hi: s[n - k],
+        lo: sorted[rank - 1],
+        hi: sorted[count - rank],
         confidence: achieved,
     })
 }
 
-/// The 1-based rank `k` of the interval `[d_(k), d_(n+1−k)]` for `n` differences, and the
-/// coverage it achieves: the largest `k ≥ 1` with `2 P(B ≤ k − 1) ≤ 1 − confidence`, or 1.
-pub fn critical_rank(n: usize, confidence: f64) -> (usize, f64) {
+/// The 1-based rank `k` of the interval `[d_(k), d_(n+1−k)]` for `count` (n) differences, and
+/// the coverage it achieves: the largest `k ≥ 1` with `2 P(B ≤ k − 1) ≤ 1 − confidence`, or 1.
+pub(crate) fn critical_rank(count: usize, confidence: f64) -> (usize, f64) {
     let alpha_half = (1.0 - confidence) / 2.0;
-    if n == 0 {
+    if count == 0 {
         return (1, 0.0);
     }
-    if n <= EXACT_UP_TO {
-        // P(B = 0) = 2^-n, then P(B = j + 1) = P(B = j) (n − j) / (j + 1).
-        let (mut pmf, mut cdf, mut k) = (0.5f64.powi(n as i32), 0.0, 0);
+    if count <= EXACT_UP_TO {
+        // P(B = 0) = 2^-n, then P(B = j + 1) = P(B = j) (n − j) / (j + 1), j counting up.
+        let mut pmf = 0.5f64.powi(count as i32);
+        let mut cdf = 0.0;
+        let mut rank = 0;
         let mut tail_at_k = pmf;
-        for j in 0..n {
+        for below in 0..count {
             cdf += pmf;
             if cdf > alpha_half {
                 break;
             }
-            k = j + 1;
+            rank = below + 1;
             tail_at_k = cdf;
-            pmf *= (n - j) as f64 / (j + 1) as f64;
+            pmf *= (count - below) as f64 / (below + 1) as f64;
         }
-        return if k == 0 {
+        return if rank == 0 {
             (1, 1.0 - 2.0 * tail_at_k)
         } else {
-            (k, 1.0 - 2.0 * tail_at_k)
+            (rank, 1.0 - 2.0 * tail_at_k)
         };
     }
-    let nf = n as f64;
-    let z = normal_quantile(1.0 - alpha_half);
-    let k = ((nf / 2.0 - z * nf.sqrt() / 2.0 + 0.5).floor() as usize).max(1);
-    let tail = 1.0 - normal_sf((k as f64 - 0.5 - nf / 2.0) / (nf.sqrt() / 2.0));
-    (k, 1.0 - 2.0 * tail)
+    let nf = count as f64;
+    let z_score = normal_quantile(1.0 - alpha_half);
+    let rank = ((nf / 2.0 - z_score * nf.sqrt() / 2.0 + 0.5).floor() as usize).max(1);
+    let tail = 1.0 - normal_sf((rank as f64 - 0.5 - nf / 2.0) / (nf.sqrt() / 2.0));
+    (rank, 1.0 - 2.0 * tail)
 }
 
 #[cfg(test)]

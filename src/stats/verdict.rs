@@ -24,18 +24,18 @@ pub struct GateResult {
 }
 
 /// "p50", "p99.9".
-pub fn q_label(q: f64) -> String {
-    format!("p{q}")
+pub(crate) fn q_label(quantile: f64) -> String {
+    format!("p{quantile}")
 }
 
 /// "+212 ns at p50 [196, 228], +14.6%; p99 +410 ns [380, 440], +20.1%", or, when the p50
 /// interval holds zero, "no difference detectable above N ns at p50 …". `resolution_ns` (the
 /// measured cost of one clock reading, or its step) is mentioned when the figures come near it.
-pub fn verdict(c: &Comparison, resolution_ns: f64) -> String {
-    let Some(p50) = c.diff(50.0).filter(|d| d.lo.is_finite()) else {
+pub fn verdict(comparison: &Comparison, resolution_ns: f64) -> String {
+    let Some(p50) = comparison.diff(50.0).filter(|diff| diff.lo.is_finite()) else {
         return "no comparison: no pair of rounds with samples in both arms".to_string();
     };
-    let conf = c.confidence * 100.0;
+    let conf = comparison.confidence * 100.0;
     let (mut text, near) = if holds_zero(p50) {
         let bound = p50.lo.abs().max(p50.hi.abs());
         let head = format!(
@@ -51,8 +51,12 @@ pub fn verdict(c: &Comparison, resolution_ns: f64) -> String {
         );
         (head, p50.delta.abs().min(p50.lo.abs()))
     };
-    for d in c.diffs.iter().filter(|d| d.q != 50.0 && d.lo.is_finite()) {
-        text.push_str(&format!("; {}", tail_part(d)));
+    for diff in comparison
+        .diffs
+        .iter()
+        .filter(|diff| diff.q != 50.0 && diff.lo.is_finite())
+    {
+        text.push_str(&format!("; {}", tail_part(diff)));
     }
     if resolution_ns > 0.0 && near < 3.0 * resolution_ns {
         text.push_str(&format!(
@@ -63,8 +67,8 @@ pub fn verdict(c: &Comparison, resolution_ns: f64) -> String {
     text
 }
 
-fn holds_zero(d: &QuantileDiff) -> bool {
-    d.lo <= 0.0 && 0.0 <= d.hi
+fn holds_zero(diff: &QuantileDiff) -> bool {
+    diff.lo <= 0.0 && 0.0 <= diff.hi
 }
 
 /// Whether `d` has an interval to show: one difference alone (a tail compared over a single
@@ -75,80 +79,97 @@ pub fn shows_interval(d: &QuantileDiff) -> bool {
 
 /// "p99 +410 ns [380, 440], +20.1%", with "(holds 0)" when its interval does; "p99.9 +47942
 /// ns, +12.0% (one block of pairs: no interval)" without one.
-fn tail_part(d: &QuantileDiff) -> String {
-    if !shows_interval(d) {
+fn tail_part(diff: &QuantileDiff) -> String {
+    if !shows_interval(diff) {
         return format!(
             "{} {:+.0} ns, {:+.1}% (one block of pairs: no interval)",
-            q_label(d.q),
-            d.delta,
-            d.pct
+            q_label(diff.q),
+            diff.delta,
+            diff.pct
         );
     }
-    let zero = if holds_zero(d) { " (holds 0)" } else { "" };
+    let zero = if holds_zero(diff) { " (holds 0)" } else { "" };
     format!(
         "{} {:+.0} ns [{:.0}, {:.0}], {:+.1}%{zero}",
-        q_label(d.q),
-        d.delta,
-        d.lo,
-        d.hi,
-        d.pct
+        q_label(diff.q),
+        diff.delta,
+        diff.lo,
+        diff.hi,
+        diff.pct
     )
 }
 
 /// `--max-pQ-ns max_ns`: exceeded when the interval's lower end is above `max_ns`.
-pub fn gate_ns(c: &Comparison, q: f64, max_ns: f64) -> GateResult {
-    let limit = format!("--max-{}-ns {max_ns}", q_label(q));
-    gate(c, q, limit, max_ns, |d| (d.lo, d.delta, d.hi), "ns")
+pub(crate) fn gate_ns(comparison: &Comparison, quantile: f64, max_ns: f64) -> GateResult {
+    let limit = format!("--max-{}-ns {max_ns}", q_label(quantile));
+    gate(
+        comparison,
+        quantile,
+        limit,
+        max_ns,
+        |diff| (diff.lo, diff.delta, diff.hi),
+        "ns",
+    )
 }
 
 /// `--max-pQ-pct max_pct`: exceeded when the interval's lower end, in % of the baseline's
 /// quantile, is above `max_pct`.
-pub fn gate_pct(c: &Comparison, q: f64, max_pct: f64) -> GateResult {
-    let limit = format!("--max-{}-pct {max_pct}", q_label(q));
-    gate(c, q, limit, max_pct, |d| (d.pct_lo, d.pct, d.pct_hi), "%")
+pub(crate) fn gate_pct(comparison: &Comparison, quantile: f64, max_pct: f64) -> GateResult {
+    let limit = format!("--max-{}-pct {max_pct}", q_label(quantile));
+    gate(
+        comparison,
+        quantile,
+        limit,
+        max_pct,
+        |diff| (diff.pct_lo, diff.pct, diff.pct_hi),
+        "%",
+    )
 }
 
 fn gate(
-    c: &Comparison,
-    q: f64,
+    comparison: &Comparison,
+    quantile: f64,
     limit: String,
     max: f64,
     pick: fn(&QuantileDiff) -> (f64, f64, f64),
     unit: &str,
 ) -> GateResult {
-    let found = c.diff(q).map(pick).filter(|v| v.0.is_finite());
+    let found = comparison
+        .diff(quantile)
+        .map(pick)
+        .filter(|found_at| found_at.0.is_finite());
     let Some((lo, est, hi)) = found else {
         let message = format!(
             "{limit} cannot be checked: {} was not measured (no samples, or not among the compared \
              quantiles); failing closed",
-            q_label(q)
+            q_label(quantile)
         );
         return GateResult {
             limit,
-            q,
+            q: quantile,
             lower_bound: f64::NAN,
             limit_value: max,
             exceeded: true,
             message,
         };
     };
-    let p = q_label(q);
+    let label = q_label(quantile);
     let sp = if unit == "%" { "" } else { " " };
     let fig = |x: f64| format!("{x:.1}{sp}{unit}");
     let span = format!("{:+.1}{sp}{unit} [{:.1}, {:.1}]", est, lo, hi);
     let message = if lo > max {
-        format!("{p} over {limit} by {}: the difference is {span}, and even its lower end is above the limit", fig(lo - max))
+        format!("{label} over {limit} by {}: the difference is {span}, and even its lower end is above the limit", fig(lo - max))
     } else if est > max {
-        format!("{p} within {limit}, not confidently over: the difference {span} is above the limit, but its interval reaches {} below it", fig(max - lo))
+        format!("{label} within {limit}, not confidently over: the difference {span} is above the limit, but its interval reaches {} below it", fig(max - lo))
     } else {
         format!(
-            "{p} within {limit}: the difference is {span}; its lower end is {} below the limit",
+            "{label} within {limit}: the difference is {span}; its lower end is {} below the limit",
             fig(max - lo)
         )
     };
     GateResult {
         limit,
-        q,
+        q: quantile,
         lower_bound: lo,
         limit_value: max,
         exceeded: lo > max,
@@ -179,13 +200,13 @@ mod tests {
             load_deltas: vec![],
             load_share: None,
             order_effect: None,
-            method: crate::stats::METHOD,
+            method: crate::stats::comparison::METHOD,
         }
     }
 
     fn comparison(diffs: Vec<QuantileDiff>) -> Comparison {
         Comparison {
-            method: crate::stats::METHOD,
+            method: crate::stats::comparison::METHOD,
             diffs,
             modes: vec![],
             notes: vec![],

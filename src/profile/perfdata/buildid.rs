@@ -20,11 +20,11 @@ pub struct BuildIdEntry {
 }
 
 /// Decode the BUILD_ID feature body; a cut or nonsensical entry ends the table.
-pub(crate) fn parse(body: &[u8], e: Endian) -> Vec<BuildIdEntry> {
+pub(crate) fn parse(body: &[u8], endian: Endian) -> Vec<BuildIdEntry> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while let Some(rest) = body.get(pos..).filter(|r| !r.is_empty()) {
-        let Some(entry) = parse_one(rest, e) else {
+        let Some(entry) = parse_one(rest, endian) else {
             break;
         };
         out.push(entry.0);
@@ -33,12 +33,12 @@ pub(crate) fn parse(body: &[u8], e: Endian) -> Vec<BuildIdEntry> {
     out
 }
 
-fn parse_one(b: &[u8], e: Endian) -> Option<(BuildIdEntry, usize)> {
-    let misc = u16_at(b, 4, e)?;
-    let size = usize::from(u16_at(b, 6, e)?);
-    let rec = b.get(..size)?;
+fn parse_one(bytes: &[u8], endian: Endian) -> Option<(BuildIdEntry, usize)> {
+    let misc = u16_at(bytes, 4, endian)?;
+    let size = usize::from(u16_at(bytes, 6, endian)?);
+    let rec = bytes.get(..size)?;
     let id = rec.get(12..36)?;
-    let n = if misc & (1 << 15) != 0 {
+    let len = if misc & (1 << 15) != 0 {
         usize::from(id[20]).min(20)
     } else {
         20
@@ -47,15 +47,13 @@ fn parse_one(b: &[u8], e: Endian) -> Option<(BuildIdEntry, usize)> {
     let entry = BuildIdEntry {
         cpumode: misc & 7,
         filename,
-        build_id: id[..n].to_vec(),
+        build_id: id[..len].to_vec(),
     };
     Some((entry, size))
 }
 
 /// Lower-case hex, as perf prints and names build ids.
-pub fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::host::notes::hex;
 
 #[cfg(test)]
 mod tests {

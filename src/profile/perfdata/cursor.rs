@@ -15,26 +15,26 @@ pub enum Endian {
 
 impl Endian {
     /// A u16 from two bytes.
-    pub fn u16(self, b: [u8; 2]) -> u16 {
+    pub fn u16(self, bytes: [u8; 2]) -> u16 {
         match self {
-            Endian::Little => u16::from_le_bytes(b),
-            Endian::Big => u16::from_be_bytes(b),
+            Endian::Little => u16::from_le_bytes(bytes),
+            Endian::Big => u16::from_be_bytes(bytes),
         }
     }
 
     /// A u32 from four bytes.
-    pub fn u32(self, b: [u8; 4]) -> u32 {
+    pub fn u32(self, bytes: [u8; 4]) -> u32 {
         match self {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
+            Endian::Little => u32::from_le_bytes(bytes),
+            Endian::Big => u32::from_be_bytes(bytes),
         }
     }
 
     /// A u64 from eight bytes.
-    pub fn u64(self, b: [u8; 8]) -> u64 {
+    pub fn u64(self, bytes: [u8; 8]) -> u64 {
         match self {
-            Endian::Little => u64::from_le_bytes(b),
-            Endian::Big => u64::from_be_bytes(b),
+            Endian::Little => u64::from_le_bytes(bytes),
+            Endian::Big => u64::from_be_bytes(bytes),
         }
     }
 }
@@ -45,32 +45,32 @@ fn array<const N: usize>(buf: &[u8], off: usize) -> Option<[u8; N]> {
 }
 
 /// A u16 at `off`.
-pub(crate) fn u16_at(buf: &[u8], off: usize, e: Endian) -> Option<u16> {
-    array(buf, off).map(|b| e.u16(b))
+pub(crate) fn u16_at(buf: &[u8], off: usize, endian: Endian) -> Option<u16> {
+    array(buf, off).map(|bytes| endian.u16(bytes))
 }
 
 /// A u32 at `off`.
-pub(crate) fn u32_at(buf: &[u8], off: usize, e: Endian) -> Option<u32> {
-    array(buf, off).map(|b| e.u32(b))
+pub(crate) fn u32_at(buf: &[u8], off: usize, endian: Endian) -> Option<u32> {
+    array(buf, off).map(|bytes| endian.u32(bytes))
 }
 
 /// A u64 at `off`.
-pub(crate) fn u64_at(buf: &[u8], off: usize, e: Endian) -> Option<u64> {
-    array(buf, off).map(|b| e.u64(b))
+pub(crate) fn u64_at(buf: &[u8], off: usize, endian: Endian) -> Option<u64> {
+    array(buf, off).map(|bytes| endian.u64(bytes))
 }
 
 /// The bytes of a NUL-terminated string that starts at the beginning of `buf` (all of `buf`
 /// when there is no NUL).
 pub(crate) fn c_str(buf: &[u8]) -> &[u8] {
-    match buf.iter().position(|&b| b == 0) {
-        Some(n) => &buf[..n],
+    match buf.iter().position(|&byte| byte == 0) {
+        Some(end) => &buf[..end],
         None => buf,
     }
 }
 
 /// A u64 count or offset as `usize`, or `None` when it cannot be one.
-pub(crate) fn to_usize(v: u64) -> Option<usize> {
-    usize::try_from(v).ok()
+pub(crate) fn to_usize(value: u64) -> Option<usize> {
+    usize::try_from(value).ok()
 }
 
 /// A forward reader over a byte slice.
@@ -98,37 +98,37 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `n` bytes.
-    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let b = self.buf.get(self.pos..end)?;
+    pub fn bytes(&mut self, count: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(count)?;
+        let slice = self.buf.get(self.pos..end)?;
         self.pos = end;
-        Some(b)
+        Some(slice)
     }
 
     /// Skip `n` bytes.
-    pub fn skip(&mut self, n: usize) -> Option<()> {
-        self.bytes(n).map(|_| ())
+    pub fn skip(&mut self, count: usize) -> Option<()> {
+        self.bytes(count).map(|_| ())
     }
 
     /// The next u16.
     pub fn u16(&mut self) -> Option<u16> {
-        let v = u16_at(self.buf, self.pos, self.endian)?;
+        let value = u16_at(self.buf, self.pos, self.endian)?;
         self.pos += 2;
-        Some(v)
+        Some(value)
     }
 
     /// The next u32.
     pub fn u32(&mut self) -> Option<u32> {
-        let v = u32_at(self.buf, self.pos, self.endian)?;
+        let value = u32_at(self.buf, self.pos, self.endian)?;
         self.pos += 4;
-        Some(v)
+        Some(value)
     }
 
     /// The next u64.
     pub fn u64(&mut self) -> Option<u64> {
-        let v = u64_at(self.buf, self.pos, self.endian)?;
+        let value = u64_at(self.buf, self.pos, self.endian)?;
         self.pos += 8;
-        Some(v)
+        Some(value)
     }
 
     /// Everything not read yet.

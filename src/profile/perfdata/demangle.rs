@@ -1,7 +1,8 @@
-//! Symbol demangling as Debian's perf 6.1 does it: libiberty's `cplus_demangle` without
-//! options (no parameter lists), which tries Rust first (legacy `_ZN…17h<hash>E` and v0
-//! `_R…`) and prints Rust names without their hash. C++, OCaml and Java names are left
-//! mangled here (perf would demangle C++ ones; see the module notes in `mod.rs`).
+//! Symbol demangling as Debian's perf 6.1 does it, with libiberty's `cplus_demangle` and no
+//! options, so without parameter lists. libiberty tries Rust first, both the legacy
+//! `_ZN…17h<hash>E` and the v0 `_R…` forms, and prints Rust names without their hash. C++
+//! names are demangled by the `cpp_demangle` crate, which may print a long template otherwise
+//! than libiberty does. OCaml and Java names stay mangled, as perf 6.1 leaves them.
 //!
 //! Source: `tools/perf/util/symbol-elf.c: demangle_sym()`; libiberty `cplus-dem.c`,
 //! `rust-demangle.c`.

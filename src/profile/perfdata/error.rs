@@ -32,24 +32,24 @@ impl PerfDataError {
 }
 
 impl fmt::Display for PerfDataError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PerfDataError::Io { path, source } => {
-                write!(f, "cannot read {}: {source}", path.display())
+                write!(formatter, "cannot read {}: {source}", path.display())
             }
             PerfDataError::NotPerfData(what) => write!(
-                f,
+                formatter,
                 "not a perf.data file ({what}): give the perf.data written by `ebpf-prof record`"
             ),
             PerfDataError::Truncated(what) => write!(
-                f,
+                formatter,
                 "truncated: the recording did not finish; record again ({what})"
             ),
             PerfDataError::Malformed(what) => {
-                write!(f, "corrupt perf.data ({what}): record again")
+                write!(formatter, "corrupt perf.data ({what}): record again")
             }
             PerfDataError::Unsupported(what) => write!(
-                f,
+                formatter,
                 "unsupported perf.data ({what}): read it with `perf script` instead"
             ),
         }

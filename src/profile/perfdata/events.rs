@@ -32,15 +32,15 @@ fn wanted(kind: u32) -> bool {
 }
 
 /// The record's timestamp (sample field or `sample_id` trailer), if it has one.
-fn time_of(data: &PerfData, r: &RawRecord<'_>, attr: usize) -> Option<u64> {
-    let a = data.attrs().get(attr)?;
-    if !a.has(sample::TIME) {
+fn time_of(data: &PerfData, raw: &RawRecord<'_>, attr: usize) -> Option<u64> {
+    let attr_info = data.attrs().get(attr)?;
+    if !attr_info.has(sample::TIME) {
         return None;
     }
-    if r.kind == record::SAMPLE {
-        return record::parse_sample(r.body, a, data.endian())?.time;
+    if raw.kind == record::SAMPLE {
+        return record::parse_sample(raw.body, attr_info, data.endian())?.time;
     }
-    record::sample_id(r.body, a, data.endian())?.time
+    record::sample_id(raw.body, attr_info, data.endian())?.time
 }
 
 /// Every wanted record, sorted by time (stable). Records without a time keep their place
@@ -48,21 +48,24 @@ fn time_of(data: &PerfData, r: &RawRecord<'_>, attr: usize) -> Option<u64> {
 pub(crate) fn index(data: &PerfData) -> Result<Vec<Entry>, PerfDataError> {
     let mut out = Vec::new();
     let mut last = 0u64;
-    for r in data.records() {
-        let r = r?;
-        if !wanted(r.kind) {
+    for raw in data.records() {
+        let raw = raw?;
+        if !wanted(raw.kind) {
             continue;
         }
-        let is_sample = r.kind == record::SAMPLE;
-        let Some(attr) = data.attribution().attr_of(is_sample, r.body, data.endian()) else {
+        let is_sample = raw.kind == record::SAMPLE;
+        let Some(attr) = data
+            .attribution()
+            .attr_of(is_sample, raw.body, data.endian())
+        else {
             continue;
         };
-        let time = time_of(data, &r, attr).unwrap_or(last);
+        let time = time_of(data, &raw, attr).unwrap_or(last);
         last = time;
         let attr = u32::try_from(attr).map_err(|_| malformed("too many attrs"))?;
         out.push(Entry {
             time,
-            offset: r.offset,
+            offset: raw.offset,
             attr,
         });
     }

@@ -32,12 +32,12 @@ fn map(file: &std::fs::File) -> Result<Bytes, PerfDataError> {
     let len = file.metadata().map_err(io)?.len();
     let len = usize::try_from(len).map_err(|_| malformed("larger than the address space"))?;
     Ok(match Mapping::new(file, len) {
-        Some(m) => Bytes::Mapped(m),
+        Some(mapping) => Bytes::Mapped(mapping),
         None => {
             // Read at offsets: the descriptor's position stays for whoever reads next.
-            let mut v = vec![0; len];
-            file.read_exact_at(&mut v, 0).map_err(io)?;
-            Bytes::Owned(v)
+            let mut buffer = vec![0; len];
+            file.read_exact_at(&mut buffer, 0).map_err(io)?;
+            Bytes::Owned(buffer)
         }
     })
 }
@@ -56,7 +56,7 @@ impl PerfData {
             ));
         }
         let file = std::fs::File::open(path).map_err(io)?;
-        PerfData::from_file(&file).map_err(|e| match e {
+        PerfData::from_file(&file).map_err(|err| match err {
             PerfDataError::Io { source, .. } => io(source),
             other => other,
         })
@@ -98,8 +98,8 @@ impl PerfData {
         }
         if let Some(body) = data.feature(feature::EVENT_DESC) {
             let names = header::event_names(body, data.header.endian);
-            for (a, n) in attrs.iter_mut().zip(names) {
-                a.name = n;
+            for (attr, name) in attrs.iter_mut().zip(names) {
+                attr.name = name;
             }
         }
         data.attribution = Attribution::new(&attrs).map_err(unsupported)?;
@@ -137,8 +137,8 @@ impl PerfData {
 
     /// The raw body of feature section `id` (for example 25 BPF_PROG_INFO, 26 BPF_BTF).
     pub fn feature(&self, id: u32) -> Option<&[u8]> {
-        let r = self.features.iter().find(|(f, _)| *f == id)?.1.clone();
-        self.bytes.get(r)
+        let range = self.features.iter().find(|(f, _)| *f == id)?.1.clone();
+        self.bytes.get(range)
     }
 
     /// The ids of the feature sections present.
@@ -148,8 +148,8 @@ impl PerfData {
 
     /// The ARCH feature (`x86_64`), when present.
     pub fn arch(&self) -> Option<String> {
-        let mut c = Cursor::new(self.feature(feature::ARCH)?, self.header.endian);
-        header::read_string(&mut c)
+        let mut cursor = Cursor::new(self.feature(feature::ARCH)?, self.header.endian);
+        header::read_string(&mut cursor)
     }
 
     /// The build-id table (feature 2).
@@ -171,34 +171,34 @@ impl PerfData {
 
     /// The data section's records in file order.
     pub fn records(&self) -> Records<'_> {
-        let r = self.data_range();
+        let range = self.data_range();
         Records::new(
-            self.bytes.get(r.clone()).unwrap_or_default(),
-            r.start as u64,
+            self.bytes.get(range.clone()).unwrap_or_default(),
+            range.start as u64,
             self.header.endian,
         )
     }
 
     /// The index in [`PerfData::attrs`] of the event a record belongs to, as perf decides it
     /// (by sample id; synthesized records go to the first); `None` for an unknown id.
-    pub fn attr_of(&self, r: &RawRecord<'_>) -> Option<usize> {
-        let is_sample = r.kind == super::record::SAMPLE;
+    pub fn attr_of(&self, raw: &RawRecord<'_>) -> Option<usize> {
+        let is_sample = raw.kind == super::record::SAMPLE;
         self.attribution
-            .attr_of(is_sample, r.body, self.header.endian)
+            .attr_of(is_sample, raw.body, self.header.endian)
     }
 
     /// Decode a record of this file.
-    pub fn decode<'a>(&self, r: &RawRecord<'a>) -> Record<'a> {
-        match self.attr_of(r).and_then(|i| self.attrs.get(i)) {
-            Some(a) => super::record::decode(r, a, self.header.endian),
+    pub fn decode<'a>(&self, raw: &RawRecord<'a>) -> Record<'a> {
+        match self.attr_of(raw).and_then(|i| self.attrs.get(i)) {
+            Some(attr) => super::record::decode(raw, attr, self.header.endian),
             None => Record::Other,
         }
     }
 
     /// The `sample_id` trailer of a non-sample record (pid, tid, time, cpu).
-    pub fn sample_id(&self, r: &RawRecord<'_>) -> Option<SampleId> {
-        let a = self.attrs.get(self.attr_of(r)?)?;
-        super::record::sample_id(r.body, a, self.header.endian)
+    pub fn sample_id(&self, raw: &RawRecord<'_>) -> Option<SampleId> {
+        let attr = self.attrs.get(self.attr_of(raw)?)?;
+        super::record::sample_id(raw.body, attr, self.header.endian)
     }
 
     /// Size of the file in bytes.
@@ -212,9 +212,9 @@ impl PerfData {
     }
 
     fn data_range(&self) -> Range<usize> {
-        let d = self.header.data;
+        let data = self.header.data;
         // Checked against the file length when the header was parsed.
-        d.offset as usize..(d.offset + d.size) as usize
+        data.offset as usize..(data.offset + data.size) as usize
     }
 
     pub(crate) fn attribution(&self) -> &Attribution {
@@ -224,14 +224,14 @@ impl PerfData {
     /// The record whose header is at file offset `offset` (one the iterator returned).
     pub(crate) fn record_at(&self, offset: u64) -> Option<RawRecord<'_>> {
         let at = usize::try_from(offset).ok()?;
-        let e = self.header.endian;
-        let b = self.bytes.get(at..)?;
-        let size = usize::from(super::cursor::u16_at(b, 6, e)?);
+        let endian = self.header.endian;
+        let rest = self.bytes.get(at..)?;
+        let size = usize::from(super::cursor::u16_at(rest, 6, endian)?);
         Some(RawRecord {
             offset,
-            kind: super::cursor::u32_at(b, 0, e)?,
-            misc: super::cursor::u16_at(b, 4, e)?,
-            body: b.get(8..size)?,
+            kind: super::cursor::u32_at(rest, 0, endian)?,
+            misc: super::cursor::u16_at(rest, 4, endian)?,
+            body: rest.get(8..size)?,
         })
     }
 }

@@ -5,9 +5,9 @@
 
 use super::error::PerfDataError;
 use super::file::PerfData;
-use super::fxhash::FxHashMap;
 use super::inferno;
 use super::resolve::{BpfPrograms, FrameId, FrameTable, ResolvedSample, Samples, SymbolOptions};
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 
 /// How to fold a recording.

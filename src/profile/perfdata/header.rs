@@ -5,6 +5,13 @@
 //! `check_magic_endian`, `read_attr`, `perf_session__read_header`,
 //! `perf_header__process_sections`, `read_event_desc`) of perf 6.1. Every offset and size the
 //! file claims is checked against the file's length before anything is read or allocated.
+//!
+//! The header is also checked on its own, before perf or the reader sees the file
+//! ([`incomplete`]). A recording that did not finish, because perf was killed, the disk was
+//! full or a copy was cut short, is then named as one in our words, instead of perf's "failed
+//! to process type: 0 [Invalid argument]" or "incompatible file format". perf writes the
+//! header with a data size of 0 when it starts and rewrites it when it stops, so a 0 there
+//! means perf never got to the end.
 
 use super::attr::EventAttr;
 use super::cursor::{c_str, to_usize, u32_at, u64_at, Cursor, Endian};
@@ -15,8 +22,24 @@ use std::ops::Range;
 const HEADER_SIZE: u64 = 104;
 /// The header of files written before the feature bitmap existed.
 const OLD_HEADER_SIZE: u64 = 72;
+/// The header of a pipe-mode recording (`perf record -o -`): the magic and this size only.
+const PIPE_HEADER_SIZE: u64 = 16;
 /// `PERF_ATTR_SIZE_VER0`: the smallest on-disk `perf_event_attr`.
 const ATTR_SIZE_VER0: usize = 64;
+/// The magic of a file written in little-endian order.
+const MAGIC: &[u8; 8] = b"PERFILE2";
+/// The same magic as a big-endian machine writes it.
+const MAGIC_SWAPPED: &[u8; 8] = b"2ELIFREP";
+/// The magic of the version 1 format, before 2011.
+const MAGIC_V1: &[u8; 8] = b"PERFFILE";
+// Offsets of the fields of `struct perf_file_header`, in `tools/perf/util/header.h`.
+const SIZE_AT: usize = 8;
+const ATTR_SIZE_AT: usize = 16;
+const ATTRS_AT: usize = 24;
+const DATA_AT: usize = 40;
+const FEATURES_AT: usize = 72;
+/// The bytes of one `{offset, size}` pair.
+const SECTION_LEN: usize = 16;
 
 /// Feature ids (`enum` in `tools/perf/util/header.h`).
 pub mod feature {
@@ -38,11 +61,24 @@ pub(crate) struct Section {
 }
 
 impl Section {
-    fn read(c: &mut Cursor<'_>) -> Option<Section> {
+    fn read(cursor: &mut Cursor<'_>) -> Option<Section> {
         Some(Section {
-            offset: c.u64()?,
-            size: c.u64()?,
+            offset: cursor.u64()?,
+            size: cursor.u64()?,
         })
+    }
+
+    /// The pair at byte `at` of `bytes`.
+    fn at(bytes: &[u8], at: usize, endian: Endian) -> Option<Section> {
+        Some(Section {
+            offset: u64_at(bytes, at, endian)?,
+            size: u64_at(bytes, at.checked_add(8)?, endian)?,
+        })
+    }
+
+    /// Where the section ends, if that is within a file of `len` bytes.
+    fn end_within(self, len: u64) -> Option<u64> {
+        self.offset.checked_add(self.size).filter(|&end| end <= len)
     }
 
     /// The byte range, checked against the file's length.
@@ -79,16 +115,22 @@ impl FileHeader {
     }
 }
 
+/// Whether `head`, a file's first bytes, starts like a perf.data in either byte order.
+pub fn is_perf_data(head: &[u8]) -> bool {
+    head.starts_with(MAGIC) || head.starts_with(MAGIC_SWAPPED)
+}
+
 /// The magic's byte order; errors for pipe, legacy and foreign files.
 fn endian_of(bytes: &[u8]) -> Result<Endian, PerfDataError> {
-    let magic = bytes.get(..8);
-    match magic {
-        Some(b"PERFILE2") => Ok(Endian::Little),
-        Some(b"2ELIFREP") => Ok(Endian::Big),
-        Some(b"PERFFILE") => Err(unsupported("the version 1 format of perf before 2011")),
+    match bytes.get(..8) {
+        Some(magic) if magic == MAGIC => Ok(Endian::Little),
+        Some(magic) if magic == MAGIC_SWAPPED => Ok(Endian::Big),
+        Some(magic) if magic == MAGIC_V1 => {
+            Err(unsupported("the version 1 format of perf before 2011"))
+        }
         Some(_) => Err(PerfDataError::NotPerfData("no PERFILE2 magic".into())),
         None if bytes.is_empty() => Err(truncated("the file is empty")),
-        None if b"PERFILE2".starts_with(bytes) || b"2ELIFREP".starts_with(bytes) => {
+        None if MAGIC.starts_with(bytes) || MAGIC_SWAPPED.starts_with(bytes) => {
             Err(truncated("the file ends inside its magic"))
         }
         None => Err(PerfDataError::NotPerfData("shorter than a header".into())),
@@ -98,29 +140,28 @@ fn endian_of(bytes: &[u8]) -> Result<Endian, PerfDataError> {
 /// Decode and check the file header (`perf_file_header__read`).
 pub(crate) fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, PerfDataError> {
     let endian = endian_of(bytes)?;
-    let size = u64_at(bytes, 8, endian).ok_or_else(|| truncated("the header is cut"))?;
-    if size == 16 {
+    let cut = || truncated("the header is cut");
+    let size = u64_at(bytes, SIZE_AT, endian).ok_or_else(cut)?;
+    if size == PIPE_HEADER_SIZE {
         return Err(unsupported("a pipe-mode recording (perf record -o -)"));
     }
     if size != HEADER_SIZE && size != OLD_HEADER_SIZE {
         return Err(malformed(format!("header size {size}, expected 104")));
     }
     if (bytes.len() as u64) < size {
-        return Err(truncated("the header is cut"));
+        return Err(cut());
     }
-    let mut c = Cursor::new(bytes, endian);
-    c.skip(16).ok_or_else(|| truncated("the header is cut"))?;
-    let cut = || truncated("the header is cut");
-    let attr_size = c.u64().ok_or_else(cut)?;
-    let attrs = Section::read(&mut c).ok_or_else(cut)?;
-    let data = Section::read(&mut c).ok_or_else(cut)?;
-    c.skip(16).ok_or_else(cut)?; // event_types, unused since 2011
+    // The event types section, between the data section and the features, is unused since
+    // 2011.
+    let attr_size = u64_at(bytes, ATTR_SIZE_AT, endian).ok_or_else(cut)?;
+    let attrs = Section::at(bytes, ATTRS_AT, endian).ok_or_else(cut)?;
+    let data = Section::at(bytes, DATA_AT, endian).ok_or_else(cut)?;
     let features = if size == HEADER_SIZE {
         feature_bits(bytes, endian)
     } else {
         [0; 4]
     };
-    let h = FileHeader {
+    let header = FileHeader {
         endian,
         size,
         attr_size,
@@ -128,26 +169,108 @@ pub(crate) fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, PerfDataErro
         data,
         features,
     };
-    check_layout(&h, bytes.len())?;
-    Ok(h)
+    check_layout(&header, bytes.len())?;
+    Ok(header)
+}
+
+/// Why the header says the recording did not finish, in words for the user: `None` when the
+/// header is consistent, and when its layout is one this check does not know (perf judges
+/// those). `head` is the file's first bytes, at least [`HEADER_SIZE`] of them when the file
+/// has that many, and `len` the file's length. `read_on(offset, count)` reads `count` bytes
+/// further on, for the feature table after the data.
+pub fn incomplete(
+    head: &[u8],
+    len: u64,
+    read_on: impl FnOnce(u64, usize) -> Option<Vec<u8>>,
+) -> Option<String> {
+    let endian = match head.starts_with(MAGIC_SWAPPED) {
+        true => Endian::Big,
+        false => Endian::Little,
+    };
+    let short = || {
+        Some(format!(
+            "{len} bytes, shorter than perf's {HEADER_SIZE}-byte header"
+        ))
+    };
+    let Some(size) = u64_at(head, SIZE_AT, endian) else {
+        return short();
+    };
+    match size {
+        // A pipe-mode header is followed by records: there is nothing to check.
+        PIPE_HEADER_SIZE => return None,
+        HEADER_SIZE if head.len() < HEADER_SIZE as usize => return short(),
+        HEADER_SIZE => {}
+        _ => return None,
+    }
+    let attrs = Section::at(head, ATTRS_AT, endian)?;
+    let data = Section::at(head, DATA_AT, endian)?;
+    if attrs.end_within(len).is_none() {
+        return Some(format!("its event descriptions end past its {len} bytes"));
+    }
+    if data.size == 0 {
+        return Some("its data size is 0: perf never rewrote its header at the end".into());
+    }
+    let Some(data_end) = data.end_within(len) else {
+        return Some(format!(
+            "its data should end at byte {}, the file has {len}",
+            data.offset.saturating_add(data.size)
+        ));
+    };
+    let bits = &head[FEATURES_AT..HEADER_SIZE as usize];
+    let features: u32 = bits.iter().map(|byte| byte.count_ones()).sum();
+    if features == 0 {
+        return None;
+    }
+    let table = Section {
+        offset: data_end,
+        size: u64::from(features) * SECTION_LEN as u64,
+    };
+    if table.end_within(len).is_none() {
+        return Some("its feature sections are missing after the samples".into());
+    }
+    let bytes = read_on(table.offset, table.size as usize)?;
+    feature_sections_fit(&bytes, endian, len)
+}
+
+/// Whether each `{offset, size}` of the feature table lies inside a file of `len` bytes.
+fn feature_sections_fit(table: &[u8], endian: Endian, len: u64) -> Option<String> {
+    let mut cursor = Cursor::new(table, endian);
+    let mut number = 0;
+    while let Some(section) = Section::read(&mut cursor) {
+        number += 1;
+        if section.end_within(len).is_none() {
+            return Some(format!(
+                "its feature section {number} ends past its {len} bytes"
+            ));
+        }
+    }
+    None
+}
+
+/// `count` bytes at `offset` of `file`, read without moving its position.
+pub fn read_at(file: &std::fs::File, offset: u64, count: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; count];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
 }
 
 /// The feature bitmap, with perf's guess for byte-swapped files written by 32-bit hosts
 /// (`perf_file_header__read`: try u64 words, then u32 words, keyed on HOSTNAME).
-fn feature_bits(bytes: &[u8], e: Endian) -> [u64; 4] {
-    let mut w = [0u64; 4];
-    for (i, v) in w.iter_mut().enumerate() {
-        *v = u64_at(bytes, 72 + 8 * i, e).unwrap_or(0);
+fn feature_bits(bytes: &[u8], endian: Endian) -> [u64; 4] {
+    let mut words = [0u64; 4];
+    for (index, word) in words.iter_mut().enumerate() {
+        *word = u64_at(bytes, 72 + 8 * index, endian).unwrap_or(0);
     }
-    let hostname = |w: &[u64; 4]| w[0] & (1 << feature::HOSTNAME) != 0;
-    if e == Endian::Little || hostname(&w) {
-        return w;
+    let hostname = |words: &[u64; 4]| words[0] & (1 << feature::HOSTNAME) != 0;
+    if endian == Endian::Little || hostname(&words) {
+        return words;
     }
     let mut w32 = [0u64; 4];
-    for (i, v) in w32.iter_mut().enumerate() {
-        let lo = u32_at(bytes, 72 + 8 * i, e).unwrap_or(0);
-        let hi = u32_at(bytes, 76 + 8 * i, e).unwrap_or(0);
-        *v = u64::from(lo) | u64::from(hi) << 32;
+    for (index, word) in w32.iter_mut().enumerate() {
+        let lo = u32_at(bytes, 72 + 8 * index, endian).unwrap_or(0);
+        let hi = u32_at(bytes, 76 + 8 * index, endian).unwrap_or(0);
+        *word = u64::from(lo) | u64::from(hi) << 32;
     }
     if hostname(&w32) {
         w32
@@ -157,18 +280,18 @@ fn feature_bits(bytes: &[u8], e: Endian) -> [u64; 4] {
 }
 
 /// Whether two byte ranges share a byte.
-pub(crate) fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
-    !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end
+pub(crate) fn overlaps(first: &Range<usize>, second: &Range<usize>) -> bool {
+    !first.is_empty() && !second.is_empty() && first.start < second.end && second.start < first.end
 }
 
 /// perf's own checks on the sections, plus bounds against the file.
-fn check_layout(h: &FileHeader, len: usize) -> Result<(), PerfDataError> {
-    if h.attr_size == 0 {
+fn check_layout(header: &FileHeader, len: usize) -> Result<(), PerfDataError> {
+    if header.attr_size == 0 {
         return Err(malformed("attr_size is 0"));
     }
-    let attrs = h.attrs.range(len, "attrs section")?;
-    let data = h.data.range(len, "data section")?;
-    let head = 0..h.size as usize;
+    let attrs = header.attrs.range(len, "attrs section")?;
+    let data = header.data.range(len, "data section")?;
+    let head = 0..header.size as usize;
     if overlaps(&head, &attrs) || overlaps(&head, &data) {
         return Err(malformed("a section overlaps the file header"));
     }
@@ -184,80 +307,89 @@ fn check_layout(h: &FileHeader, len: usize) -> Result<(), PerfDataError> {
 /// The feature sections present, in bit order, each checked against the file.
 pub(crate) fn parse_feature_table(
     bytes: &[u8],
-    h: &FileHeader,
+    header: &FileHeader,
 ) -> Result<Vec<(u32, Range<usize>)>, PerfDataError> {
-    let ids: Vec<u32> = (0..256u32).filter(|&i| h.has_feature(i)).collect();
+    let ids: Vec<u32> = (0..256u32).filter(|&i| header.has_feature(i)).collect();
     let table = Section {
-        offset: h.data.offset.saturating_add(h.data.size),
+        offset: header.data.offset.saturating_add(header.data.size),
         size: 16 * ids.len() as u64,
     }
     .range(bytes.len(), "feature table")?;
-    let data = h.data.range(bytes.len(), "data section")?;
-    let attrs = h.attrs.range(bytes.len(), "attrs section")?;
-    let mut c = Cursor::new(&bytes[table], h.endian);
+    let data = header.data.range(bytes.len(), "data section")?;
+    let attrs = header.attrs.range(bytes.len(), "attrs section")?;
+    let mut cursor = Cursor::new(&bytes[table], header.endian);
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let s = Section::read(&mut c).ok_or_else(|| truncated("the feature table is cut"))?;
-        let r = s.range(bytes.len(), &format!("feature {id}"))?;
-        let head = 0..h.size as usize;
-        if overlaps(&r, &data) || overlaps(&r, &attrs) || overlaps(&r, &head) {
+        let entry =
+            Section::read(&mut cursor).ok_or_else(|| truncated("the feature table is cut"))?;
+        let range = entry.range(bytes.len(), &format!("feature {id}"))?;
+        let head = 0..header.size as usize;
+        if overlaps(&range, &data) || overlaps(&range, &attrs) || overlaps(&range, &head) {
             return Err(malformed(format!(
                 "feature {id} overlaps the header, attrs or data"
             )));
         }
-        out.push((id, r));
+        out.push((id, range));
     }
     Ok(out)
 }
 
 /// The attrs with their ids (`perf_session__read_header` + `read_attr`): entries follow each
 /// other every `attr.size + 16` bytes, and each must lie inside the attrs section.
-pub(crate) fn parse_attrs(bytes: &[u8], h: &FileHeader) -> Result<Vec<EventAttr>, PerfDataError> {
-    let section = h.attrs.range(bytes.len(), "attrs section")?;
-    let nr = h.attrs.size / h.attr_size;
-    let e = h.endian;
+pub(crate) fn parse_attrs(
+    bytes: &[u8],
+    header: &FileHeader,
+) -> Result<Vec<EventAttr>, PerfDataError> {
+    let section = header.attrs.range(bytes.len(), "attrs section")?;
+    let nr = header.attrs.size / header.attr_size;
+    let endian = header.endian;
     let mut out = Vec::new();
     let mut pos = section.start;
     for index in 0..nr {
         let what = || malformed(format!("attr {index} does not fit in the attrs section"));
         let attr_bytes = bytes.get(pos..section.end).ok_or_else(what)?;
-        let size = match u32_at(attr_bytes, 4, e).ok_or_else(what)? {
+        let size = match u32_at(attr_bytes, 4, endian).ok_or_else(what)? {
             0 => ATTR_SIZE_VER0,
-            n => n as usize,
+            claimed => claimed as usize,
         };
         if size < ATTR_SIZE_VER0 {
             return Err(malformed(format!("attr {index} claims {size} bytes")));
         }
         let raw = attr_bytes.get(..size).ok_or_else(what)?;
         let ids_at = attr_bytes.get(size..size + 16).ok_or_else(what)?;
-        let mut a = EventAttr::parse(raw, index as usize, e).ok_or_else(what)?;
-        let mut c = Cursor::new(ids_at, e);
-        let ids = Section::read(&mut c).ok_or_else(what)?;
-        a.ids = read_ids(bytes, ids, e, index)?;
-        out.push(a);
+        let mut attr = EventAttr::parse(raw, index as usize, endian).ok_or_else(what)?;
+        let mut cursor = Cursor::new(ids_at, endian);
+        let ids = Section::read(&mut cursor).ok_or_else(what)?;
+        attr.ids = read_ids(bytes, ids, endian, index)?;
+        out.push(attr);
         pos += size + 16;
     }
     Ok(out)
 }
 
-fn read_ids(bytes: &[u8], s: Section, e: Endian, index: u64) -> Result<Vec<u64>, PerfDataError> {
-    let r = s.range(bytes.len(), &format!("id array of attr {index}"))?;
-    Ok(bytes[r]
+fn read_ids(
+    bytes: &[u8],
+    array: Section,
+    endian: Endian,
+    index: u64,
+) -> Result<Vec<u64>, PerfDataError> {
+    let range = array.range(bytes.len(), &format!("id array of attr {index}"))?;
+    Ok(bytes[range]
         .chunks_exact(8)
-        .filter_map(|w| u64_at(w, 0, e))
+        .filter_map(|w| u64_at(w, 0, endian))
         .collect())
 }
 
 /// Event names from the EVENT_DESC feature, by attr index (`read_event_desc`):
 /// `u32 nr; u32 attr_size; { attr; u32 nr_ids; u32 len; char name[len]; u64 ids[nr_ids] }[nr]`.
-pub(crate) fn event_names(body: &[u8], e: Endian) -> Vec<Option<String>> {
-    let mut c = Cursor::new(body, e);
-    let (Some(nr), Some(attr_size)) = (c.u32(), c.u32()) else {
+pub(crate) fn event_names(body: &[u8], endian: Endian) -> Vec<Option<String>> {
+    let mut cursor = Cursor::new(body, endian);
+    let (Some(nr), Some(attr_size)) = (cursor.u32(), cursor.u32()) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for _ in 0..nr {
-        let Some(name) = event_desc_entry(&mut c, attr_size as usize) else {
+        let Some(name) = event_desc_entry(&mut cursor, attr_size as usize) else {
             break;
         };
         out.push(Some(name));
@@ -265,189 +397,21 @@ pub(crate) fn event_names(body: &[u8], e: Endian) -> Vec<Option<String>> {
     out
 }
 
-fn event_desc_entry(c: &mut Cursor<'_>, attr_size: usize) -> Option<String> {
-    c.skip(attr_size)?;
-    let nr_ids = c.u32()?;
-    let name = read_string(c)?;
-    c.skip(to_usize(u64::from(nr_ids))?.checked_mul(8)?)?;
+fn event_desc_entry(cursor: &mut Cursor<'_>, attr_size: usize) -> Option<String> {
+    cursor.skip(attr_size)?;
+    let nr_ids = cursor.u32()?;
+    let name = read_string(cursor)?;
+    cursor.skip(to_usize(u64::from(nr_ids))?.checked_mul(8)?)?;
     Some(name)
 }
 
 /// A `perf_header_string`: `u32 len; char str[len]` (NUL-padded).
-pub(crate) fn read_string(c: &mut Cursor<'_>) -> Option<String> {
-    let len = c.u32()? as usize;
-    let raw = c.bytes(len)?;
+pub(crate) fn read_string(cursor: &mut Cursor<'_>) -> Option<String> {
+    let len = cursor.u32()? as usize;
+    let raw = cursor.bytes(len)?;
     Some(String::from_utf8_lossy(c_str(raw)).into_owned())
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// A little-endian header with one attr of `attr_size` 136 and the given sections.
-    pub(crate) fn header_bytes(attrs: (u64, u64), data: (u64, u64), feats: u64) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(b"PERFILE2");
-        for v in [
-            104, 136, attrs.0, attrs.1, data.0, data.1, 0, 0, feats, 0, 0, 0,
-        ] {
-            b.extend_from_slice(&u64::to_le_bytes(v));
-        }
-        b
-    }
-
-    #[test]
-    fn header_checks_table() {
-        // (description, bytes, expected error text or "ok")
-        let mut ok = header_bytes((104, 0), (104, 8), 0);
-        ok.resize(112, 0);
-        let mut pipe = b"PERFILE2".to_vec();
-        pipe.extend_from_slice(&16u64.to_le_bytes());
-        let mut zero_attr = ok.clone();
-        zero_attr[16..24].copy_from_slice(&0u64.to_le_bytes());
-        let mut past_end = header_bytes((104, 0), (104, 1 << 40), 0);
-        past_end.resize(112, 0);
-        let mut wrap = header_bytes((104, 0), (u64::MAX, 2), 0);
-        wrap.resize(112, 0);
-        let mut overlap = header_bytes((104, 16), (112, 16), 0);
-        overlap.resize(200, 0);
-        let mut into_header = header_bytes((0, 16), (104, 8), 0);
-        into_header.resize(112, 0);
-        let mut empty_data = header_bytes((104, 0), (104, 0), 0);
-        empty_data.resize(112, 0);
-        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-            ("valid", ok, "ok"),
-            ("empty file", vec![], "truncated"),
-            ("cut magic", b"PERF".to_vec(), "truncated"),
-            (
-                "not perf",
-                b"hello world, not perf".to_vec(),
-                "not a perf.data",
-            ),
-            ("v1", b"PERFFILE\0\0\0\0\0\0\0\0".to_vec(), "unsupported"),
-            ("pipe mode", pipe, "pipe-mode"),
-            (
-                "cut header",
-                b"PERFILE2\x68\0\0\0\0\0\0\0".to_vec(),
-                "truncated",
-            ),
-            ("attr_size 0", zero_attr, "attr_size is 0"),
-            ("data past the end", past_end, "truncated"),
-            ("offset overflow", wrap, "overflows"),
-            ("overlapping sections", overlap, "overlap"),
-            (
-                "attrs over the header",
-                into_header,
-                "overlaps the file header",
-            ),
-            ("empty data", empty_data, "truncated"),
-        ];
-        for (what, bytes, want) in cases {
-            let got = match parse_file_header(&bytes) {
-                Ok(_) => "ok".to_string(),
-                Err(e) => e.to_string(),
-            };
-            assert!(got.contains(want), "{what}: {got}");
-        }
-    }
-
-    #[test]
-    fn big_endian_header_is_read() {
-        let mut b = b"2ELIFREP".to_vec();
-        for v in [104u64, 136, 104, 0, 104, 8, 0, 0, 1 << 3, 0, 0, 0] {
-            b.extend_from_slice(&v.to_be_bytes());
-        }
-        b.resize(112 + 16, 0);
-        let h = parse_file_header(&b).unwrap();
-        assert_eq!(h.endian, Endian::Big);
-        assert!(h.has_feature(feature::HOSTNAME));
-        assert_eq!(
-            h.data,
-            Section {
-                offset: 104,
-                size: 8
-            }
-        );
-    }
-
-    #[test]
-    fn regression_feature_sections_past_the_end_or_over_data() {
-        let mut b = header_bytes((104, 0), (104, 8), 1 << feature::HOSTNAME);
-        b.resize(112, 0);
-        // feature table: one entry {offset 128, size 8}; file ends at 136
-        b.extend_from_slice(&128u64.to_le_bytes());
-        b.extend_from_slice(&8u64.to_le_bytes());
-        b.resize(136, 0);
-        let h = parse_file_header(&b).unwrap();
-        let t = parse_feature_table(&b, &h).unwrap();
-        assert_eq!(t, vec![(feature::HOSTNAME, 128..136)]);
-        let mut huge = b.clone();
-        huge[120..128].copy_from_slice(&u64::MAX.to_le_bytes());
-        let e = parse_feature_table(&huge, &h).unwrap_err().to_string();
-        assert!(e.contains("overflows") || e.contains("truncated"), "{e}");
-        let mut over = b.clone();
-        over[112..120].copy_from_slice(&104u64.to_le_bytes());
-        let e = parse_feature_table(&over, &h).unwrap_err().to_string();
-        assert!(e.contains("overlaps"), "{e}");
-        let cut = &b[..120];
-        assert!(parse_feature_table(cut, &h).is_err());
-    }
-
-    #[test]
-    fn attrs_and_ids_are_bounded_by_the_section() {
-        // header, then ids (2 × u64) at 104, then one attr (size 128) + ids section at 120
-        let attr_off = 120u64;
-        let mut b = header_bytes((attr_off, 144), (attr_off + 144, 8), 0);
-        b.extend_from_slice(&7u64.to_le_bytes());
-        b.extend_from_slice(&8u64.to_le_bytes());
-        let mut attr = vec![0u8; 128];
-        attr[4..8].copy_from_slice(&128u32.to_le_bytes());
-        attr[24..32].copy_from_slice(&0x127u64.to_le_bytes());
-        b.extend_from_slice(&attr);
-        b.extend_from_slice(&104u64.to_le_bytes());
-        b.extend_from_slice(&16u64.to_le_bytes());
-        b.resize(b.len() + 8, 0);
-        let h = parse_file_header(&b).unwrap();
-        let attrs = parse_attrs(&b, &h).unwrap();
-        assert_eq!(attrs.len(), 1);
-        assert_eq!(attrs[0].ids, vec![7, 8]);
-        assert_eq!(attrs[0].sample_type, 0x127);
-        // attr.size larger than the section: an error, not a read past it
-        let mut big = b.clone();
-        big[124..128].copy_from_slice(&4000u32.to_le_bytes());
-        assert!(parse_attrs(&big, &h).is_err());
-        // ids claiming 2^60 bytes: an error, nothing allocated
-        let mut ids = b.clone();
-        ids[256..264].copy_from_slice(&(1u64 << 60).to_le_bytes());
-        assert!(parse_attrs(&ids, &h).is_err());
-        // attr.size below VER0
-        let mut small = b.clone();
-        small[124..128].copy_from_slice(&8u32.to_le_bytes());
-        assert!(parse_attrs(&small, &h).is_err());
-    }
-
-    #[test]
-    fn event_desc_names_and_absurd_counts() {
-        let mut b = Vec::new();
-        b.extend_from_slice(&2u32.to_le_bytes());
-        b.extend_from_slice(&8u32.to_le_bytes());
-        for name in ["cpu-clock:k", "dummy:u"] {
-            b.extend_from_slice(&[0u8; 8]);
-            b.extend_from_slice(&1u32.to_le_bytes());
-            let mut s = name.as_bytes().to_vec();
-            s.resize(64, 0);
-            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            b.extend_from_slice(&s);
-            b.extend_from_slice(&42u64.to_le_bytes());
-        }
-        let names = event_names(&b, Endian::Little);
-        assert_eq!(
-            names,
-            vec![Some("cpu-clock:k".to_string()), Some("dummy:u".to_string())]
-        );
-        let mut absurd = b.clone();
-        absurd[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(event_names(&absurd, Endian::Little).len(), 2);
-        assert!(event_names(&b[..5], Endian::Little).is_empty());
-    }
-}
+#[path = "header_tests.rs"]
+mod tests;

@@ -15,9 +15,10 @@
 use std::borrow::Cow;
 
 /// Bytes ≥ 0x80 as `?`, the rest as is.
-pub(crate) fn ascii_only(b: &[u8]) -> String {
-    b.iter()
-        .map(|&c| if c >= 0x80 { '?' } else { c as char })
+pub(crate) fn ascii_only(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&byte| if byte >= 0x80 { '?' } else { byte as char })
         .collect()
 }
 
@@ -30,7 +31,7 @@ pub(crate) fn comm_frame(comm: &[u8], tid: i32) -> Option<String> {
     }
     let line = format!("{comm} {tid:5} ");
     match event_line_comm(&line) {
-        Some(c) => Some(c.replace(' ', "_")),
+        Some(found) => Some(found.replace(' ', "_")),
         None => Some(comm.trim().replace(' ', "_")),
     }
 }
@@ -41,17 +42,17 @@ fn event_line_comm(line: &str) -> Option<&str> {
     let mut word_start: usize = 0;
     let mut all_digits = false;
     let mut last_was_space = false;
-    for (idx, c) in line.char_indices() {
-        if c == ' ' {
+    for (idx, character) in line.char_indices() {
+        if character == ' ' {
             if all_digits && !last_was_space {
                 return Some(line.get(..word_start.checked_sub(1)?)?.trim());
             }
             word_start = idx + 1;
             all_digits = true;
-        } else if !(c == '/' || c.is_ascii_digit()) {
+        } else if !(character == '/' || character.is_ascii_digit()) {
             all_digits = false;
         }
-        last_was_space = c == ' ';
+        last_was_space = character == ' ';
     }
     None
 }
@@ -61,7 +62,7 @@ fn event_line_comm(line: &str) -> Option<&str> {
 /// `java` is whether the comm frame starts with `java` (inferno's `tidy_java`).
 pub(crate) fn frame_text(sym: Option<&[u8]>, dso: Option<&[u8]>, java: bool) -> Option<String> {
     let sym = match sym {
-        Some(s) => format!("{}+0x0", ascii_only(s)),
+        Some(symbol) => format!("{}+0x0", ascii_only(symbol)),
         None => "[unknown]".to_string(),
     };
     let dso = dso.map_or_else(|| "[unknown]".to_string(), ascii_only);
@@ -81,7 +82,7 @@ fn stack_line_parts(line: &str) -> Option<(&str, &str, &str)> {
     let module = module.strip_prefix('(')?.strip_suffix(')')?;
     let rawfunc = match line.next()?.trim() {
         "" => " ",
-        s => s,
+        other => other,
     };
     Some((pc, rawfunc, module))
 }
@@ -138,8 +139,8 @@ fn tidy_generic(func: String) -> String {
     let mut depth: i64 = 0;
     let mut last_dot = None;
     let mut keep = func.len();
-    for (idx, c) in func.char_indices() {
-        match c {
+    for (idx, character) in func.char_indices() {
+        match character {
             '<' | '{' | '[' => depth += 1,
             '>' | '}' | ']' | ')' => depth -= 1,
             '(' => {
@@ -170,23 +171,29 @@ fn tidy_java(mut func: String) -> String {
 }
 
 /// inferno's `is_kernel` (`matcher.rs`).
-fn is_kernel(m: &str) -> bool {
-    (m.starts_with('[') || m.ends_with(".ko") || is_vmlinux(m)) && m != "[unknown]"
+fn is_kernel(module: &str) -> bool {
+    (module.starts_with('[') || module.ends_with(".ko") || is_vmlinux(module))
+        && module != "[unknown]"
 }
 
 /// inferno's `is_vmlinux`: from the last `vmlinux` on, only alphanumerics and `-._`.
-fn is_vmlinux(m: &str) -> bool {
-    m.rfind("vmlinux").is_some_and(|i| {
-        m[i..]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+fn is_vmlinux(module: &str) -> bool {
+    module.rfind("vmlinux").is_some_and(|at| {
+        module[at..].chars().all(|character| {
+            character.is_ascii_alphanumeric() || matches!(character, '-' | '.' | '_')
+        })
     })
 }
 
 /// inferno's `fix_partially_demangled_rust_symbol`.
 fn fix_partially_demangled_rust_symbol(symbol: &str) -> Cow<'_, str> {
     const HASH: usize = 17;
-    let is_hash = |s: &str| s.starts_with('h') && s[1..].chars().all(|c| c.is_ascii_hexdigit());
+    let is_hash = |text: &str| {
+        text.starts_with('h')
+            && text[1..]
+                .chars()
+                .all(|character| character.is_ascii_hexdigit())
+    };
     if symbol.len() < HASH
         || !symbol.is_char_boundary(symbol.len() - HASH)
         || !is_hash(&symbol[symbol.len() - HASH..])
@@ -200,17 +207,20 @@ fn fix_partially_demangled_rust_symbol(symbol: &str) -> Cow<'_, str> {
     }
     let mut out = String::new();
     while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix("..") {
+        if let Some(after) = rest.strip_prefix("..") {
             out.push_str("::");
-            rest = r;
-        } else if let Some(r) = rest.strip_prefix('.') {
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix('.') {
             out.push('.');
-            rest = r;
+            rest = after;
         } else if rest.starts_with('$') {
-            match ESCAPES.iter().find(|(p, _)| rest.starts_with(p)) {
-                Some((p, d)) => {
-                    out.push_str(d);
-                    rest = &rest[p.len()..];
+            match ESCAPES
+                .iter()
+                .find(|(pattern, _)| rest.starts_with(pattern))
+            {
+                Some((pattern, decoded)) => {
+                    out.push_str(decoded);
+                    rest = &rest[pattern.len()..];
                 }
                 None => {
                     out.push_str(rest);
@@ -218,9 +228,9 @@ fn fix_partially_demangled_rust_symbol(symbol: &str) -> Cow<'_, str> {
                 }
             }
         } else {
-            let i = rest.find(['$', '.']).unwrap_or(rest.len());
-            out.push_str(&rest[..i]);
-            rest = &rest[i..];
+            let end = rest.find(['$', '.']).unwrap_or(rest.len());
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
         }
     }
     Cow::Owned(out)
@@ -304,14 +314,24 @@ mod tests {
         }
     }
 
-    /// What the inferno collapser the perf path uses makes of the line perf would print.
+    /// What inferno's collapser, with the options the `perf script` path gives it, makes of
+    /// the line perf would print.
     fn real_inferno(sym: Option<&str>, dso: Option<&str>) -> String {
         let sym = sym.map_or("[unknown]".to_string(), |s| format!("{s}+0x10"));
         let text = format!(
             "bench 12 1.000000: 1 cpu-clock:k:\n\tffffffff81000010 {sym} ({})\n\n",
             dso.unwrap_or("[unknown]")
         );
-        let out = crate::profile::folded::collapse_perf_script(text.as_bytes()).unwrap();
+        let mut options = inferno::collapse::perf::Options::default();
+        options.annotate_kernel = true;
+        options.annotate_jit = true;
+        let mut out = Vec::new();
+        inferno::collapse::Collapse::collapse(
+            &mut inferno::collapse::perf::Folder::from(options),
+            text.as_bytes(),
+            &mut out,
+        )
+        .unwrap();
         String::from_utf8(out).unwrap().trim_end().to_string()
     }
 

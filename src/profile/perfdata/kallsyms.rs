@@ -6,55 +6,26 @@
 //!
 //! Source: `tools/lib/symbol/kallsyms.c: kallsyms__parse()`, `tools/perf/util/symbol.c:
 //! map__process_kallsym_symbol()`, `__dso__load_kallsyms()`, `maps__split_kallsyms()`,
-//! `tools/perf/util/event.c: kallsyms__get_function_start()`.
+//! `tools/perf/util/event.c: kallsyms__get_function_start()`. The lines are split by
+//! `crate::host::kallsyms`, the one parser of kallsyms lines.
 
 use super::symtab::{SymTab, GLOBAL, LOCAL, WEAK};
+use crate::host::kallsyms::{lines, Line};
 use std::collections::HashMap;
 
 /// `KSYM_NAME_LEN + 1`: the longest name perf reads.
 const MAX_NAME: usize = 513;
 
-/// One parsed line: address, type letter, name (with `\t[module]` when a module's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Line<'a> {
-    pub start: u64,
-    pub kind: u8,
-    pub name: &'a [u8],
-}
-
-/// Parse one line as `kallsyms__parse` does: hex digits then a space, a type byte, a space,
-/// and the rest of the line as the name.
-fn parse_line(line: &[u8]) -> Option<Line<'_>> {
-    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || line.get(digits) != Some(&b' ') {
-        return None;
-    }
-    let start = line[..digits].iter().fold(0u64, |acc, &b| {
-        let d = (b as char).to_digit(16).unwrap_or(0);
-        acc.wrapping_shl(4) | u64::from(d)
-    });
-    let kind = *line.get(digits + 1)?;
-    if line.get(digits + 2) != Some(&b' ') {
-        return None;
-    }
-    let name = line.get(digits + 3..).unwrap_or_default();
-    Some(Line {
-        start,
-        kind,
-        name: &name[..name.len().min(MAX_NAME)],
-    })
-}
-
-/// Every well-formed line of a kallsyms text.
-pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = Line<'_>> {
-    text.split(|&b| b == b'\n').filter_map(parse_line)
+/// A line's name as perf reads it, with `\t[module]` when a module's, cut to [`MAX_NAME`].
+fn name<'a>(line: &Line<'a>) -> &'a [u8] {
+    &line.rest[..line.rest.len().min(MAX_NAME)]
 }
 
 /// `kallsyms2elf_binding`.
 fn binding(kind: u8) -> u8 {
     match kind {
         b'W' => WEAK,
-        k if k.is_ascii_uppercase() => GLOBAL,
+        letter if letter.is_ascii_uppercase() => GLOBAL,
         _ => LOCAL,
     }
 }
@@ -73,29 +44,37 @@ pub(crate) struct KernelSymbols {
     pub modules: HashMap<String, SymTab>,
 }
 
-/// Load a snapshot. `reloc` is the recorded `(name, address)` of the reference symbol
-/// (`_text`, from the kernel MMAP's pgoff). `Err` says why perf would have no kernel symbols.
+/// The symbol a kernel map is relocated by and the address the recording gives it: `_text`
+/// and the kernel MMAP's pgoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Relocation {
+    pub symbol: String,
+    pub addr: u64,
+}
+
+/// Load a snapshot, its kernel symbols shifted by `reloc` when the recording has one. `Err`
+/// says why perf would have no kernel symbols.
 pub(crate) fn load(
     text: &[u8],
-    reloc: Option<(&str, u64)>,
+    reloc: Option<&Relocation>,
     modules: &[ModuleMap],
 ) -> Result<KernelSymbols, String> {
     let delta = match reloc {
-        Some((name, addr)) => function_start(text, name)
-            .map(|a| a.wrapping_sub(addr))
-            .ok_or_else(|| format!("the kallsyms snapshot has no `{name}`"))?,
+        Some(reloc) => function_start(text, &reloc.symbol)
+            .map(|start| start.wrapping_sub(reloc.addr))
+            .ok_or_else(|| format!("the kallsyms snapshot has no `{}`", reloc.symbol))?,
         None => 0,
     };
     let mut all = SymTab::default();
-    for l in lines(text) {
-        if matches!(l.kind.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B')
-            && l.name.first() != Some(&b'$')
+    for line in lines(text) {
+        if matches!(line.kind.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B')
+            && name(&line).first() != Some(&b'$')
         {
             all.push(
-                l.start,
+                line.addr,
                 0,
-                binding(l.kind),
-                &String::from_utf8_lossy(l.name),
+                binding(line.kind),
+                &String::from_utf8_lossy(name(&line)),
             );
         }
     }
@@ -107,37 +86,41 @@ pub(crate) fn load(
 
 /// `kallsyms__get_function_start`: the first T/W (either case) or A symbol named `name`.
 fn function_start(text: &[u8], name: &str) -> Option<u64> {
-    let function = |k: u8| matches!(k.to_ascii_uppercase(), b'T' | b'W') || k == b'A';
+    let function = |kind: u8| matches!(kind.to_ascii_uppercase(), b'T' | b'W') || kind == b'A';
     lines(text)
-        .find(|l| function(l.kind) && l.name == name.as_bytes())
-        .map(|l| l.start)
+        .find(|line| function(line.kind) && self::name(line) == name.as_bytes())
+        .map(|line| line.addr)
 }
 
 /// `maps__split_kallsyms`: module symbols go to their module (or are dropped), the x86-64
 /// entry trampoline is dropped, kernel symbols are shifted by `delta`.
 fn split(all: SymTab, delta: u64, modules: &[ModuleMap]) -> KernelSymbols {
     let mut out = KernelSymbols::default();
-    for s in all.syms() {
-        let name = all.name(s);
-        if let Some((sym, module)) = name.split_once('\t') {
-            let Some(m) = modules.iter().find(|m| m.name == module) else {
+    for entry in all.syms() {
+        let name = all.name(entry);
+        if let Some((sym, module_name)) = name.split_once('\t') {
+            let Some(map) = modules.iter().find(|map| map.name == module_name) else {
                 continue;
             };
-            let len = s.end.wrapping_sub(s.start);
-            out.modules.entry(m.name.clone()).or_default().push(
-                s.start.wrapping_sub(m.start),
+            let len = entry.end.wrapping_sub(entry.start);
+            out.modules.entry(map.name.clone()).or_default().push(
+                entry.start.wrapping_sub(map.start),
                 len,
-                s.binding,
+                entry.binding,
                 sym,
             );
         } else if name != "__entry_SYSCALL_64_trampoline" {
-            out.kernel
-                .push(s.start, s.end.wrapping_sub(s.start), s.binding, name);
+            out.kernel.push(
+                entry.start,
+                entry.end.wrapping_sub(entry.start),
+                entry.binding,
+                name,
+            );
         }
     }
     out.kernel.shift_down(delta);
-    for t in out.modules.values_mut() {
-        t.sort();
+    for table in out.modules.values_mut() {
+        table.sort();
     }
     out
 }
@@ -163,6 +146,13 @@ zzzz T no_hex
 ffffffff8100 Tmissing_space
 ";
 
+    fn text_at(addr: u64) -> Relocation {
+        Relocation {
+            symbol: "_text".into(),
+            addr,
+        }
+    }
+
     fn names(t: &SymTab) -> Vec<(u64, u64, String)> {
         t.syms()
             .iter()
@@ -172,26 +162,20 @@ ffffffff8100 Tmissing_space
 
     #[test]
     fn parses_like_kallsyms_parse() {
-        let l: Vec<_> = lines(SNAP.as_bytes()).collect();
-        assert_eq!(l.len(), 11, "3 malformed lines skipped");
+        let all: Vec<_> = lines(SNAP.as_bytes()).collect();
+        assert_eq!(all.len(), 11, "3 malformed lines skipped");
         assert_eq!(
-            l[8].name,
+            name(&all[8]),
             b"bpf_prog_01d3040eaf485f66_path_check_callback\t[bpf]"
         );
-        assert_eq!(
-            parse_line(b"1 t "),
-            Some(Line {
-                start: 1,
-                kind: b't',
-                name: b""
-            })
-        );
-        assert_eq!(parse_line(b"1 t"), None);
+        let long = format!("1 t {}", "x".repeat(600));
+        let cut = lines(long.as_bytes()).next().unwrap();
+        assert_eq!(name(&cut).len(), MAX_NAME);
     }
 
     #[test]
     fn kernel_symbols_as_perf_keeps_them() {
-        let k = load(SNAP.as_bytes(), Some(("_text", 0xffff_ffff_8100_0000)), &[]).unwrap();
+        let k = load(SNAP.as_bytes(), Some(&text_at(0xffff_ffff_8100_0000)), &[]).unwrap();
         let got = names(&k.kernel);
         let want: Vec<(u64, u64, String)> = vec![
             (0xffff_ffff_8100_0000, 0xffff_ffff_8100_0010, "_text".into()),
@@ -235,9 +219,13 @@ ffffffff8100 Tmissing_space
 
     #[test]
     fn regression_relocated_snapshot_is_shifted_or_refused() {
-        let k = load(SNAP.as_bytes(), Some(("_text", 0xffff_ffff_9000_0000)), &[]).unwrap();
+        let k = load(SNAP.as_bytes(), Some(&text_at(0xffff_ffff_9000_0000)), &[]).unwrap();
         assert_eq!(k.kernel.syms()[0].start, 0xffff_ffff_9000_0000);
-        let e = load(SNAP.as_bytes(), Some(("_no_such", 1)), &[]).unwrap_err();
+        let missing = Relocation {
+            symbol: "_no_such".into(),
+            addr: 1,
+        };
+        let e = load(SNAP.as_bytes(), Some(&missing), &[]).unwrap_err();
         assert!(e.contains("_no_such"), "{e}");
         assert!(load(b"", None, &[]).unwrap().kernel.len() == 0);
     }

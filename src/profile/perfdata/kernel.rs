@@ -10,7 +10,7 @@
 //! `tools/perf/util/symbol.c: dso__load_kernel_sym()` (the map takes its symbols' bounds once
 //! loaded: `map__fixup_start` / `map__fixup_end`); `tools/perf/util/dso.c: __kmod_path__parse()`.
 
-use super::kallsyms::{self, KernelSymbols, ModuleMap};
+use super::kallsyms::{self, KernelSymbols, ModuleMap, Relocation};
 use std::collections::BTreeMap;
 
 /// perf's name for the kernel image map and its DSO.
@@ -21,8 +21,16 @@ pub(crate) const KERNEL_DSO: &str = "[kernel.kallsyms]";
 struct TextMap {
     start: u64,
     end: u64,
-    /// The reference symbol and its recorded address (`_text`, pgoff), for relocation.
-    reloc: Option<(String, u64)>,
+    /// The symbol the map is relocated by and its recorded address (`_text`, pgoff).
+    reloc: Option<Relocation>,
+}
+
+/// A module's map: where it starts and ends, and its name (`[nf_conntrack]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ModuleSpan {
+    start: u64,
+    end: u64,
+    name: String,
 }
 
 /// A KSYMBOL's map and the symbols perf added to its DSO (offsets from the map's start).
@@ -63,7 +71,7 @@ enum SymbolsState {
 #[derive(Debug)]
 pub(crate) struct KernelMaps {
     text: Option<TextMap>,
-    modules: Vec<(u64, u64, String)>,
+    modules: Vec<ModuleSpan>,
     ksyms: BTreeMap<u64, KsymMap>,
     symbols: SymbolsState,
     kallsyms: Option<Vec<u8>>,
@@ -82,7 +90,7 @@ pub(crate) fn module_name(filename: &str) -> String {
         stem = stem.strip_suffix(ext).unwrap_or(stem);
     }
     match stem.strip_suffix(".ko") {
-        Some(m) => format!("[{}]", m.replace('-', "_")),
+        Some(module) => format!("[{}]", module.replace('-', "_")),
         None => base.replace('-', "_"),
     }
 }
@@ -115,8 +123,12 @@ impl KernelMaps {
         let end = start.wrapping_add(len);
         let is_kernel = filename.starts_with(&KERNEL_DSO[..KERNEL_DSO.len() - 1]);
         if filename.starts_with('/') || (!is_kernel && filename.starts_with('[')) {
-            self.modules.retain(|m| m.0 != start);
-            self.modules.push((start, end, module_name(filename)));
+            self.modules.retain(|module| module.start != start);
+            self.modules.push(ModuleSpan {
+                start,
+                end,
+                name: module_name(filename),
+            });
         } else if is_kernel {
             let name = filename.get(KERNEL_DSO.len()..).unwrap_or_default();
             self.text = Some(TextMap {
@@ -126,7 +138,10 @@ impl KernelMaps {
                 } else {
                     end
                 },
-                reloc: (pgoff != 0).then(|| (name.to_string(), pgoff)),
+                reloc: (pgoff != 0).then(|| Relocation {
+                    symbol: name.to_string(),
+                    addr: pgoff,
+                }),
             });
         }
     }
@@ -138,8 +153,8 @@ impl KernelMaps {
         if unregister {
             if let Some(start) = covering {
                 self.ksyms.remove(&start);
-            } else if let Some(i) = self.module_at(addr) {
-                self.modules.remove(i);
+            } else if let Some(index) = self.module_at(addr) {
+                self.modules.remove(index);
             }
             return;
         }
@@ -147,8 +162,8 @@ impl KernelMaps {
         match covering {
             // perf adds the symbol to the covering map's DSO at the map's own start.
             Some(start) => {
-                if let Some(m) = self.ksyms.get_mut(&start) {
-                    m.syms.push((0, len, name.to_string()));
+                if let Some(map) = self.ksyms.get_mut(&start) {
+                    map.syms.push((0, len, name.to_string()));
                 }
             }
             None if self.module_at(addr).is_some() || self.in_text(addr) => {}
@@ -175,8 +190,8 @@ impl KernelMaps {
     pub fn bpf_loaded(&mut self, id: u32, funcs: &[u64]) {
         self.generation += 1;
         for addr in funcs {
-            if let Some(m) = self.ksyms.get_mut(addr).filter(|m| m.bpf) {
-                m.prog = Some(id);
+            if let Some(map) = self.ksyms.get_mut(addr).filter(|map| map.bpf) {
+                map.prog = Some(id);
             }
         }
     }
@@ -191,7 +206,9 @@ impl KernelMaps {
     }
 
     fn module_at(&self, addr: u64) -> Option<usize> {
-        self.modules.iter().position(|m| m.0 <= addr && addr < m.1)
+        self.modules
+            .iter()
+            .position(|module| module.start <= addr && addr < module.end)
     }
 
     fn in_text(&self, addr: u64) -> bool {
@@ -206,13 +223,17 @@ impl KernelMaps {
         if let Some(start) = self.ksym_at(addr) {
             return self.in_ksym(start, addr);
         }
-        if let Some(i) = self.module_at(addr) {
-            let (start, _, name) = self.modules[i].clone();
+        if let Some(index) = self.module_at(addr) {
+            let ModuleSpan { start, name, .. } = self.modules[index].clone();
             self.load();
             let sym = match &self.symbols {
-                SymbolsState::Loaded(k) => k.modules.get(&name).and_then(|t| {
-                    t.find(addr - start)
-                        .map(|s| (t.name(s).to_string(), start.wrapping_add(s.start)))
+                SymbolsState::Loaded(loaded) => loaded.modules.get(&name).and_then(|table| {
+                    table.find(addr - start).map(|found| {
+                        (
+                            table.name(found).to_string(),
+                            start.wrapping_add(found.start),
+                        )
+                    })
                 }),
                 _ => None,
             };
@@ -223,9 +244,11 @@ impl KernelMaps {
         }
         self.load();
         let sym = match &self.symbols {
-            SymbolsState::Loaded(k) => {
-                let t = &k.kernel;
-                t.find(addr).map(|s| (t.name(s).to_string(), s.start))
+            SymbolsState::Loaded(loaded) => {
+                let table = &loaded.kernel;
+                table
+                    .find(addr)
+                    .map(|found| (table.name(found).to_string(), found.start))
             }
             _ => None,
         };
@@ -233,16 +256,16 @@ impl KernelMaps {
     }
 
     fn in_ksym(&self, start: u64, addr: u64) -> KernelHit {
-        let Some(m) = self.ksyms.get(&start) else {
+        let Some(map) = self.ksyms.get(&start) else {
             return KernelHit::None;
         };
         let off = addr - start;
-        let sym = m
+        let sym = map
             .syms
             .iter()
             .find(|(s, len, _)| *s <= off && (off < s + len || (off == *s && *len == 0)))
             .map(|(s, _, n)| (n.clone(), start + s));
-        KernelHit::Ksym(sym, m.dso.clone(), m.bpf, m.prog)
+        KernelHit::Ksym(sym, map.dso.clone(), map.bpf, map.prog)
     }
 
     /// Load the kernel symbols once (`map__load` of the kernel map); on success the map takes
@@ -256,31 +279,30 @@ impl KernelMaps {
             self.symbols = SymbolsState::Failed("no kallsyms snapshot".into());
             return;
         };
-        let reloc = self.text.as_ref().and_then(|t| t.reloc.clone());
+        let reloc = self
+            .text
+            .as_ref()
+            .and_then(|text_map| text_map.reloc.clone());
         let modules: Vec<ModuleMap> = self
             .modules
             .iter()
-            .map(|(s, _, n)| ModuleMap {
-                name: n.clone(),
-                start: *s,
+            .map(|module| ModuleMap {
+                name: module.name.clone(),
+                start: module.start,
             })
             .collect();
-        let loaded = kallsyms::load(
-            &text,
-            reloc.as_ref().map(|(n, a)| (n.as_str(), *a)),
-            &modules,
-        );
+        let loaded = kallsyms::load(&text, reloc.as_ref(), &modules);
         match loaded {
-            Ok(k) => {
-                if let (Some(t), Some(first), Some(last)) = (
+            Ok(symbols) => {
+                if let (Some(text_map), Some(first), Some(last)) = (
                     self.text.as_mut(),
-                    k.kernel.syms().first(),
-                    k.kernel.syms().last(),
+                    symbols.kernel.syms().first(),
+                    symbols.kernel.syms().last(),
                 ) {
-                    t.start = first.start;
-                    t.end = last.end;
+                    text_map.start = first.start;
+                    text_map.end = last.end;
                 }
-                self.symbols = SymbolsState::Loaded(Box::new(k));
+                self.symbols = SymbolsState::Loaded(Box::new(symbols));
             }
             Err(why) => self.symbols = SymbolsState::Failed(why),
         }
@@ -347,7 +369,8 @@ mod tests {
     fn regression_a_reload_over_the_same_place_is_told_apart_by_its_bpf_event() {
         let mut k = maps();
         let name = "bpf_prog_82e94bc63e3c5de2_count_syscall";
-        let (first, second) = (0xffff_ffff_c000_078c, 0xffff_ffff_c000_079c);
+        let first = 0xffff_ffff_c000_078c;
+        let second = 0xffff_ffff_c000_079c;
         k.ksymbol(first, 87, true, false, name);
         k.bpf_loaded(25860, &[first]);
         let ip = 0xffff_ffff_c000_07a0;

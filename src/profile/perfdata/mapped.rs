@@ -22,8 +22,8 @@ impl Deref for Bytes {
 
     fn deref(&self) -> &[u8] {
         match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped(m) => m.as_slice(),
+            Bytes::Owned(owned) => owned,
+            Bytes::Mapped(mapping) => mapping.as_slice(),
         }
     }
 }

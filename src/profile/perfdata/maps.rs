@@ -43,44 +43,44 @@ pub(crate) struct AddressSpace {
 
 impl AddressSpace {
     /// Insert `m`, trimming or splitting what it overlaps (`maps__fixup_overlappings`).
-    pub fn insert(&mut self, m: UserMap) {
+    pub fn insert(&mut self, map: UserMap) {
         let overlapping: Vec<UserMap> = self
             .maps
-            .range(..m.end)
+            .range(..map.end)
             .rev()
             .map(|(_, p)| *p)
-            .take_while(|p| p.end > m.start)
+            .take_while(|p| p.end > map.start)
             .collect();
         for pos in overlapping {
             self.maps.remove(&pos.start);
-            if m.start > pos.start {
+            if map.start > pos.start {
                 self.maps.insert(
                     pos.start,
                     UserMap {
-                        end: m.start,
+                        end: map.start,
                         ..pos
                     },
                 );
             }
-            if m.end < pos.end {
-                let pgoff = pos.pgoff.wrapping_add(m.end - pos.start);
+            if map.end < pos.end {
+                let pgoff = pos.pgoff.wrapping_add(map.end - pos.start);
                 self.maps.insert(
-                    m.end,
+                    map.end,
                     UserMap {
-                        start: m.end,
+                        start: map.end,
                         pgoff,
                         ..pos
                     },
                 );
             }
         }
-        self.maps.insert(m.start, m);
+        self.maps.insert(map.start, map);
     }
 
     /// Copy every mapping of `parent` in (`maps__clone`, after a fork).
     pub fn clone_from_parent(&mut self, parent: &AddressSpace) {
-        for (s, m) in &parent.maps {
-            self.maps.insert(*s, *m);
+        for (start, map) in &parent.maps {
+            self.maps.insert(*start, *map);
         }
     }
 
@@ -211,20 +211,20 @@ impl Dsos {
     /// The symbol holding `addr` (a DSO-relative address): its name and start.
     pub fn symbol(&mut self, id: DsoId, addr: u64) -> Option<(String, u64)> {
         let loaded = self.load(id)?;
-        let s = loaded.find(addr)?;
-        Some((loaded.name(s).to_string(), s.start))
+        let sym = loaded.find(addr)?;
+        Some((loaded.name(sym).to_string(), sym.start))
     }
 
     fn load(&mut self, id: DsoId) -> Option<&SymTab> {
-        let d = self.list.get(id as usize)?;
-        if d.symbols.is_none() {
-            let tab = match d.kind {
+        let dso = self.list.get(id as usize)?;
+        if dso.symbols.is_none() {
+            let tab = match dso.kind {
                 _ if !self.load_symbols => None,
                 DsoKind::NoSymbols => None,
-                DsoKind::PerfMap => elf::load_perf_map(std::path::Path::new(&d.name)),
+                DsoKind::PerfMap => elf::load_perf_map(std::path::Path::new(&dso.name)),
                 DsoKind::Elf => elf::load_dso(&DsoRequest {
-                    name: &d.name,
-                    build_id: self.build_ids.get(d.name.as_bytes()).map(Vec::as_slice),
+                    name: &dso.name,
+                    build_id: self.build_ids.get(dso.name.as_bytes()).map(Vec::as_slice),
                     buildid_dir: self.buildid_dir.as_deref(),
                 }),
             };

@@ -51,7 +51,6 @@ mod error;
 mod events;
 mod file;
 mod fold;
-pub(crate) mod fxhash;
 mod header;
 mod inferno;
 mod kallsyms;
@@ -75,7 +74,7 @@ pub use fold::{
     fold, fold_data, fold_data_observed, fold_data_with, Decorate, FoldHooks, FoldOptions,
     FoldedProfile, Observer,
 };
-pub use header::feature;
+pub use header::{feature, incomplete, is_perf_data, read_at};
 pub(crate) use kernel::KERNEL_DSO;
 pub use load::{fold_file, Native};
 pub use raw::{for_each_sample, RawSample};

@@ -1,10 +1,8 @@
-//! A progress bar on stderr for reads that take longer than a second, drawn only when stderr
-//! is a terminal and cleared when the read ends: `[#########           ] 45%  30/66 MB`.
-//! Updates are cheap to call often (one clock read every [`Progress::EVERY`] calls). One bar
-//! at a time ([`crate::out::claim_progress_line`]): when reads run side by side (`diff`), the
-//! first to be due draws and the others stay quiet, instead of taking turns on the same line.
+//! A progress bar for reads that take longer than a second, drawn on the tool's one progress
+//! line ([`ProgressLine`]) and cleared when the read ends: `[#########           ] 45%  30/66
+//! MB`. Updates are cheap to call often, with one clock read every [`Progress::EVERY`] calls.
 
-use std::io::IsTerminal;
+use crate::perf::script::ProgressLine;
 use std::time::{Duration, Instant};
 
 /// How far a long read has come.
@@ -13,7 +11,7 @@ pub(crate) struct Progress {
     start: Instant,
     last: Option<Instant>,
     calls: u32,
-    enabled: bool,
+    line: ProgressLine,
     total: u64,
     label: &'static str,
 }
@@ -26,15 +24,15 @@ impl Progress {
 
     /// A bar for a read of `total` bytes, shown on a terminal only.
     pub fn new(label: &'static str, total: u64) -> Progress {
-        Progress::with_terminal(label, total, std::io::stderr().is_terminal())
+        Progress::on(label, total, ProgressLine::new())
     }
 
-    fn with_terminal(label: &'static str, total: u64, enabled: bool) -> Progress {
+    fn on(label: &'static str, total: u64, line: ProgressLine) -> Progress {
         Progress {
             start: Instant::now(),
             last: None,
             calls: 0,
-            enabled,
+            line,
             total,
             label,
         }
@@ -43,33 +41,24 @@ impl Progress {
     /// `done` bytes of `total` are read.
     pub fn update(&mut self, done: u64) {
         self.calls = self.calls.wrapping_add(1);
-        if !self.enabled || self.calls % Self::EVERY != 0 {
+        if !self.line.enabled() || self.calls % Self::EVERY != 0 {
             return;
         }
         let now = Instant::now();
         let due = match self.last {
             None => now.duration_since(self.start) >= Self::AFTER,
-            Some(t) => now.duration_since(t) >= Duration::from_millis(100),
+            Some(then) => now.duration_since(then) >= Duration::from_millis(100),
         };
-        if due && self.claim() {
-            crate::out::err_text(&format!("\r{}", self.line(done)));
-            self.last = Some(now);
+        if due {
+            let text = self.bar(done);
+            if self.line.draw(&text) {
+                self.last = Some(now);
+            }
         }
-    }
-
-    /// Whether this bar may draw: it already does, or no other bar does (then it is this
-    /// one's until it is dropped). A bar that finds another drawing stays quiet for good.
-    fn claim(&mut self) -> bool {
-        if self.last.is_some() {
-            return true;
-        }
-        let free = crate::out::claim_progress_line();
-        self.enabled = free;
-        free
     }
 
     /// The bar's text for `done` bytes.
-    fn line(&self, done: u64) -> String {
+    fn bar(&self, done: u64) -> String {
         const WIDTH: u64 = 30;
         let done = done.min(self.total);
         let filled = (done * WIDTH).checked_div(self.total).unwrap_or(WIDTH);
@@ -83,64 +72,39 @@ impl Progress {
             self.total as f64 / 1e6
         )
     }
-
-    /// Whether the bar has been drawn.
-    pub fn shown(&self) -> bool {
-        self.last.is_some()
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if self.shown() {
-            crate::out::err_text(&format!("\r{}\r", " ".repeat(self.line(0).len())));
-            crate::out::release_progress_line();
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn off_terminal(label: &'static str, total: u64) -> Progress {
+        Progress::on(label, total, ProgressLine::with_terminal(false))
+    }
+
     #[test]
     fn the_bar_fills_with_the_bytes_read() {
-        let p = Progress::with_terminal("reading", 200_000_000, false);
-        let half = p.line(100_000_000);
+        let progress = off_terminal("reading", 200_000_000);
+        let half = progress.bar(100_000_000);
         assert!(
             half.contains(" 50%") && half.contains("100/200 MB"),
             "{half}"
         );
         assert_eq!(half.matches('#').count(), 15);
-        assert!(p.line(u64::MAX).contains("100%"), "clamped");
-        let empty = Progress::with_terminal("x", 0, false);
-        assert!(empty.line(0).contains("100%"), "no division by zero");
-    }
-
-    #[test]
-    fn one_bar_draws_at_a_time() {
-        let mut first = Progress::with_terminal("a", 10, true);
-        let mut second = Progress::with_terminal("b", 10, true);
-        assert!(first.claim());
-        first.last = Some(Instant::now()); // drawn
-        assert!(first.claim(), "the drawing bar keeps drawing");
-        assert!(!second.claim(), "another stays quiet");
-        assert!(!second.enabled, "for good");
-        drop(first);
-        let mut third = Progress::with_terminal("c", 10, true);
-        assert!(third.claim(), "free again once the first is gone");
-        third.last = Some(Instant::now());
+        assert!(progress.bar(u64::MAX).contains("100%"), "clamped");
+        let empty = off_terminal("x", 0);
+        assert!(empty.bar(0).contains("100%"), "no division by zero");
     }
 
     #[test]
     fn nothing_is_drawn_off_a_terminal_or_in_the_first_second() {
-        let mut off = Progress::with_terminal("x", 10, false);
-        let mut on = Progress::with_terminal("x", 10, true);
-        for i in 0..3 * Progress::EVERY {
-            off.update(u64::from(i));
-            on.update(u64::from(i));
+        let mut off = off_terminal("x", 10);
+        let mut on = Progress::on("x", 10, ProgressLine::with_terminal(true));
+        for done in 0..3 * Progress::EVERY {
+            off.update(u64::from(done));
+            on.update(u64::from(done));
         }
-        assert!(!off.shown());
-        assert!(!on.shown(), "a fast read draws nothing");
+        assert!(off.last.is_none());
+        assert!(on.last.is_none(), "a fast read draws nothing");
     }
 }

@@ -29,43 +29,46 @@ pub struct RawSample<'a> {
 /// Call `f` for every sample of the file at `path` (every event, file order).
 pub fn for_each_sample(
     path: &Path,
-    f: impl FnMut(&RawSample<'_>),
+    visit: impl FnMut(&RawSample<'_>),
 ) -> Result<PerfData, PerfDataError> {
     let data = PerfData::open(path)?;
-    data.for_each_sample(f)?;
+    data.for_each_sample(visit)?;
     Ok(data)
 }
 
 impl PerfData {
     /// Call `f` for every sample of this file (every event, file order).
-    pub fn for_each_sample(&self, mut f: impl FnMut(&RawSample<'_>)) -> Result<(), PerfDataError> {
+    pub fn for_each_sample(
+        &self,
+        mut visit: impl FnMut(&RawSample<'_>),
+    ) -> Result<(), PerfDataError> {
         let mut ips: Vec<u64> = Vec::with_capacity(128);
-        for r in self.records() {
-            let r = r?;
-            if r.kind != record::SAMPLE {
+        for record in self.records() {
+            let record = record?;
+            if record.kind != record::SAMPLE {
                 continue;
             }
-            let Some(attr) = self.attr_of(&r) else {
+            let Some(attr) = self.attr_of(&record) else {
                 continue;
             };
-            let Some(a) = self.attrs().get(attr) else {
+            let Some(attr_info) = self.attrs().get(attr) else {
                 continue;
             };
-            let Some(s) = record::parse_sample(r.body, a, self.endian()) else {
+            let Some(sample) = record::parse_sample(record.body, attr_info, self.endian()) else {
                 continue;
             };
             ips.clear();
-            match s.callchain {
-                Some(raw) if a.has(sample::CALLCHAIN) => {
+            match sample.callchain {
+                Some(raw) if attr_info.has(sample::CALLCHAIN) => {
                     ips.extend(callchain_entries(raw, self.endian()).filter(|&ip| ip < CONTEXT_MAX))
                 }
-                _ => ips.push(s.ip),
+                _ => ips.push(sample.ip),
             }
-            f(&RawSample {
+            visit(&RawSample {
                 ips: &ips,
-                weight: s.period.unwrap_or(1),
-                pid: s.pid,
-                tid: s.tid,
+                weight: sample.period.unwrap_or(1),
+                pid: sample.pid,
+                tid: sample.tid,
                 attr,
             });
         }

@@ -29,9 +29,21 @@ pub mod cpumode {
     pub const KERNEL: u16 = 1;
     pub const USER: u16 = 2;
     pub const HYPERVISOR: u16 = 3;
+    pub const GUEST_KERNEL: u16 = 4;
 }
-/// `PERF_RECORD_MISC_COMM_EXEC` / `_MMAP_DATA` / `_FORK_EXEC` share bit 13.
-pub const MISC_BIT13: u16 = 1 << 13;
+// Three flags share bit 13 of `misc`, one per record type.
+/// `PERF_RECORD_MISC_COMM_EXEC`: a COMM record's name changed by exec.
+pub const MISC_COMM_EXEC: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_MMAP_DATA`: an MMAP record maps data, not code.
+pub const MISC_MMAP_DATA: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_FORK_EXEC`: perf's own mark on a FORK record it synthesized for an exec.
+pub const MISC_FORK_EXEC: u16 = 1 << 13;
+/// `PERF_RECORD_KSYMBOL_TYPE_BPF`: a KSYMBOL record of a JIT-ed BPF program.
+pub const KSYMBOL_TYPE_BPF: u16 = 1;
+/// `PERF_BPF_EVENT_PROG_LOAD`: a BPF_EVENT record of a program loaded.
+pub const BPF_EVENT_PROG_LOAD: u16 = 1;
+/// `PROT_EXEC` in an MMAP2 record's `prot`.
+pub const PROT_EXEC: u32 = 4;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`.
 pub const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
@@ -107,20 +119,20 @@ impl<'a> Records<'a> {
     fn payload_after(&self, kind: u32, body: &[u8], at: u64) -> Result<usize, PerfDataError> {
         let claimed = match kind {
             HEADER_TRACING_DATA => {
-                u32_at(body, 0, self.endian).map(|n| u64::from(n).next_multiple_of(8))
+                u32_at(body, 0, self.endian).map(|payload| u64::from(payload).next_multiple_of(8))
             }
             AUXTRACE => u64_at(body, 0, self.endian),
             _ => return Ok(0),
         };
-        let n = claimed
+        let payload = claimed
             .and_then(to_usize)
             .ok_or_else(|| malformed(format!("record at byte {at} has no payload size")))?;
         let end = self
             .pos
             .checked_add(8 + body.len())
-            .and_then(|p| p.checked_add(n));
+            .and_then(|p| p.checked_add(payload));
         match end {
-            Some(e) if e <= self.data.len() => Ok(n),
+            Some(end_at) if end_at <= self.data.len() => Ok(payload),
             _ => Err(truncated(format!(
                 "the payload of the record at byte {at} is cut"
             ))),
@@ -135,9 +147,9 @@ impl<'a> Iterator for Records<'a> {
         if self.failed || self.pos >= self.data.len() {
             return None;
         }
-        let r = self.next_record();
-        self.failed = r.is_err();
-        Some(r)
+        let raw = self.next_record();
+        self.failed = raw.is_err();
+        Some(raw)
     }
 }
 
@@ -152,28 +164,28 @@ pub struct SampleId {
 
 /// Read the trailer at the end of `body` (`perf_evsel__parse_id_sample`); `None` when the body
 /// is shorter than the trailer.
-pub(crate) fn sample_id(body: &[u8], attr: &EventAttr, e: Endian) -> Option<SampleId> {
+pub(crate) fn sample_id(body: &[u8], attr: &EventAttr, endian: Endian) -> Option<SampleId> {
     let len = attr.trailer_len();
     if len == 0 {
         return Some(SampleId::default());
     }
-    let mut c = Cursor::new(body.get(body.len().checked_sub(len)?..)?, e);
+    let mut cursor = Cursor::new(body.get(body.len().checked_sub(len)?..)?, endian);
     let mut id = SampleId::default();
     if attr.has(sample::TID) {
-        id.pid = c.u32();
-        id.tid = c.u32();
+        id.pid = cursor.u32();
+        id.tid = cursor.u32();
     }
     if attr.has(sample::TIME) {
-        id.time = c.u64();
+        id.time = cursor.u64();
     }
     if attr.has(sample::ID) {
-        c.u64()?;
+        cursor.u64()?;
     }
     if attr.has(sample::STREAM_ID) {
-        c.u64()?;
+        cursor.u64()?;
     }
     if attr.has(sample::CPU) {
-        id.cpu = c.u32();
+        id.cpu = cursor.u32();
     }
     Some(id)
 }
@@ -192,9 +204,13 @@ pub struct Sample<'a> {
 }
 
 /// Decode a sample body for `attr` (field order of `evsel__parse_sample`).
-pub(crate) fn parse_sample<'a>(body: &'a [u8], attr: &EventAttr, e: Endian) -> Option<Sample<'a>> {
-    let mut c = Cursor::new(body, e);
-    let mut s = Sample {
+pub(crate) fn parse_sample<'a>(
+    body: &'a [u8],
+    attr: &EventAttr,
+    endian: Endian,
+) -> Option<Sample<'a>> {
+    let mut cursor = Cursor::new(body, endian);
+    let mut sample = Sample {
         ip: 0,
         pid: u32::MAX,
         tid: u32::MAX,
@@ -205,59 +221,60 @@ pub(crate) fn parse_sample<'a>(body: &'a [u8], attr: &EventAttr, e: Endian) -> O
     };
     let has = |b| attr.has(b);
     if has(sample::IDENTIFIER) {
-        c.u64()?;
+        cursor.u64()?;
     }
     if has(sample::IP) {
-        s.ip = c.u64()?;
+        sample.ip = cursor.u64()?;
     }
     if has(sample::TID) {
-        s.pid = c.u32()?;
-        s.tid = c.u32()?;
+        sample.pid = cursor.u32()?;
+        sample.tid = cursor.u32()?;
     }
     if has(sample::TIME) {
-        s.time = Some(c.u64()?);
+        sample.time = Some(cursor.u64()?);
     }
     for skip in [sample::ADDR, sample::ID, sample::STREAM_ID] {
         if has(skip) {
-            c.u64()?;
+            cursor.u64()?;
         }
     }
     if has(sample::CPU) {
-        s.cpu = Some(c.u32()?);
-        c.u32()?;
+        sample.cpu = Some(cursor.u32()?);
+        cursor.u32()?;
     }
     if has(sample::PERIOD) {
-        s.period = Some(c.u64()?);
+        sample.period = Some(cursor.u64()?);
     }
     if has(sample::READ) {
-        skip_read_values(&mut c, attr.read_format)?;
+        skip_read_values(&mut cursor, attr.read_format)?;
     }
     if has(sample::CALLCHAIN) {
-        let nr = to_usize(c.u64()?)?;
-        s.callchain = Some(c.bytes(nr.checked_mul(8)?)?);
+        let nr = to_usize(cursor.u64()?)?;
+        sample.callchain = Some(cursor.bytes(nr.checked_mul(8)?)?);
     }
-    Some(s)
+    Some(sample)
 }
 
 /// Skip a `read_format` block (`perf_evsel__read_size` / the READ branch of
 /// `evsel__parse_sample`).
-fn skip_read_values(c: &mut Cursor<'_>, rf: u64) -> Option<()> {
+fn skip_read_values(cursor: &mut Cursor<'_>, rf: u64) -> Option<()> {
     let per_value =
         1 + usize::from(rf & read_format::ID != 0) + usize::from(rf & read_format::LOST != 0);
     let times = usize::from(rf & read_format::TOTAL_TIME_ENABLED != 0)
         + usize::from(rf & read_format::TOTAL_TIME_RUNNING != 0);
     if rf & read_format::GROUP != 0 {
-        let nr = to_usize(c.u64()?)?;
-        c.skip(times * 8)?;
-        c.skip(nr.checked_mul(per_value * 8)?)
+        let nr = to_usize(cursor.u64()?)?;
+        cursor.skip(times * 8)?;
+        cursor.skip(nr.checked_mul(per_value * 8)?)
     } else {
-        c.skip((per_value + times) * 8)
+        cursor.skip((per_value + times) * 8)
     }
 }
 
 /// The callchain entries of a sample, leaf first, decoded lazily.
-pub(crate) fn callchain_entries(raw: &[u8], e: Endian) -> impl Iterator<Item = u64> + '_ {
-    raw.chunks_exact(8).filter_map(move |w| u64_at(w, 0, e))
+pub(crate) fn callchain_entries(raw: &[u8], endian: Endian) -> impl Iterator<Item = u64> + '_ {
+    raw.chunks_exact(8)
+        .filter_map(move |w| u64_at(w, 0, endian))
 }
 
 /// A record decoded (see [`PerfData::decode`](super::PerfData::decode)).
@@ -276,16 +293,16 @@ pub enum Record<'a> {
 }
 
 /// Decode `r` for the event `attr` it belongs to.
-pub(crate) fn decode<'a>(r: &RawRecord<'a>, attr: &EventAttr, e: Endian) -> Record<'a> {
+pub(crate) fn decode<'a>(raw: &RawRecord<'a>, attr: &EventAttr, endian: Endian) -> Record<'a> {
     let trailer = attr.trailer_len();
-    let decoded = match r.kind {
-        SAMPLE => parse_sample(r.body, attr, e).map(Record::Sample),
-        MMAP | MMAP2 => parse_mmap(r, trailer, e).map(Record::Mmap),
-        COMM => parse_comm(r, trailer, e).map(Record::Comm),
-        FORK => parse_task(r.body, e).map(Record::Fork),
-        EXIT => parse_task(r.body, e).map(Record::Exit),
-        KSYMBOL => parse_ksymbol(r, trailer, e).map(Record::Ksymbol),
-        BPF_EVENT => parse_bpf_event(r.body, e).map(Record::BpfEvent),
+    let decoded = match raw.kind {
+        SAMPLE => parse_sample(raw.body, attr, endian).map(Record::Sample),
+        MMAP | MMAP2 => parse_mmap(raw, trailer, endian).map(Record::Mmap),
+        COMM => parse_comm(raw, trailer, endian).map(Record::Comm),
+        FORK => parse_task(raw.body, endian).map(Record::Fork),
+        EXIT => parse_task(raw.body, endian).map(Record::Exit),
+        KSYMBOL => parse_ksymbol(raw, trailer, endian).map(Record::Ksymbol),
+        BPF_EVENT => parse_bpf_event(raw.body, endian).map(Record::BpfEvent),
         FINISHED_ROUND => Some(Record::FinishedRound),
         _ => None,
     };
@@ -308,12 +325,19 @@ pub struct Mmap<'a> {
 }
 
 /// Decode MMAP (type 1) or MMAP2 (type 10); `trailer` bytes at the end are not the filename.
-pub(crate) fn parse_mmap<'a>(r: &RawRecord<'a>, trailer: usize, e: Endian) -> Option<Mmap<'a>> {
-    let body = r.body.get(..r.body.len().checked_sub(trailer)?)?;
-    let mut c = Cursor::new(body, e);
-    let (pid, tid) = (c.u32()?, c.u32()?);
-    let (start, len, pgoff) = (c.u64()?, c.u64()?, c.u64()?);
-    let mut m = Mmap {
+pub(crate) fn parse_mmap<'a>(
+    raw: &RawRecord<'a>,
+    trailer: usize,
+    endian: Endian,
+) -> Option<Mmap<'a>> {
+    let body = raw.body.get(..raw.body.len().checked_sub(trailer)?)?;
+    let mut cursor = Cursor::new(body, endian);
+    let pid = cursor.u32()?;
+    let tid = cursor.u32()?;
+    let start = cursor.u64()?;
+    let len = cursor.u64()?;
+    let pgoff = cursor.u64()?;
+    let mut mmap = Mmap {
         pid,
         tid,
         start,
@@ -323,17 +347,17 @@ pub(crate) fn parse_mmap<'a>(r: &RawRecord<'a>, trailer: usize, e: Endian) -> Op
         filename: &[],
         build_id: None,
     };
-    if r.kind == MMAP2 {
-        let id = c.bytes(24)?;
-        if r.misc & MISC_MMAP_BUILD_ID != 0 {
-            let n = usize::from(id[0]).min(20);
-            m.build_id = Some(&id[4..4 + n]);
+    if raw.kind == MMAP2 {
+        let id = cursor.bytes(24)?;
+        if raw.misc & MISC_MMAP_BUILD_ID != 0 {
+            let id_len = usize::from(id[0]).min(20);
+            mmap.build_id = Some(&id[4..4 + id_len]);
         }
-        m.prot = Some(c.u32()?);
-        c.u32()?; // flags
+        mmap.prot = Some(cursor.u32()?);
+        cursor.u32()?; // flags
     }
-    m.filename = c_str(c.rest());
-    Some(m)
+    mmap.filename = c_str(cursor.rest());
+    Some(mmap)
 }
 
 /// PERF_RECORD_COMM.
@@ -346,14 +370,18 @@ pub struct Comm<'a> {
     pub exec: bool,
 }
 
-pub(crate) fn parse_comm<'a>(r: &RawRecord<'a>, trailer: usize, e: Endian) -> Option<Comm<'a>> {
-    let body = r.body.get(..r.body.len().checked_sub(trailer)?)?;
-    let mut c = Cursor::new(body, e);
+pub(crate) fn parse_comm<'a>(
+    raw: &RawRecord<'a>,
+    trailer: usize,
+    endian: Endian,
+) -> Option<Comm<'a>> {
+    let body = raw.body.get(..raw.body.len().checked_sub(trailer)?)?;
+    let mut cursor = Cursor::new(body, endian);
     Some(Comm {
-        pid: c.u32()?,
-        tid: c.u32()?,
-        comm: c_str(c.rest()),
-        exec: r.misc & MISC_BIT13 != 0,
+        pid: cursor.u32()?,
+        tid: cursor.u32()?,
+        comm: c_str(cursor.rest()),
+        exec: raw.misc & MISC_COMM_EXEC != 0,
     })
 }
 
@@ -367,14 +395,14 @@ pub struct Task {
     pub time: u64,
 }
 
-pub(crate) fn parse_task(body: &[u8], e: Endian) -> Option<Task> {
-    let mut c = Cursor::new(body, e);
+pub(crate) fn parse_task(body: &[u8], endian: Endian) -> Option<Task> {
+    let mut cursor = Cursor::new(body, endian);
     Some(Task {
-        pid: c.u32()?,
-        ppid: c.u32()?,
-        tid: c.u32()?,
-        ptid: c.u32()?,
-        time: c.u64()?,
+        pid: cursor.u32()?,
+        ppid: cursor.u32()?,
+        tid: cursor.u32()?,
+        ptid: cursor.u32()?,
+        time: cursor.u64()?,
     })
 }
 
@@ -399,18 +427,18 @@ impl Ksymbol<'_> {
 }
 
 pub(crate) fn parse_ksymbol<'a>(
-    r: &RawRecord<'a>,
+    raw: &RawRecord<'a>,
     trailer: usize,
-    e: Endian,
+    endian: Endian,
 ) -> Option<Ksymbol<'a>> {
-    let body = r.body.get(..r.body.len().checked_sub(trailer)?)?;
-    let mut c = Cursor::new(body, e);
+    let body = raw.body.get(..raw.body.len().checked_sub(trailer)?)?;
+    let mut cursor = Cursor::new(body, endian);
     Some(Ksymbol {
-        addr: c.u64()?,
-        len: c.u32()?,
-        ksym_type: c.u16()?,
-        flags: c.u16()?,
-        name: c_str(c.rest()),
+        addr: cursor.u64()?,
+        len: cursor.u32()?,
+        ksym_type: cursor.u16()?,
+        flags: cursor.u16()?,
+        name: c_str(cursor.rest()),
     })
 }
 
@@ -426,12 +454,12 @@ pub struct BpfEvent {
     pub tag: [u8; 8],
 }
 
-pub(crate) fn parse_bpf_event(body: &[u8], e: Endian) -> Option<BpfEvent> {
-    let mut c = Cursor::new(body, e);
+pub(crate) fn parse_bpf_event(body: &[u8], endian: Endian) -> Option<BpfEvent> {
+    let mut cursor = Cursor::new(body, endian);
     Some(BpfEvent {
-        kind: c.u16()?,
-        flags: c.u16()?,
-        id: c.u32()?,
-        tag: c.bytes(8)?.try_into().ok()?,
+        kind: cursor.u16()?,
+        flags: cursor.u16()?,
+        id: cursor.u32()?,
+        tag: cursor.bytes(8)?.try_into().ok()?,
     })
 }

@@ -12,11 +12,11 @@
 use super::error::PerfDataError;
 use super::events::{self, Entry};
 use super::file::PerfData;
-use super::fxhash::FxHashMap;
 use super::kernel::{KernelHit, KernelMaps};
 use super::maps::Dsos;
 use super::record::{self, cpumode, RawRecord};
-use super::threads::{CommId, SpaceId, Threads};
+use super::threads::{CommId, SpaceId, ThreadId, Threads};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -109,13 +109,13 @@ pub struct FrameTable {
 }
 
 impl FrameTable {
-    fn intern(&mut self, f: Frame) -> FrameId {
-        if let Some(&id) = self.ids.get(&f) {
+    fn intern(&mut self, frame: Frame) -> FrameId {
+        if let Some(&id) = self.ids.get(&frame) {
             return id;
         }
         let id = FrameId(self.frames.len() as u32);
-        self.frames.push(f.clone());
-        self.ids.insert(f, id);
+        self.frames.push(frame.clone());
+        self.ids.insert(frame, id);
         id
     }
 
@@ -180,7 +180,7 @@ pub struct Samples<'d> {
     table: FrameTable,
     kcache: FxHashMap<u64, FrameId>,
     kgen: u64,
-    ucache: FxHashMap<SpaceId, (u64, FxHashMap<u64, FrameId>)>,
+    ucache: FxHashMap<SpaceId, SpaceCache>,
     ips: Vec<u64>,
     frames: Vec<FrameId>,
     first_event_only: bool,
@@ -193,20 +193,28 @@ pub struct Samples<'d> {
     bpf_programs: BpfPrograms,
 }
 
+/// The frames of one address space's addresses, valid while the space's generation is the
+/// one they were found in.
+#[derive(Debug, Default)]
+struct SpaceCache {
+    generation: u64,
+    frames: FxHashMap<u64, FrameId>,
+}
+
 /// perf's build-id cache directory.
 fn default_buildid_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PERF_BUILDID_DIR") {
-        return Some(PathBuf::from(d));
+    if let Some(dir) = std::env::var_os("PERF_BUILDID_DIR") {
+        return Some(PathBuf::from(dir));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug"))
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".debug"))
 }
 
 impl<'d> Samples<'d> {
     /// Index `data` and prepare symbol sources; reads the kallsyms file now.
     pub fn new(data: &'d PerfData, opts: &SymbolOptions) -> Result<Samples<'d>, PerfDataError> {
         let kallsyms = match &opts.kallsyms {
-            Some(p) => Some(std::fs::read(p).map_err(|source| PerfDataError::Io {
-                path: p.clone(),
+            Some(path) => Some(std::fs::read(path).map_err(|source| PerfDataError::Io {
+                path: path.clone(),
                 source,
             })?),
             None => None,
@@ -214,7 +222,7 @@ impl<'d> Samples<'d> {
         let build_ids = data
             .build_ids()
             .into_iter()
-            .map(|b| (b.filename, b.build_id))
+            .map(|entry| (entry.filename, entry.build_id))
             .collect();
         let dir = opts.buildid_dir.clone().or_else(default_buildid_dir);
         let mut dsos = Dsos::new(build_ids, dir);
@@ -234,7 +242,7 @@ impl<'d> Samples<'d> {
             frames: Vec::new(),
             first_event_only: false,
             chosen: None,
-            keys: data.attrs().iter().map(|a| a.filter_key()).collect(),
+            keys: data.attrs().iter().map(|attr| attr.filter_key()).collect(),
             skipped: 0,
             current: None,
             bpf_programs: BpfPrograms::new(),
@@ -259,20 +267,20 @@ impl<'d> Samples<'d> {
     pub fn next_sample(&mut self) -> Option<ResolvedSample<'_>> {
         self.current = None;
         while self.current.is_none() && self.pos < self.entries.len() {
-            let e = self.entries[self.pos];
+            let entry = self.entries[self.pos];
             self.pos += 1;
-            self.apply(e);
+            self.apply(entry);
         }
-        let c = self.current?;
+        let current = self.current?;
         Some(ResolvedSample {
-            attr: c.attr,
-            time: c.time,
-            pid: c.pid,
-            tid: c.tid,
-            cpu: c.cpu,
-            period: c.period,
-            comm: self.threads.comm_bytes(c.comm),
-            comm_id: c.comm,
+            attr: current.attr,
+            time: current.time,
+            pid: current.pid,
+            tid: current.tid,
+            cpu: current.cpu,
+            period: current.period,
+            comm: self.threads.comm_bytes(current.comm),
+            comm_id: current.comm,
             ips: &self.ips,
             frames: &self.frames,
             table: &self.table,
@@ -283,8 +291,8 @@ impl<'d> Samples<'d> {
     pub fn offset(&self) -> u64 {
         self.pos
             .checked_sub(1)
-            .and_then(|i| self.entries.get(i))
-            .map_or(0, |e| e.offset)
+            .and_then(|last| self.entries.get(last))
+            .map_or(0, |entry| entry.offset)
     }
 
     /// The frames met so far.
@@ -307,53 +315,58 @@ impl<'d> Samples<'d> {
         self.kernel.failure()
     }
 
-    fn apply(&mut self, e: Entry) {
-        let Some(r) = self.data.record_at(e.offset) else {
+    fn apply(&mut self, entry: Entry) {
+        let Some(raw) = self.data.record_at(entry.offset) else {
             return;
         };
-        let Some(attr) = self.data.attrs().get(e.attr as usize) else {
+        let Some(attr) = self.data.attrs().get(entry.attr as usize) else {
             return;
         };
-        let (endian, trailer) = (self.data.endian(), attr.trailer_len());
-        match r.kind {
-            record::SAMPLE => self.sample(&r, e.attr as usize),
+        let endian = self.data.endian();
+        let trailer = attr.trailer_len();
+        match raw.kind {
+            record::SAMPLE => self.sample(&raw, entry.attr as usize),
             record::MMAP | record::MMAP2 => {
-                if let Some(m) = record::parse_mmap(&r, trailer, endian) {
-                    self.mmap(&r, &m);
+                if let Some(mmap) = record::parse_mmap(&raw, trailer, endian) {
+                    self.mmap(&raw, &mmap);
                 }
             }
             record::COMM => {
-                if let Some(c) = record::parse_comm(&r, trailer, endian) {
-                    let th = self.threads.findnew(c.pid as i32, c.tid as i32);
-                    self.threads.set_comm(th, c.comm);
+                if let Some(comm) = record::parse_comm(&raw, trailer, endian) {
+                    let thread = self.threads.findnew(comm.pid as i32, comm.tid as i32);
+                    self.threads.set_comm(thread, comm.comm);
                 }
             }
             record::FORK => {
-                if let Some(t) = record::parse_task(r.body, endian) {
-                    let exec_fork = r.misc & record::MISC_BIT13 != 0;
-                    let id = |v: u32| v as i32;
-                    self.threads
-                        .fork(id(t.pid), id(t.tid), id(t.ppid), id(t.ptid), exec_fork);
+                if let Some(task) = record::parse_task(raw.body, endian) {
+                    let exec_fork = raw.misc & record::MISC_FORK_EXEC != 0;
+                    let id = |value: u32| value as i32;
+                    self.threads.fork(
+                        id(task.pid),
+                        id(task.tid),
+                        id(task.ppid),
+                        id(task.ptid),
+                        exec_fork,
+                    );
                 }
             }
             record::EXIT => {
-                if let Some(t) = record::parse_task(r.body, endian) {
-                    self.threads.exit(t.pid as i32, t.tid as i32);
+                if let Some(task) = record::parse_task(raw.body, endian) {
+                    self.threads.exit(task.pid as i32, task.tid as i32);
                 }
             }
             record::KSYMBOL => {
-                if let Some(k) = record::parse_ksymbol(&r, trailer, endian) {
-                    let name = String::from_utf8_lossy(k.name);
-                    self.kernel
-                        .ksymbol(k.addr, k.len, k.ksym_type == 1, k.unregister(), &name);
+                if let Some(ksym) = record::parse_ksymbol(&raw, trailer, endian) {
+                    self.ksymbol(&ksym);
                 }
             }
             record::BPF_EVENT => {
-                // PROG_LOAD (1); an unload needs nothing: its KSYMBOLs unregister the maps.
-                let load = record::parse_bpf_event(r.body, endian).filter(|b| b.kind == 1);
-                if let Some(b) = load {
-                    if let Some(funcs) = self.bpf_programs.get(&b.id) {
-                        self.kernel.bpf_loaded(b.id, funcs);
+                // An unload needs nothing: its KSYMBOLs unregister the maps.
+                let load = record::parse_bpf_event(raw.body, endian)
+                    .filter(|event| event.kind == record::BPF_EVENT_PROG_LOAD);
+                if let Some(event) = load {
+                    if let Some(funcs) = self.bpf_programs.get(&event.id) {
+                        self.kernel.bpf_loaded(event.id, funcs);
                     }
                 }
             }
@@ -361,77 +374,85 @@ impl<'d> Samples<'d> {
         }
     }
 
-    fn mmap(&mut self, r: &RawRecord<'_>, m: &record::Mmap<'_>) {
-        let name = String::from_utf8_lossy(m.filename);
-        let mode = r.misc & cpumode::MASK;
-        if mode == cpumode::KERNEL || mode == 4 {
-            self.kernel.mmap(&name, m.start, m.len, m.pgoff);
-            return;
-        }
-        let th = self.threads.findnew(m.pid as i32, m.tid as i32);
-        let exec = match m.prot {
-            Some(p) => p & 4 != 0,
-            None => r.misc & record::MISC_BIT13 == 0,
-        };
-        if let Some(id) = m.build_id {
-            self.dsos.set_build_id(&name, id);
-        }
-        let um = self.dsos.map(
-            &name,
-            self.threads.ns_pid(th),
-            exec,
-            m.start,
-            m.len,
-            m.pgoff,
-        );
-        self.threads.insert_map(th, um);
+    fn ksymbol(&mut self, ksym: &record::Ksymbol<'_>) {
+        let name = String::from_utf8_lossy(ksym.name);
+        let bpf = ksym.ksym_type == record::KSYMBOL_TYPE_BPF;
+        self.kernel
+            .ksymbol(ksym.addr, ksym.len, bpf, ksym.unregister(), &name);
     }
 
-    fn sample(&mut self, r: &RawRecord<'_>, attr_idx: usize) {
-        let Some(attr) = self.data.attrs().get(attr_idx) else {
+    fn mmap(&mut self, raw: &RawRecord<'_>, mmap: &record::Mmap<'_>) {
+        let name = String::from_utf8_lossy(mmap.filename);
+        let mode = raw.misc & cpumode::MASK;
+        if mode == cpumode::KERNEL || mode == cpumode::GUEST_KERNEL {
+            self.kernel.mmap(&name, mmap.start, mmap.len, mmap.pgoff);
+            return;
+        }
+        let thread = self.threads.findnew(mmap.pid as i32, mmap.tid as i32);
+        let exec = match mmap.prot {
+            Some(prot) => prot & record::PROT_EXEC != 0,
+            None => raw.misc & record::MISC_MMAP_DATA == 0,
+        };
+        if let Some(id) = mmap.build_id {
+            self.dsos.set_build_id(&name, id);
+        }
+        let map = self.dsos.map(
+            &name,
+            self.threads.ns_pid(thread),
+            exec,
+            mmap.start,
+            mmap.len,
+            mmap.pgoff,
+        );
+        self.threads.insert_map(thread, map);
+    }
+
+    fn sample(&mut self, raw: &RawRecord<'_>, attr_index: usize) {
+        let Some(attr) = self.data.attrs().get(attr_index) else {
             return;
         };
-        let Some(s) = record::parse_sample(r.body, attr, self.data.endian()) else {
+        let Some(sample) = record::parse_sample(raw.body, attr, self.data.endian()) else {
             return;
         };
-        let (pid, tid) = (s.pid as i32, s.tid as i32);
+        let pid = sample.pid as i32;
+        let tid = sample.tid as i32;
         if tid == -1 {
             // A task caught exiting, its ids already gone: perf script drops the sample.
             self.skipped += 1;
             return;
         }
-        let th = self.threads.findnew(pid, tid);
+        let thread = self.threads.findnew(pid, tid);
         if self.first_event_only {
-            let key = self.keys.get(attr_idx).map_or("", String::as_str);
+            let key = self.keys.get(attr_index).map_or("", String::as_str);
             if self.chosen.get_or_insert_with(|| key.to_string()) != key {
                 self.skipped += 1;
                 return;
             }
         }
-        let mode = r.misc & cpumode::MASK;
-        let leaf = self.resolve(mode, th, s.ip);
+        let mode = raw.misc & cpumode::MASK;
+        let leaf = self.resolve(mode, thread, sample.ip);
         self.ips.clear();
         self.frames.clear();
-        match s.callchain {
-            Some(raw) => self.walk(th, raw),
+        match sample.callchain {
+            Some(chain) => self.walk(thread, chain),
             None => {
-                self.ips.push(s.ip);
+                self.ips.push(sample.ip);
                 self.frames.push(leaf);
             }
         }
         self.current = Some(Current {
-            attr: attr_idx,
-            time: s.time,
+            attr: attr_index,
+            time: sample.time,
             pid,
             tid,
-            cpu: s.cpu,
-            period: s.period,
-            comm: self.threads.comm(th),
+            cpu: sample.cpu,
+            period: sample.period,
+            comm: self.threads.comm(thread),
         });
     }
 
     /// `thread__resolve_callchain_sample` for a frame-pointer chain, callee first.
-    fn walk(&mut self, th: usize, raw: &[u8]) {
+    fn walk(&mut self, thread: ThreadId, raw: &[u8]) {
         let mut mode = cpumode::USER;
         for ip in record::callchain_entries(raw, self.data.endian()) {
             if self.ips.len() >= MAX_STACK {
@@ -451,17 +472,17 @@ impl<'d> Samples<'d> {
                 };
                 continue;
             }
-            let f = self.resolve(mode, th, ip);
+            let frame = self.resolve(mode, thread, ip);
             self.ips.push(ip);
-            self.frames.push(f);
+            self.frames.push(frame);
         }
     }
 
-    /// The frame of `ip` in `mode` for thread `th`, cached per address-space state.
-    fn resolve(&mut self, mode: u16, th: usize, ip: u64) -> FrameId {
+    /// The frame of `ip` in `mode` for `thread`, cached per address-space state.
+    fn resolve(&mut self, mode: u16, thread: ThreadId, ip: u64) -> FrameId {
         match mode {
             cpumode::KERNEL => self.resolve_kernel(ip),
-            cpumode::USER => self.resolve_user(th, ip),
+            cpumode::USER => self.resolve_user(thread, ip),
             _ => self.table.intern(Frame::unknown()),
         }
     }
@@ -482,8 +503,8 @@ impl<'d> Samples<'d> {
         let frame = match hit {
             KernelHit::Kernel(sym, dso) => Frame {
                 kind: FrameKind::Kernel,
-                symbol_start: sym.as_ref().map(|s| s.1),
-                symbol: sym.map(|s| s.0),
+                symbol_start: sym.as_ref().map(|sym| sym.1),
+                symbol: sym.map(|sym| sym.0),
                 dso: Some(dso),
                 bpf_prog: None,
             },
@@ -493,8 +514,8 @@ impl<'d> Samples<'d> {
                 } else {
                     FrameKind::Kernel
                 },
-                symbol_start: sym.as_ref().map(|s| s.1),
-                symbol: sym.map(|s| s.0),
+                symbol_start: sym.as_ref().map(|sym| sym.1),
+                symbol: sym.map(|sym| sym.0),
                 dso: Some(dso),
                 bpf_prog: prog,
             },
@@ -505,32 +526,41 @@ impl<'d> Samples<'d> {
         id
     }
 
-    fn resolve_user(&mut self, th: usize, ip: u64) -> FrameId {
-        let (sid, space) = self.threads.space(th);
-        let generation = self.threads.space_generation.get(sid).copied().unwrap_or(0);
-        let cache = self.ucache.entry(sid).or_default();
-        if cache.0 != generation {
-            cache.1.clear();
-            cache.0 = generation;
+    fn resolve_user(&mut self, thread: ThreadId, ip: u64) -> FrameId {
+        let (space_id, space) = self.threads.space(thread);
+        let generation = self
+            .threads
+            .space_generation
+            .get(space_id)
+            .copied()
+            .unwrap_or(0);
+        let cache = self.ucache.entry(space_id).or_default();
+        if cache.generation != generation {
+            cache.frames.clear();
+            cache.generation = generation;
         }
-        if let Some(&id) = cache.1.get(&ip) {
+        if let Some(&id) = cache.frames.get(&ip) {
             return id;
         }
         let frame = match space.find(ip).copied() {
             None => Frame::unknown(),
-            Some(m) => {
-                let sym = self.dsos.symbol(m.dso, m.map_ip(ip));
+            Some(map) => {
+                let sym = self.dsos.symbol(map.dso, map.map_ip(ip));
                 Frame {
                     kind: FrameKind::User,
-                    symbol_start: sym.as_ref().map(|s| s.1),
-                    symbol: sym.map(|s| s.0),
-                    dso: Some(self.dsos.name(m.dso).to_string()),
+                    symbol_start: sym.as_ref().map(|sym| sym.1),
+                    symbol: sym.map(|sym| sym.0),
+                    dso: Some(self.dsos.name(map.dso).to_string()),
                     bpf_prog: None,
                 }
             }
         };
         let id = self.table.intern(frame);
-        self.ucache.entry(sid).or_default().1.insert(ip, id);
+        self.ucache
+            .entry(space_id)
+            .or_default()
+            .frames
+            .insert(ip, id);
         id
     }
 }

@@ -30,8 +30,8 @@ pub(crate) struct SymTab {
 }
 
 /// perf's `roundup(x, 4096)`, wrapping like C's u64 arithmetic.
-fn roundup_page(x: u64) -> u64 {
-    x.wrapping_add(4095) & !4095
+fn roundup_page(addr: u64) -> u64 {
+    addr.wrapping_add(4095) & !4095
 }
 
 impl SymTab {
@@ -65,10 +65,10 @@ impl SymTab {
     }
 
     /// A symbol's name.
-    pub fn name(&self, s: &Sym) -> &str {
-        let at = s.name_at as usize;
+    pub fn name(&self, sym: &Sym) -> &str {
+        let at = sym.name_at as usize;
         self.names
-            .get(at..at + s.name_len as usize)
+            .get(at..at + sym.name_len as usize)
             .unwrap_or_default()
     }
 
@@ -87,14 +87,15 @@ impl SymTab {
     /// `kallsyms`, a symbol followed by one of the other kind (module vs kernel, told by a
     /// `[` in the name) ends one page later instead; the last ends a page past its start.
     pub fn fixup_end(&mut self, kallsyms: bool) {
-        let n = self.syms.len();
-        for i in 1..n {
-            let (prev, curr) = (self.syms[i - 1], self.syms[i]);
+        let count = self.syms.len();
+        for index in 1..count {
+            let prev = self.syms[index - 1];
+            let curr = self.syms[index];
             if prev.end != prev.start {
                 continue;
             }
             let kinds_differ = self.name(&prev).contains('[') != self.name(&curr).contains('[');
-            self.syms[i - 1].end = if kallsyms && kinds_differ {
+            self.syms[index - 1].end = if kallsyms && kinds_differ {
                 roundup_page(prev.end.wrapping_add(4096))
             } else {
                 curr.start
@@ -111,52 +112,57 @@ impl SymTab {
     /// `choose_best_symbol` prefers.
     pub fn dedup(&mut self) {
         let mut out: Vec<Sym> = Vec::with_capacity(self.syms.len());
-        for s in std::mem::take(&mut self.syms) {
+        for sym in std::mem::take(&mut self.syms) {
             match out.last_mut() {
-                Some(kept) if kept.start == s.start => {
-                    if !self.first_is_better(kept, &s) {
-                        *kept = s;
+                Some(kept) if kept.start == sym.start => {
+                    if !self.first_is_better(kept, &sym) {
+                        *kept = sym;
                     }
                 }
-                _ => out.push(s),
+                _ => out.push(sym),
             }
         }
         self.syms = out;
     }
 
     /// `choose_best_symbol(a, b) == SYMBOL_A`.
-    fn first_is_better(&self, a: &Sym, b: &Sym) -> bool {
-        let (la, lb) = (a.end.wrapping_sub(a.start), b.end.wrapping_sub(b.start));
+    fn first_is_better(&self, first: &Sym, second: &Sym) -> bool {
+        let la = first.end.wrapping_sub(first.start);
+        let lb = second.end.wrapping_sub(second.start);
         // perf compares these as s64.
-        let (la, lb) = (la as i64, lb as i64);
+        let la = la as i64;
+        let lb = lb as i64;
         if lb == 0 && la > 0 {
             return true;
         }
         if la == 0 && lb > 0 {
             return false;
         }
-        let (wa, wb) = (a.binding == WEAK, b.binding == WEAK);
+        let wa = first.binding == WEAK;
+        let wb = second.binding == WEAK;
         if wa != wb {
             return wb;
         }
-        let (ga, gb) = (a.binding == GLOBAL, b.binding == GLOBAL);
+        let ga = first.binding == GLOBAL;
+        let gb = second.binding == GLOBAL;
         if ga != gb {
             return ga;
         }
         let under = |s: &Sym| self.name(s).bytes().take_while(|&c| c == b'_').count();
-        let (ua, ub) = (under(a), under(b));
+        let ua = under(first);
+        let ub = under(second);
         if ua != ub {
             return ub > ua;
         }
         // Longest name, then the first (arch__choose_best_symbol's default).
-        self.name(a).len() >= self.name(b).len()
+        self.name(first).len() >= self.name(second).len()
     }
 
     /// Shift every symbol by `-delta` (a kernel relocated at boot).
     pub fn shift_down(&mut self, delta: u64) {
-        for s in &mut self.syms {
-            s.start = s.start.wrapping_sub(delta);
-            s.end = s.end.wrapping_sub(delta);
+        for sym in &mut self.syms {
+            sym.start = sym.start.wrapping_sub(delta);
+            sym.end = sym.end.wrapping_sub(delta);
         }
     }
 
@@ -164,9 +170,13 @@ impl SymTab {
     /// holds only its start). perf searches an rb-tree, so among overlapping symbols the one
     /// it meets first wins; here the nearest preceding start that holds `addr` wins.
     pub fn find(&self, addr: u64) -> Option<&Sym> {
-        let i = self.syms.partition_point(|s| s.start <= addr);
-        let holds = |s: &Sym| addr < s.end || (addr == s.start && s.start == s.end);
-        self.syms[..i].iter().rev().take(8).find(|s| holds(s))
+        let after = self.syms.partition_point(|sym| sym.start <= addr);
+        let holds = |sym: &Sym| addr < sym.end || (addr == sym.start && sym.start == sym.end);
+        self.syms[..after]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|sym| holds(sym))
     }
 }
 

@@ -16,6 +16,11 @@ pub(crate) type CommId = u32;
 /// Index of an address space.
 pub(crate) type SpaceId = usize;
 
+/// A thread of [`Threads`]: its index in the table, which stays valid as threads come and go
+/// (a tid reused by a new thread gets a new entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ThreadId(usize);
+
 #[derive(Debug, Clone)]
 struct Thread {
     pid: i32,
@@ -30,7 +35,7 @@ struct Thread {
 /// All threads, their comms and address spaces.
 #[derive(Debug)]
 pub(crate) struct Threads {
-    by_tid: HashMap<i32, usize>,
+    by_tid: HashMap<i32, ThreadId>,
     list: Vec<Thread>,
     comms: Vec<Box<[u8]>>,
     comm_ids: HashMap<Box<[u8]>, CommId>,
@@ -42,7 +47,7 @@ pub(crate) struct Threads {
 impl Threads {
     /// The table perf starts with: the idle thread 0/0 named `swapper`.
     pub fn new() -> Threads {
-        let mut t = Threads {
+        let mut threads = Threads {
             by_tid: HashMap::new(),
             list: Vec::new(),
             comms: Vec::new(),
@@ -50,9 +55,17 @@ impl Threads {
             spaces: Vec::new(),
             space_generation: Vec::new(),
         };
-        let idle = t.findnew(0, 0);
-        t.set_comm(idle, b"swapper");
-        t
+        let idle = threads.findnew(0, 0);
+        threads.set_comm(idle, b"swapper");
+        threads
+    }
+
+    fn thread(&self, id: ThreadId) -> &Thread {
+        &self.list[id.0]
+    }
+
+    fn thread_mut(&mut self, id: ThreadId) -> &mut Thread {
+        &mut self.list[id.0]
     }
 
     fn intern(&mut self, comm: &[u8]) -> CommId {
@@ -72,12 +85,12 @@ impl Threads {
     }
 
     /// The thread with `tid`, created when missing (`machine__findnew_thread`).
-    pub fn findnew(&mut self, pid: i32, tid: i32) -> usize {
-        if let Some(idx) = self.find(pid, tid) {
-            return idx;
+    pub fn findnew(&mut self, pid: i32, tid: i32) -> ThreadId {
+        if let Some(id) = self.find(pid, tid) {
+            return id;
         }
         let comm = self.intern(format!(":{tid}").as_bytes());
-        let idx = self.list.len();
+        let id = ThreadId(self.list.len());
         self.list.push(Thread {
             pid,
             tid,
@@ -86,46 +99,46 @@ impl Threads {
             comm_set: false,
             space: usize::MAX,
         });
-        self.by_tid.insert(tid, idx);
+        self.by_tid.insert(tid, id);
         // thread__init_maps, after insertion: a leader's own space, or the leader's.
         let space = if pid == tid || pid == -1 {
             self.new_space()
         } else {
             let leader = self.findnew(pid, pid);
-            self.list[leader].space
+            self.thread(leader).space
         };
-        self.list[idx].space = space;
-        idx
+        self.thread_mut(id).space = space;
+        id
     }
 
     /// The thread with `tid` if there is one, updating an unknown pid
     /// (`machine__find_thread`).
-    pub fn find(&mut self, pid: i32, tid: i32) -> Option<usize> {
-        let idx = *self.by_tid.get(&tid)?;
-        self.update_pid(idx, pid);
-        Some(idx)
+    pub fn find(&mut self, pid: i32, tid: i32) -> Option<ThreadId> {
+        let id = *self.by_tid.get(&tid)?;
+        self.update_pid(id, pid);
+        Some(id)
     }
 
     /// `machine__update_thread_pid`: a thread first seen without its pid joins its leader.
-    fn update_pid(&mut self, idx: usize, pid: i32) {
-        let t = &self.list[idx];
-        if pid == t.pid || pid == -1 || t.pid != -1 {
+    fn update_pid(&mut self, id: ThreadId, pid: i32) {
+        let known = self.thread(id).pid;
+        if pid == known || pid == -1 || known != -1 {
             return;
         }
-        self.list[idx].pid = pid;
-        if pid == self.list[idx].tid {
+        self.thread_mut(id).pid = pid;
+        if pid == self.thread(id).tid {
             return;
         }
         let leader = self.findnew(pid, pid);
-        self.list[idx].space = self.list[leader].space;
+        self.thread_mut(id).space = self.thread(leader).space;
     }
 
     /// A COMM record.
-    pub fn set_comm(&mut self, idx: usize, comm: &[u8]) {
-        let id = self.intern(comm);
-        let t = &mut self.list[idx];
-        t.comm = id;
-        t.comm_set = true;
+    pub fn set_comm(&mut self, id: ThreadId, comm: &[u8]) {
+        let comm = self.intern(comm);
+        let thread = self.thread_mut(id);
+        thread.comm = comm;
+        thread.comm_set = true;
     }
 
     /// A FORK record (`machine__process_fork_event`); `exec_fork` is perf's internal
@@ -133,7 +146,7 @@ impl Threads {
     pub fn fork(&mut self, pid: i32, tid: i32, ppid: i32, ptid: i32, exec_fork: bool) {
         let old = self.find(pid, tid);
         let mut parent = self.findnew(ppid, ptid);
-        if self.list[parent].pid != ppid {
+        if self.thread(parent).pid != ppid {
             self.by_tid.remove(&ptid);
             parent = self.findnew(ppid, ptid);
         }
@@ -141,20 +154,20 @@ impl Threads {
             self.by_tid.remove(&tid);
         }
         let child = self.findnew(pid, tid);
-        let p = self.list[parent].clone();
-        if p.comm_set {
-            let t = &mut self.list[child];
-            t.comm = p.comm;
-            t.comm_set = true;
+        let parent = self.thread(parent).clone();
+        if parent.comm_set {
+            let thread = self.thread_mut(child);
+            thread.comm = parent.comm;
+            thread.comm_set = true;
         }
-        let c = &self.list[child];
-        if c.pid == p.pid || c.space == p.space || exec_fork {
+        let child = self.thread(child);
+        if child.pid == parent.pid || child.space == parent.space || exec_fork {
             return;
         }
-        let (cs, ps) = (c.space, p.space);
-        let parent_space = self.spaces[ps].clone();
-        self.spaces[cs].clone_from_parent(&parent_space);
-        self.space_generation[cs] += 1;
+        let child_space = child.space;
+        let parent_space = self.spaces[parent.space].clone();
+        self.spaces[child_space].clone_from_parent(&parent_space);
+        self.space_generation[child_space] += 1;
     }
 
     /// An EXIT record: perf 6.1 only marks the thread dead, which changes nothing here; the
@@ -164,31 +177,31 @@ impl Threads {
     }
 
     /// Add a mapping to a thread's process.
-    pub fn insert_map(&mut self, idx: usize, m: UserMap) {
-        let s = self.list[idx].space;
-        self.spaces[s].insert(m);
-        self.space_generation[s] += 1;
+    pub fn insert_map(&mut self, id: ThreadId, map: UserMap) {
+        let space = self.thread(id).space;
+        self.spaces[space].insert(map);
+        self.space_generation[space] += 1;
     }
 
-    /// A thread's comm bytes.
-    pub fn comm(&self, idx: usize) -> CommId {
-        self.list[idx].comm
+    /// A thread's comm.
+    pub fn comm(&self, id: ThreadId) -> CommId {
+        self.thread(id).comm
     }
 
     /// An interned comm's bytes.
     pub fn comm_bytes(&self, id: CommId) -> &[u8] {
-        self.comms.get(id as usize).map_or(&[], |c| c)
+        self.comms.get(id as usize).map_or(&[], |comm| comm)
     }
 
     /// A thread's address space.
-    pub fn space(&self, idx: usize) -> (SpaceId, &AddressSpace) {
-        let s = self.list[idx].space;
-        (s, &self.spaces[s])
+    pub fn space(&self, id: ThreadId) -> (SpaceId, &AddressSpace) {
+        let space = self.thread(id).space;
+        (space, &self.spaces[space])
     }
 
     /// The pid a thread was created with.
-    pub fn ns_pid(&self, idx: usize) -> i32 {
-        self.list[idx].ns_pid
+    pub fn ns_pid(&self, id: ThreadId) -> i32 {
+        self.thread(id).ns_pid
     }
 }
 
@@ -196,9 +209,9 @@ impl Threads {
 mod tests {
     use super::*;
 
-    fn comm(t: &mut Threads, tid: i32) -> String {
-        let i = t.findnew(-1, tid);
-        String::from_utf8_lossy(t.comm_bytes(t.comm(i))).into_owned()
+    fn comm(threads: &mut Threads, tid: i32) -> String {
+        let thread = threads.findnew(-1, tid);
+        String::from_utf8_lossy(threads.comm_bytes(threads.comm(thread))).into_owned()
     }
 
     #[test]

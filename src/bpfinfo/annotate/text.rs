@@ -4,73 +4,73 @@
 
 use std::fmt::Write;
 
-use super::annotate_build::{Annotation, Line, Program};
+use super::build::{Annotation, Line, Program};
 
 /// Renders the annotation.
-pub fn render(a: &Annotation) -> String {
-    let mut s = String::new();
+pub fn render(annotation: &Annotation) -> String {
+    let mut out = String::new();
     let _ = writeln!(
-        s,
+        out,
         "{}: {:.1}% of the samples' weight is in BPF programs the header describes{}",
-        a.input,
-        a.bpf_percent,
-        if a.unmapped_bpf_percent >= 0.01 {
+        annotation.input,
+        annotation.bpf_percent,
+        if annotation.unmapped_bpf_percent >= 0.01 {
             format!(
                 ", {:.2}% in BPF code without program info",
-                a.unmapped_bpf_percent
+                annotation.unmapped_bpf_percent
             )
         } else {
             String::new()
         }
     );
     let _ = writeln!(
-        s,
+        out,
         "incl: the line is the innermost BPF frame (its own code, or a helper it called); self: the CPU was in the line's code; % of all samples"
     );
-    for p in &a.programs {
-        program(&mut s, p);
+    for prog in &annotation.programs {
+        program(&mut out, prog);
     }
-    if !a.notes.is_empty() {
-        let _ = writeln!(s, "\nnotes");
-        for n in &a.notes {
-            let _ = writeln!(s, "  {n}");
+    if !annotation.notes.is_empty() {
+        let _ = writeln!(out, "\nnotes");
+        for note in &annotation.notes {
+            let _ = writeln!(out, "  {note}");
         }
     }
-    s
+    out
 }
 
-fn program(s: &mut String, p: &Program) {
-    let sub = p
+fn program(out: &mut String, prog: &Program) {
+    let sub = prog
         .subprogram_of
         .as_ref()
         .map_or_else(String::new, |m| format!(", sub-program of {m}"));
     let _ = writeln!(
-        s,
+        out,
         "\n{} (prog id {}{sub}): {:.1}% incl, {:.1}% self",
-        p.name, p.id, p.percent, p.self_percent
+        prog.name, prog.id, prog.percent, prog.self_percent
     );
     let _ = writeln!(
-        s,
+        out,
         "  {:<24} {:>6} {:>6} {:>6}  source",
         "line", "incl%", "self%", "of fn"
     );
-    for l in &p.lines {
-        line(s, l);
+    for row in &prog.lines {
+        line(out, row);
     }
 }
 
-fn line(s: &mut String, l: &Line) {
-    let place = match (&l.offset, l.line) {
+fn line(out: &mut String, row: &Line) {
+    let place = match (&row.offset, row.line) {
         (Some(off), _) => off.clone(),
-        (None, 0) => format!("{}:?", l.file),
-        (None, n) => format!("{}:{n}", l.file),
+        (None, 0) => format!("{}:?", row.file),
+        (None, number) => format!("{}:{number}", row.file),
     };
-    let source = if l.line == 0 && l.offset.is_none() {
+    let source = if row.line == 0 && row.offset.is_none() {
         "(code clang gave no line: spills, loop set-up)".to_string()
     } else {
-        l.source.clone()
+        row.source.clone()
     };
-    let helpers: Vec<String> = l
+    let helpers: Vec<String> = row
         .helpers
         .iter()
         .filter(|h| h.percent >= 0.05)
@@ -83,34 +83,34 @@ fn line(s: &mut String, l: &Line) {
         format!("   {}", helpers.join(", "))
     };
     let _ = writeln!(
-        s,
+        out,
         "  {:<24} {:>6.1} {:>6.1} {:>6.1}  {}{tail}",
         place,
-        l.incl_percent,
-        l.self_percent,
-        l.function_percent,
+        row.incl_percent,
+        row.self_percent,
+        row.function_percent,
         clip(&source, 60)
     );
-    for i in l.asm.iter().flatten() {
-        let call = if i.call_percent > 0.0 {
-            format!("   calls {:.1}%", i.call_percent)
+    for insn in row.asm.iter().flatten() {
+        let call = if insn.call_percent > 0.0 {
+            format!("   calls {:.1}%", insn.call_percent)
         } else {
             String::new()
         };
         let _ = writeln!(
-            s,
+            out,
             "      +{:<6x} {:>6.1}  {}{call}",
-            i.offset, i.self_percent, i.text
+            insn.offset, insn.self_percent, insn.text
         );
     }
 }
 
 /// At most `n` characters, with `…` when cut.
-fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
         return text.to_string();
     }
-    let mut t: String = text.chars().take(n - 1).collect();
-    t.push('…');
-    t
+    let mut clipped: String = text.chars().take(width - 1).collect();
+    clipped.push('…');
+    clipped
 }

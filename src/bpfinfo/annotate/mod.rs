@@ -8,16 +8,19 @@ use std::path::Path;
 
 use anyhow::Result;
 
-pub use super::annotate_build::{Annotation, AsmInsn, Helper, Line, Program, Request};
+pub mod build;
+pub mod text;
+
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
 use super::{Aggregator, BpfInfo, Frame, FrameKind, IpKind};
 use crate::error::usage;
-use crate::profile::perfdata::fxhash::FxHashMap;
 use crate::profile::perfdata::{FrameId, ResolvedSample};
+pub use build::{Annotation, AsmInsn, Helper, Line, Program, Request};
+use rustc_hash::FxHashMap;
 
 /// The program info of the perf.data, with its architecture; an error explains a file
 /// without it.
-pub fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
+pub(crate) fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
     let feats = read_features(input)?;
     let (Some(progs), btf) = (feats.prog_info, feats.btf) else {
         return Err(usage(format!(
@@ -43,38 +46,38 @@ pub fn load_info(input: &Path) -> Result<(BpfInfo, Option<String>)> {
 }
 
 /// A perf call-chain entry as an aggregator frame.
-pub fn frame<'a>(info: &BpfInfo, f: &RawFrame<'a>) -> Frame<'a> {
-    let bpf = f.sym.is_some_and(|s| s.starts_with("bpf_prog_")) || info.func_at(f.ip).is_some();
+pub fn frame<'a>(info: &BpfInfo, raw: &RawFrame<'a>) -> Frame<'a> {
+    let bpf = raw.sym.is_some_and(|s| s.starts_with("bpf_prog_")) || info.func_at(raw.ip).is_some();
     let kind = if bpf {
         FrameKind::Bpf
-    } else if f.ip >= 0xffff_8000_0000_0000 {
+    } else if raw.ip >= 0xffff_8000_0000_0000 {
         FrameKind::Kernel
     } else {
         FrameKind::User
     };
     Frame {
-        ip: f.ip,
+        ip: raw.ip,
         kind,
-        name: f.sym,
-        prog: f.prog,
+        name: raw.sym,
+        prog: raw.prog,
     }
 }
 
 /// Reads the samples of `input` through `info`.
-pub fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
+pub(crate) fn aggregate(src: &SampleSource<'_>, info: &BpfInfo) -> Result<Aggregator> {
     let mut agg = Aggregator::default();
-    for_each_sample(src, info.programs(), |s| {
-        feed(info, &mut agg, s.frames, s.weight, s.time)
+    for_each_sample(src, info.programs(), |sample| {
+        feed(info, &mut agg, sample.frames, sample.weight, sample.time)
     })?;
     Ok(agg)
 }
 
 /// Where programs overlap (one JIT-ed over another's place while recording), BPF frame
 /// `depth` (0: the sample IP) of a sample at `time` gets the id of the program that was there
-/// ([`BpfInfo::func_at_named`]: by the reader's id, the tag, the time), so that the aggregator,
+/// ([`BpfInfo::func_at_hinted`]: by the reader's id, the tag, the time), so that the aggregator,
 /// which sees no times, looks it up in that program.
-pub fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64>) {
-    if !info.overlaps() || f.kind != FrameKind::Bpf {
+pub(crate) fn by_time(info: &BpfInfo, frame: &mut Frame<'_>, depth: usize, time: Option<u64>) {
+    if !info.overlaps() || frame.kind != FrameKind::Bpf {
         return;
     }
     let kind = if depth == 0 {
@@ -82,14 +85,14 @@ pub fn by_time(info: &BpfInfo, f: &mut Frame<'_>, depth: usize, time: Option<u64
     } else {
         IpKind::Return
     };
-    let seen = super::Seen {
-        name: f.name,
-        prog: f.prog,
+    let hints = super::FrameHints {
+        name: frame.name,
+        prog: frame.prog,
         time,
     };
-    let addr = super::lookup::effective_addr(f.ip, kind);
-    if let Some((p, _)) = info.func_at_named(addr, seen) {
-        f.prog = Some(info.progs[p].id);
+    let addr = super::lookup::effective_addr(frame.ip, kind);
+    if let Some(at) = info.func_at_hinted(addr, hints) {
+        frame.prog = Some(info.progs[at.prog].id);
     }
 }
 
@@ -102,15 +105,15 @@ pub fn feed(
     time: Option<u64>,
 ) {
     // Only the frames up to the innermost BPF one matter; most samples have none.
-    let Some(i) = chain
+    let Some(index) = chain
         .iter()
         .position(|f| frame(info, f).kind == FrameKind::Bpf)
     else {
         agg.add(info, &[], weight);
         return;
     };
-    let mut frames: Vec<Frame<'_>> = chain[..=i].iter().map(|f| frame(info, f)).collect();
-    by_time(info, &mut frames[i], i, time);
+    let mut frames: Vec<Frame<'_>> = chain[..=index].iter().map(|f| frame(info, f)).collect();
+    by_time(info, &mut frames[index], index, time);
     agg.add(info, &frames, weight);
 }
 
@@ -121,7 +124,7 @@ pub fn feed(
 /// adds each reduction once, in the order it was first seen, so the result is the one
 /// per-sample feeding gives.
 #[derive(Default)]
-pub struct ResolvedFeed {
+pub(crate) struct ResolvedFeed {
     /// Per frame id of the reader's table: 0 not yet looked at, 1 not BPF by name, 2 BPF.
     named_bpf: Vec<u8>,
     pending: FxHashMap<Reduction, Pending>,
@@ -163,74 +166,83 @@ struct Pending {
 impl ResolvedFeed {
     /// Whether frame `id` is named as BPF code (`bpf_prog_…`), as [`frame`] decides; the
     /// per-id memo is sized to the table already.
-    fn named_bpf(&mut self, s: &ResolvedSample<'_>, id: FrameId) -> bool {
+    fn named_bpf(&mut self, sample: &ResolvedSample<'_>, id: FrameId) -> bool {
         let memo = &mut self.named_bpf[id.0 as usize];
         if *memo == 0 {
-            let sym = s.table.get(id).and_then(|f| f.symbol.as_deref());
+            let sym = sample.table.get(id).and_then(|f| f.symbol.as_deref());
             *memo = 1 + u8::from(sym.is_some_and(|n| n.starts_with("bpf_prog_")));
         }
         *memo == 2
     }
 
     /// Adds one sample.
-    pub fn add(&mut self, info: &BpfInfo, s: &ResolvedSample<'_>) {
-        let weight = s.period.unwrap_or(1);
-        if self.named_bpf.len() < s.table.len() {
-            self.named_bpf.resize(s.table.len(), 0);
+    pub fn add(&mut self, info: &BpfInfo, sample: &ResolvedSample<'_>) {
+        let weight = sample.period.unwrap_or(1);
+        if self.named_bpf.len() < sample.table.len() {
+            self.named_bpf.resize(sample.table.len(), 0);
         }
         let in_bpf = |me: &mut Self, (&ip, &id): (&u64, &FrameId)| {
-            me.named_bpf(s, id) || (info.spans(ip) && info.func_at(ip).is_some())
+            me.named_bpf(sample, id) || (info.spans(ip) && info.func_at(ip).is_some())
         };
-        let Some(i) = s.ips.iter().zip(s.frames).position(|f| in_bpf(self, f)) else {
+        let Some(depth) = sample
+            .ips
+            .iter()
+            .zip(sample.frames)
+            .position(|frame| in_bpf(self, frame))
+        else {
             self.other += weight;
             return;
         };
-        let sym = |id: FrameId| s.table.get(id).and_then(|f| f.symbol.clone());
-        let callee = match i.checked_sub(1) {
+        let sym = |id: FrameId| sample.table.get(id).and_then(|frame| frame.symbol.clone());
+        let callee = match depth.checked_sub(1) {
             None => Callee::Nothing,
-            Some(c) if sym(s.frames[c]).is_some() => Callee::Named(s.frames[c].0),
-            Some(c) => Callee::Unnamed(s.ips[c]),
+            Some(below) if sym(sample.frames[below]).is_some() => {
+                Callee::Named(sample.frames[below].0)
+            }
+            Some(below) => Callee::Unnamed(sample.ips[below]),
         };
-        let f = s.table.get(s.frames[i]);
+        let frame = sample.table.get(sample.frames[depth]);
         let mut bpf = Frame {
-            ip: s.ips[i],
+            ip: sample.ips[depth],
             kind: FrameKind::Bpf,
-            name: f.and_then(|f| f.symbol.as_deref()),
-            prog: f.and_then(|f| f.bpf_prog),
+            name: frame.and_then(|frame| frame.symbol.as_deref()),
+            prog: frame.and_then(|frame| frame.bpf_prog),
         };
-        by_time(info, &mut bpf, i, s.time);
+        by_time(info, &mut bpf, depth, sample.time);
         let key = Reduction {
-            bpf_ip: s.ips[i],
-            bpf_frame: s.frames[i].0,
+            bpf_ip: sample.ips[depth],
+            bpf_frame: sample.frames[depth].0,
             callee,
             prog: bpf.prog.unwrap_or(u32::MAX),
         };
         let first = self.pending.len();
-        let p = self.pending.entry(key).or_insert_with(|| Pending {
+        let pending_line = self.pending.entry(key).or_insert_with(|| Pending {
             weight: 0,
             first,
             name: bpf.name.map(str::to_string),
             prog: bpf.prog,
-            callee: i.checked_sub(1).and_then(|c| sym(s.frames[c])),
+            callee: depth
+                .checked_sub(1)
+                .and_then(|below| sym(sample.frames[below])),
         });
-        p.weight += weight;
+        pending_line.weight += weight;
     }
 
     /// Adds what was fed to `agg`.
     pub fn finish(self, info: &BpfInfo, agg: &mut Aggregator) {
         agg.add(info, &[], self.other);
         let mut pending: Vec<_> = self.pending.into_iter().collect();
-        pending.sort_unstable_by_key(|(_, p)| p.first);
-        for (key, p) in pending {
+        pending.sort_unstable_by_key(|(_, entry)| entry.first);
+        for (key, entry) in pending {
             let bpf = Frame {
                 ip: key.bpf_ip,
                 kind: FrameKind::Bpf,
-                name: p.name.as_deref(),
-                prog: p.prog,
+                name: entry.name.as_deref(),
+                prog: entry.prog,
             };
             let callee_ip = match key.callee {
                 Callee::Nothing => {
-                    agg.add(info, &[bpf], p.weight);
+                    agg.add(info, &[bpf], entry.weight);
                     continue;
                 }
                 Callee::Named(_) => 0,
@@ -239,10 +251,10 @@ impl ResolvedFeed {
             let callee = Frame {
                 ip: callee_ip,
                 kind: FrameKind::Kernel,
-                name: p.callee.as_deref(),
+                name: entry.callee.as_deref(),
                 prog: None,
             };
-            agg.add(info, &[callee, bpf], p.weight);
+            agg.add(info, &[callee, bpf], entry.weight);
         }
     }
 }
@@ -256,7 +268,7 @@ pub fn annotate(req: &Request<'_>) -> Result<Annotation> {
 
 /// The reading from samples already aggregated (e.g. while `report` folded them in the same
 /// pass).
-pub fn annotate_from(
+pub(crate) fn annotate_from(
     req: &Request<'_>,
     info: &BpfInfo,
     arch: Option<&str>,
@@ -269,9 +281,9 @@ pub fn annotate_from(
             req.source.input.display()
         )));
     }
-    let mut a = super::annotate_build::build(info, &report, req)?;
+    let mut annotation = build::build(info, &report, req)?;
     if req.asm {
-        super::annotate_build::add_asm(&mut a, info, &by_ip, arch, report.total);
+        build::add_asm(&mut annotation, info, &by_ip, arch, report.total);
     }
-    Ok(a)
+    Ok(annotation)
 }

@@ -4,12 +4,13 @@
 //! (no line info, programs of the same name, BPF code without program info), and `--asm`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::source::SampleSource;
-use super::{disassemble, BpfInfo, LineCost, LineMapping, LineReport};
+use crate::bpfinfo::source::SampleSource;
+use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
 use crate::stats::pct;
 
@@ -114,23 +115,28 @@ pub struct Request<'a> {
 }
 
 /// `bpf_prog_<tag>_<name>` → `name`; other symbols as they are.
-pub fn short_name(symbol: &str) -> String {
-    crate::host::kallsyms::split_bpf_symbol(symbol).map_or_else(|| symbol.to_string(), |(_, n)| n)
+pub(crate) fn short_name(symbol: &str) -> String {
+    crate::host::kallsyms::ProgSymbol::parse(symbol)
+        .map_or(symbol, |parts| parts.name)
+        .to_string()
 }
 
 /// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
 /// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
 /// sub-program N.
-pub fn display_name(info: &BpfInfo, id: u32, f: usize, symbol: &str) -> String {
-    let s = short_name(symbol);
-    if !s.is_empty() && s != "F" && !s.starts_with("bpf_prog_") {
-        return s;
+pub(crate) fn display_name(info: &BpfInfo, id: u32, func: usize, symbol: &str) -> String {
+    let short = short_name(symbol);
+    if !short.is_empty() && short != "F" && !short.starts_with("bpf_prog_") {
+        return short;
     }
-    let prog = info.prog(id).map(|p| p.name.clone()).unwrap_or_default();
-    match (f, prog.is_empty()) {
-        (_, true) => s,
+    let prog = info
+        .prog(id)
+        .map(|prog| prog.name.clone())
+        .unwrap_or_default();
+    match (func, prog.is_empty()) {
+        (_, true) => short,
         (0, false) => prog,
-        (_, false) => format!("{prog}:sub{f}"),
+        (_, false) => format!("{prog}:sub{func}"),
     }
 }
 
@@ -139,13 +145,20 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
     let total = report.total;
     let mut programs: Vec<Program> = by_function(&report.lines)
         .into_iter()
-        .map(|((id, f), lines)| program(info, id, f, &lines, total, req.top))
+        .map(|((id, func), lines)| program(info, id, func, &lines, total, req.top))
         .collect();
-    programs.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.id.cmp(&b.id)));
+    programs.sort_by(|left, right| {
+        right
+            .percent
+            .total_cmp(&left.percent)
+            .then(left.id.cmp(&right.id))
+    });
     let mut notes = notes(info, report, &programs);
     if let Some(want) = &req.prog {
-        let all: BTreeSet<String> = programs.iter().map(|p| p.name.clone()).collect();
-        programs.retain(|p| &p.name == want || &p.symbol == want || p.id.to_string() == *want);
+        let all: BTreeSet<String> = programs.iter().map(|prog| prog.name.clone()).collect();
+        programs.retain(|prog| {
+            &prog.name == want || &prog.symbol == want || prog.id.to_string() == *want
+        });
         if programs.is_empty() {
             return Err(usage(format!(
                 "no sampled BPF function is named {want:?} in {} (sampled: {})",
@@ -171,32 +184,33 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
 fn program(
     info: &BpfInfo,
     id: u32,
-    f: usize,
+    func: usize,
     lines: &[&LineCost],
     total: u64,
     top: usize,
 ) -> Program {
-    let incl: u64 = lines.iter().map(|l| l.inclusive_weight).sum();
-    let selfw: u64 = lines.iter().map(|l| l.self_weight).sum();
+    let incl: u64 = lines.iter().map(|line| line.inclusive_weight).sum();
+    let selfw: u64 = lines.iter().map(|line| line.self_weight).sum();
     let symbol = lines[0].func_name.clone();
     let main = info
         .prog(id)
-        .and_then(|p| p.funcs.first())
-        .map(|m| display_name(info, id, 0, &m.sym_name));
-    let mut rows: Vec<Line> = lines.iter().map(|l| line(l, total, incl)).collect();
-    rows.sort_by(|a, b| {
-        b.incl_percent
-            .total_cmp(&a.incl_percent)
-            .then(b.self_percent.total_cmp(&a.self_percent))
-            .then(a.line.cmp(&b.line))
+        .and_then(|prog| prog.funcs.first())
+        .map(|main| display_name(info, id, 0, &main.sym_name));
+    let mut rows: Vec<Line> = lines.iter().map(|cost| line(cost, total, incl)).collect();
+    rows.sort_by(|left, right| {
+        right
+            .incl_percent
+            .total_cmp(&left.incl_percent)
+            .then(right.self_percent.total_cmp(&left.self_percent))
+            .then(left.line.cmp(&right.line))
     });
     rows.truncate(top.max(1));
     Program {
-        name: display_name(info, id, f, &symbol),
+        name: display_name(info, id, func, &symbol),
         id,
-        function_index: f,
+        function_index: func,
         symbol,
-        subprogram_of: (f > 0).then_some(main).flatten(),
+        subprogram_of: (func > 0).then_some(main).flatten(),
         percent: pct(incl, total),
         self_percent: pct(selfw, total),
         line_info: has_lines(info, id),
@@ -204,21 +218,21 @@ fn program(
     }
 }
 
-fn line(l: &LineCost, total: u64, func_total: u64) -> Line {
+fn line(cost: &LineCost, total: u64, func_total: u64) -> Line {
     Line {
-        file: basename(&l.file).to_string(),
-        line: l.line,
-        source: l.text.trim().to_string(),
-        offset: l.offset.map(|o| format!("+{o:#x}")),
-        self_percent: pct(l.self_weight, total),
-        incl_percent: pct(l.inclusive_weight, total),
-        function_percent: pct(l.inclusive_weight, func_total),
-        helpers: l
+        file: basename(&cost.file).to_string(),
+        line: cost.line,
+        source: cost.text.trim().to_string(),
+        offset: cost.offset.map(|offset| format!("+{offset:#x}")),
+        self_percent: pct(cost.self_weight, total),
+        incl_percent: pct(cost.inclusive_weight, total),
+        function_percent: pct(cost.inclusive_weight, func_total),
+        helpers: cost
             .callees
             .iter()
-            .map(|(name, w)| Helper {
+            .map(|(name, weight)| Helper {
                 name: name.clone(),
-                percent: pct(*w, total),
+                percent: pct(*weight, total),
             })
             .collect(),
         asm: None,
@@ -226,7 +240,7 @@ fn line(l: &LineCost, total: u64, func_total: u64) -> Line {
 }
 
 /// The file name without its directories (clang records the path it was given).
-pub fn basename(path: &str) -> &str {
+pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -236,18 +250,18 @@ pub fn basename(path: &str) -> &str {
 fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut told = BTreeSet::new();
-    for p in programs
+    for prog in programs
         .iter()
-        .filter(|p| !p.line_info && told.insert(p.id))
+        .filter(|prog| !prog.line_info && told.insert(prog.id))
     {
         notes.push(format!(
             "{} (id {}) has no line info (built without -g?): its code is shown as offsets (+0x19b); add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines",
-            p.name, p.id
+            prog.name, prog.id
         ));
     }
     let mut ids: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
-    for p in programs {
-        ids.entry(&p.name).or_default().insert(p.id);
+    for prog in programs {
+        ids.entry(&prog.name).or_default().insert(prog.id);
     }
     for (name, ids) in ids.iter().filter(|(_, ids)| ids.len() > 1) {
         let list: Vec<String> = ids.iter().map(u32::to_string).collect();
@@ -268,49 +282,47 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
 }
 
 /// `--asm`: the JIT-ed instructions of each shown line, with their shares.
-pub fn add_asm(
-    a: &mut Annotation,
+pub(crate) fn add_asm(
+    annotation: &mut Annotation,
     info: &BpfInfo,
-    by_ip: &BTreeMap<u64, (u64, u64)>,
+    by_ip: &BTreeMap<u64, AddressWeight>,
     arch: Option<&str>,
     total: u64,
 ) {
     let arch = arch.unwrap_or(std::env::consts::ARCH);
-    for p in &mut a.programs {
-        let Some(prog) = info.prog(p.id) else {
+    for shown in &mut annotation.programs {
+        let Some(prog) = info.prog(shown.id) else {
             continue;
         };
-        let fi = p.function_index;
-        let (Some(code), func) = (prog.func_code(fi), &prog.funcs[fi]) else {
+        let func_index = shown.function_index;
+        let func = &prog.funcs[func_index];
+        let Some(code) = prog.func_code(func_index) else {
             continue;
         };
         let insns = match disassemble(code, func.addr, arch) {
-            Ok(i) => i,
-            Err(e) => {
-                a.notes.push(format!("--asm: {e}"));
+            Ok(insns) => insns,
+            Err(err) => {
+                annotation.notes.push(format!("--asm: {err}"));
                 return;
             }
         };
-        for row in &mut p.lines {
-            let ranges = line_ranges(info, prog.id, fi, row);
+        for row in &mut shown.lines {
+            let ranges = line_ranges(info, prog.id, func_index, row);
+            let weight_at = |addr: u64| by_ip.get(&addr).copied().unwrap_or_default();
             let asm = insns
                 .iter()
-                .filter(|i| {
-                    let end = i.addr + i.len as u64;
-                    ranges.iter().any(|r| r.start < end && i.addr < r.end)
+                .filter(|insn| {
+                    let end = insn.addr + insn.len as u64;
+                    ranges
+                        .iter()
+                        .any(|range| range.start < end && insn.addr < range.end)
                 })
-                .map(|i| {
-                    let (s, _) = by_ip.get(&i.addr).copied().unwrap_or_default();
-                    let (_, c) = by_ip
-                        .get(&(i.addr + i.len as u64))
-                        .copied()
-                        .unwrap_or_default();
-                    AsmInsn {
-                        offset: i.addr - func.addr,
-                        text: i.text.clone(),
-                        self_percent: pct(s, total),
-                        call_percent: pct(c, total),
-                    }
+                .map(|insn| AsmInsn {
+                    offset: insn.addr - func.addr,
+                    text: insn.text.clone(),
+                    self_percent: pct(weight_at(insn.addr).at_ip, total),
+                    // A call's time is charged to the instruction it returns to, the next.
+                    call_percent: pct(weight_at(insn.addr + insn.len as u64).returning, total),
                 })
                 .collect();
             row.asm = Some(asm);
@@ -319,39 +331,45 @@ pub fn add_asm(
 }
 
 /// The JIT address ranges of a shown line (one instruction's worth for an offset row).
-fn line_ranges(info: &BpfInfo, id: u32, fi: usize, row: &Line) -> Vec<std::ops::Range<u64>> {
+fn line_ranges(info: &BpfInfo, id: u32, func_index: usize, row: &Line) -> Vec<Range<u64>> {
     let Some(prog) = info.prog(id) else {
         return Vec::new();
     };
-    let func = &prog.funcs[fi];
-    if let Some(off) = row
+    let func = &prog.funcs[func_index];
+    if let Some(offset) = row
         .offset
         .as_deref()
-        .and_then(|o| u64::from_str_radix(o.trim_start_matches("+0x"), 16).ok())
+        .and_then(|text| u64::from_str_radix(text.trim_start_matches("+0x"), 16).ok())
     {
-        let start = func.addr + off.saturating_sub(1);
-        return std::iter::once(start..func.addr + off + 1).collect();
+        let start = func.addr + offset.saturating_sub(1);
+        return std::iter::once(start..func.addr + offset + 1).collect();
     }
     (0..func.lines.len())
-        .filter(|&j| {
-            let e = &func.lines[j];
-            e.line() == row.line && info.source_line(prog, fi, j).file.ends_with(&row.file)
+        .filter(|&index| {
+            func.lines[index].line() == row.line
+                && info
+                    .source_line(prog, func_index, index)
+                    .file
+                    .ends_with(&row.file)
         })
-        .map(|j| super::entry_range(func, j))
+        .map(|index| crate::bpfinfo::entry_range(func, index))
         .collect()
 }
 
 /// Lines grouped by `(prog id, func index)`, in report order.
 pub(crate) fn by_function(lines: &[LineCost]) -> BTreeMap<(u32, usize), Vec<&LineCost>> {
-    let mut m: BTreeMap<(u32, usize), Vec<&LineCost>> = BTreeMap::new();
-    for l in lines {
-        m.entry((l.prog_id, l.func_index)).or_default().push(l);
+    let mut grouped: BTreeMap<(u32, usize), Vec<&LineCost>> = BTreeMap::new();
+    for line in lines {
+        grouped
+            .entry((line.prog_id, line.func_index))
+            .or_default()
+            .push(line);
     }
-    m
+    grouped
 }
 
 /// Whether a program's functions have usable line info.
 pub(crate) fn has_lines(info: &BpfInfo, id: u32) -> bool {
     info.prog(id)
-        .is_some_and(|p| p.line_mapping != LineMapping::Absent && p.has_line_addresses())
+        .is_some_and(|prog| prog.line_mapping != LineMapping::Absent && prog.has_line_addresses())
 }
