@@ -257,12 +257,7 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
     };
 
     for p in o.load.iter().chain(o.compare.iter()) {
-        if !p.is_file() {
-            return Err(usage(format!(
-                "{} is not a file: give the path of a compiled BPF object (.bpf.o)",
-                p.display()
-            )));
-        }
+        crate::bpf::check_object(p)?;
     }
     let object = |p: &PathBuf| ArmSpec::Object(p.clone());
     match (&o.load, cmd, &o.compare, o.aa) {

@@ -10,7 +10,7 @@ pub mod kernel_symbols;
 pub mod perfdata;
 pub mod scan;
 
-pub use input::{open_regular, read_sidecar, Role};
+pub use input::{open_regular, read_sidecar, read_whole, Role};
 
 use crate::error::usage;
 use crate::out::say;

@@ -202,6 +202,9 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
             )));
         }
     }
+    if let Load::Object(object) = &opts.load {
+        bpf::check_object(object)?;
+    }
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
     fires::refuse_op_with_own_bench(opts)?;
