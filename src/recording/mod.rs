@@ -187,6 +187,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
 /// the output directory, the benchmark, perf.
 fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     require_privileges(host)?;
+    check_perf_options(opts)?;
     let filter = opts.filter.as_deref().map(filter_regex).transpose()?;
     let cpu = opts
         .cpu
@@ -300,6 +301,23 @@ fn bench_for(
     }
     let ran = fires::check(&matched.shown, &command, (prep.cpu, opts.priority), &chosen)?;
     Ok((command, Some(ran)))
+}
+
+/// What perf would refuse only once it runs, or what would take the file away from the run's
+/// private directory: refused before anything changes.
+fn check_perf_options(opts: &RecordOptions) -> Result<()> {
+    if opts.freq == 0 {
+        return Err(usage(
+            "-F 0: perf samples at a frequency of at least 1 Hz; give e.g. -F 997",
+        ));
+    }
+    let output = |a: &String| a.starts_with("-o") || a.starts_with("--output");
+    if let Some(arg) = opts.perf_args.iter().find(|a| output(a)) {
+        return Err(usage(format!(
+            "--perf-arg {arg}: the recording's file is ebpf-prof record's own -o, not perf's"
+        )));
+    }
+    Ok(())
 }
 
 fn require_privileges(host: &Host) -> Result<()> {
@@ -460,9 +478,10 @@ fn base_record(
     }
 }
 
-/// Rotate old files, then, in a private directory beside the target (see
-/// `runfiles::handover`): snapshot kallsyms, run perf, write the run record; then hand every
-/// file to the invoking user and move it into place, replacing nothing.
+/// In a private directory beside the target (see `runfiles::handover`): snapshot kallsyms,
+/// run perf, write the run record; then, only once perf has finished its file, move the
+/// previous recording aside to `.old`, hand every file to the invoking user and move it into
+/// place, replacing nothing.
 fn run_perf(
     host: &Host,
     plan: &RecordPlan,
@@ -470,13 +489,6 @@ fn run_perf(
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    if files.rotate()? {
-        say(format!(
-            "moved the previous {} and its sidecars to {}",
-            files.data.display(),
-            files.old().data.display()
-        ));
-    }
     let mut private = PrivateDir::beside(&files.data)?;
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
@@ -496,7 +508,6 @@ fn perf_in_private(
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    crate::failpoint::hit("record:after-rotate");
     let work = RunFiles::new(private.work_path(&names[0].0));
     let mut snap = private.create(&names[2].0, 0o600)?;
     snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
@@ -516,6 +527,10 @@ fn perf_in_private(
         output: work.data.clone(),
         ..plan.clone()
     };
+    // A signal that came before perf could be told of it ends the run here, with nothing
+    // recorded and nothing moved.
+    crate::failpoint::hit("record:before-perf");
+    ints.check()?;
     let out = perf_record::run(&work_plan, samples, ints)?;
     rec.perf_exit = out.status.code();
     // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
@@ -542,7 +557,15 @@ fn perf_in_private(
     finish_record(plan, &work, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
-    private.hand_over(names, Owner::from_sudo_env())
+    let unfinished = crate::profile::perfdata::unfinished;
+    if private.replace_family(names, Owner::from_sudo_env(), unfinished)? {
+        say(format!(
+            "moved the previous {} and its sidecars to {}",
+            files.data.display(),
+            files.old().data.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Each file of the family: its name in the private directory, its target, its mode. Those
