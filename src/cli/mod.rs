@@ -89,7 +89,10 @@ pub(super) fn recover_stale(locked: bool) {
     let lines = crate::host::recovery::recover(&host);
     for line in lines
         .into_iter()
-        .chain(crate::runfiles::pending::recover(&host))
+        .chain(crate::runfiles::pending::recover(
+            &host,
+            crate::profile::perfdata::unfinished,
+        ))
     {
         crate::out::say(line);
     }

@@ -299,13 +299,22 @@ impl PrivateDir {
         Ok(())
     }
 
-    /// Leave what is left here for the user, and say so.
-    fn keep(&mut self, taken: &Path, owner: Option<Owner>) -> anyhow::Error {
+    /// Keep the directory and what is in it for `owner`: each file given its mode and owner,
+    /// then the directory itself. Nothing in it is removed when it is dropped.
+    pub fn leave(&mut self, files: &[(OsString, PathBuf, u32)], owner: Option<Owner>) {
         self.kept = true;
+        for (name, _, mode) in files {
+            let _ = self.settle(name, *mode, owner);
+        }
         let f = self.fd.try_clone().map(File::from);
         if let (Some(o), Ok(f)) = (owner, f) {
             let _ = o.give_file(&f, &self.shown);
         }
+    }
+
+    /// Leave what is left here for the user, and say so.
+    fn keep(&mut self, taken: &Path, owner: Option<Owner>) -> anyhow::Error {
+        self.leave(&[], owner);
         check(format!(
             "{} appeared during the run and was left alone (nothing is replaced): the recording is in {}; move it yourself",
             taken.display(),
@@ -339,6 +348,9 @@ impl PrivateDir {
 /// that nobody else can enter.
 fn open_private(parent: OwnedFd, shown: PathBuf) -> Result<PrivateDir> {
     let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
+    // Named by where it is, not by the way this process's working directory reached it: a
+    // killed run's note is read by a run started anywhere.
+    let shown = absolute(&parent).map_or(shown, |dir| dir.join(OsStr::from_bytes(name.as_bytes())));
     let fd = open_fd(
         Some(&parent),
         &name,
@@ -369,6 +381,12 @@ impl Drop for PrivateDir {
             self.remove();
         }
     }
+}
+
+/// Where the open directory `dir` is, as the kernel knows it (an absolute path).
+fn absolute(dir: &OwnedFd) -> Option<PathBuf> {
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
+    path.is_absolute().then_some(path)
 }
 
 /// Give the file or directory at `path` to `owner` through an fd opened without following a
