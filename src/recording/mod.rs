@@ -550,7 +550,7 @@ fn perf_in_private(
         .stderr
         .replace(&*work.data.to_string_lossy(), &files.data.to_string_lossy());
     if !out.status.success() && !rec.interrupted && !stopped_by_user {
-        return Err(perf_failure(plan, &out, &shown));
+        return Err(perf_failure(plan, &files.data, &out, &shown));
     }
     crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
@@ -619,6 +619,7 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
 /// quoting perf's stderr (`stderr`, with the paths the user knows).
 fn perf_failure(
     plan: &RecordPlan,
+    target: &std::path::Path,
     out: &perf_record::RecordOutcome,
     stderr: &str,
 ) -> anyhow::Error {
@@ -631,7 +632,8 @@ fn perf_failure(
         return e;
     }
     child(format!(
-        "the recording failed ({code}); perf.data removed. Command: {}\nperf/benchmark stderr: {}",
+        "the recording failed ({code}); nothing was moved into place, {} is as it was. Command: {}\nperf/benchmark stderr: {}",
+        target.display(),
         plan.argv()
             .iter()
             .map(|a| a.to_string_lossy())
