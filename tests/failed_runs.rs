@@ -19,9 +19,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 const MINE: &str = "the user's only recording";
 
-/// A short recording in `dir` with `extra` options.
+/// A recording in `dir` with `extra` options (2000 iterations unless they say otherwise).
 fn record(dir: &Path, extra: &[&str]) -> Run {
-    let mut a = vec!["record", "--allow-no-bpf", "-n", "2000"];
+    let mut a = vec!["record", "--allow-no-bpf"];
+    if !extra.contains(&"-n") {
+        a.extend(["-n", "2000"]);
+    }
     a.extend_from_slice(extra);
     run(ebpf_prof(&a, dir))
 }
@@ -117,6 +120,7 @@ fn regression_a_full_disk_keeps_the_only_perf_data() {
     for _ in 0..2 {
         let r = record(d.path(), &["-o", "small/perf.data", "-n", "200000"]);
         assert_ne!(r.code(), Some(0), "the disk was full: {r:?}");
+        assert!(r.stderr().contains("No space left on device"), "{r:?}");
         assert!(!r.stderr().contains("panicked"), "{r:?}");
         only_recording_kept(&small, &r);
     }
@@ -164,6 +168,7 @@ fn regression_a_killed_recording_is_handed_over_by_a_run_from_elsewhere() {
     let mut child = record_with(d.path(), "stop:record:after-rotate", &[]);
     let pid = child.id();
     wait_stopped(pid);
+    let _resume = Resume(pid);
     let note = PathBuf::from(format!("/run/ebpf-prof/{pid}.files"));
     let text = std::fs::read_to_string(&note).unwrap();
     assert!(!text.contains("\"./"), "the note holds absolute paths: {text}");
