@@ -56,7 +56,10 @@ fn regression_failing_records_keep_the_only_perf_data() {
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("error: -F 0:"), "{r:?}");
     only_recording_kept(d.path(), &r);
-    let r = record(d.path(), &["--perf-arg", "-o", "--perf-arg", "elsewhere.data"]);
+    let r = record(
+        d.path(),
+        &["--perf-arg", "-o", "--perf-arg", "elsewhere.data"],
+    );
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("error: --perf-arg -o:"), "{r:?}");
     assert!(!d.path().join("elsewhere.data").exists());
@@ -171,7 +174,10 @@ fn regression_a_killed_recording_is_handed_over_by_a_run_from_elsewhere() {
     let _resume = Resume(pid);
     let note = PathBuf::from(format!("/run/ebpf-prof/{pid}.files"));
     let text = std::fs::read_to_string(&note).unwrap();
-    assert!(!text.contains("\"./"), "the note holds absolute paths: {text}");
+    assert!(
+        !text.contains("\"./"),
+        "the note holds absolute paths: {text}"
+    );
     kill(pid, libc::SIGKILL);
     child.wait().unwrap();
     let r = run(ebpf_prof(&["doctor"], elsewhere.path()));
@@ -185,7 +191,10 @@ fn regression_a_killed_recording_is_handed_over_by_a_run_from_elsewhere() {
     assert!(d.path().join("perf.data").is_file(), "{r:?}");
     assert!(d.path().join("perf.data.json").is_file(), "{r:?}");
     assert!(private_dirs(d.path()).is_empty(), "{r:?}");
-    assert!(!note.exists(), "the note went once its recording was in place");
+    assert!(
+        !note.exists(),
+        "the note went once its recording was in place"
+    );
 }
 
 #[test]
@@ -197,7 +206,11 @@ fn regression_a_bad_byte_in_btf_is_refused_without_an_abort() {
     let _s = serial();
     let _off = SysctlSet::new("net.core.bpf_jit_kallsyms", "0");
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("bad.bpf.o"), common::object_with_a_bad_btf_string()).unwrap();
+    std::fs::write(
+        d.path().join("bad.bpf.o"),
+        common::object_with_a_bad_btf_string(),
+    )
+    .unwrap();
     let child = record_with(d.path(), "none", &["--load", "bad.bpf.o"]);
     let pid = child.id();
     let (code, err) = finish(child);
@@ -206,7 +219,10 @@ fn regression_a_bad_byte_in_btf_is_refused_without_an_abort() {
     let errors: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(errors[0].contains("bad.bpf.o"), "{err}");
-    assert!(err.contains('\u{fffd}'), "the bad byte is shown, not fatal: {err}");
+    assert!(
+        err.contains('\u{fffd}'),
+        "the bad byte is shown, not fatal: {err}"
+    );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0", "{err}");
     assert!(!Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists());
 }

@@ -110,6 +110,9 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_utf8_are_kept_lossily() {
-        assert_eq!(lossy(b"; return *v\xffalue > 1;"), "; return *v\u{fffd}alue > 1;");
+        assert_eq!(
+            lossy(b"; return *v\xffalue > 1;"),
+            "; return *v\u{fffd}alue > 1;"
+        );
     }
 }

@@ -20,7 +20,7 @@ use super::libbpf_log::Capture;
 use super::{ObjectSource, ProgramInfo};
 use crate::host::mounts::{self, tracefs_visible, with_private_mount};
 use crate::host::Host;
-use crate::profile::{open_regular, read_whole, Role};
+use crate::input::{open_regular, read_whole, Role};
 
 /// A loaded object whose auto-attachable programs are attached; dropping it detaches and
 /// unloads everything. [`Attached::detach`] and [`Attached::attach_again`] take the programs

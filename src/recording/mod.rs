@@ -493,12 +493,13 @@ fn run_perf(
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
     crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
-    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec);
+    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec)
+        .and_then(|()| put_in_place(files, &mut private, &names));
     crate::runfiles::pending::clear(host);
     result
 }
 
-/// Snapshot kallsyms, run perf, write the run record, all in `private`; then hand them over.
+/// Snapshot kallsyms, run perf, write the run record, all in `private`.
 fn perf_in_private(
     host: &Host,
     plan: &RecordPlan,
@@ -557,6 +558,15 @@ fn perf_in_private(
     finish_record(plan, &work, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
+    Ok(())
+}
+
+/// Once perf has finished its file: the previous recording aside, the new one in its place.
+fn put_in_place(
+    files: &RunFiles,
+    private: &mut PrivateDir,
+    names: &[(OsString, PathBuf, u32)],
+) -> Result<()> {
     let unfinished = crate::profile::perfdata::unfinished;
     if private.replace_family(names, Owner::from_sudo_env(), unfinished)? {
         say(format!(

@@ -214,10 +214,7 @@ mod tests {
     fn old_names_are_those_of_the_old_family() {
         let f = RunFiles::new("/tmp/x/perf.data");
         for (member, old) in f.all().iter().zip(f.old().all()) {
-            let name = old_name(
-                f.data.file_name().unwrap(),
-                member.file_name().unwrap(),
-            );
+            let name = old_name(f.data.file_name().unwrap(), member.file_name().unwrap());
             assert_eq!(name, old.file_name().unwrap());
         }
     }

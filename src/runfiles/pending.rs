@@ -121,11 +121,15 @@ fn hand_over(p: &Pending, unfinished: Unfinished) -> (String, bool) {
     let mut private = match PrivateDir::reopen(&p.dir) {
         Ok(d) => d,
         Err(_) if std::fs::symlink_metadata(&p.dir).is_err() && p.dir.is_absolute() => {
-            let line = format!("warning: {who} is gone: {} no longer exists", p.dir.display());
+            let line = format!(
+                "warning: {who} is gone: {} no longer exists",
+                p.dir.display()
+            );
             return (line, true);
         }
         Err(e) => {
-            let line = format!("warning: {who} was not moved into place: {e:#}; the next run tries again");
+            let line =
+                format!("warning: {who} was not moved into place: {e:#}; the next run tries again");
             return (line, false);
         }
     };

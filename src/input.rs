@@ -1,5 +1,5 @@
 //! Opening what the user gives to read — a profile and its sidecars (`INPUT.json`,
-//! `INPUT.kallsyms`) — without hanging or reading forever: opened with `O_NONBLOCK` (a FIFO
+//! `INPUT.kallsyms`), a BPF object to load — without hanging or reading forever: opened with `O_NONBLOCK` (a FIFO
 //! does not block the open), `fstat`ed, and refused unless a regular file; sidecars are never
 //! followed through a symlink and are read up to a size cap. Found with a FIFO as `INPUT.json`
 //! (hung `report`) and `INPUT.json → /dev/zero` (read 530 MB).
