@@ -105,7 +105,7 @@ pub fn open_regular(path: &Path, role: Role, nofollow: bool) -> Result<(File, u6
 /// The bytes of a file the user names as a whole input of `role` (a BPF object): checked by
 /// [`open_regular`] (never waited on as a FIFO, never read endlessly from a device), then read up
 /// to the role's cap.
-pub fn read_whole(path: &Path, role: Role) -> Result<Vec<u8>> {
+pub(crate) fn read_whole(path: &Path, role: Role) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path, role, false)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.take(role.cap())

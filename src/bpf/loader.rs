@@ -176,7 +176,7 @@ impl ObjectSource<'_> {
 /// Refuse, before anything changes, a `--load`/`--compare` path that is no regular file of a
 /// plausible size (a FIFO would block the open, a device be read until memory runs out): the
 /// check every command that takes a BPF object makes, the one reading it makes too.
-pub fn check_object(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_object(path: &Path) -> anyhow::Result<()> {
     open_regular(path, Role::BpfObject, false).map(drop)
 }
 

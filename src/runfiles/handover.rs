@@ -2,7 +2,7 @@
 //!
 //! perf opens its `-o` file itself, with `O_CREAT|O_TRUNC`, following links. Were that path in
 //! a directory another user can write, they could plant `perf.data → /etc/nologin` between the
-//! rotation of the old files and perf's start, and root would create or truncate the target.
+//! run's checks and perf's start, and root would create or truncate the target.
 //! So perf, and every sidecar, writes into a private directory this module creates beside the
 //! target (`.ebpf-prof-PID-XXXXXX`, mode 0700, root's: on the same file system, so the files can
 //! be moved, not copied). perf is given the directory as `/proc/PID/fd/N/perf.data`: the open
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 /// Why perf's file is not whole (its header does not match its length), or `None`: the
 /// profile reader's check, which this module cannot name itself.
-pub type Unfinished = fn(&File) -> Option<String>;
+pub(crate) type Unfinished = fn(&File) -> Option<String>;
 
 /// A 0700 directory of ours beside the target; removed with its contents when dropped, unless
 /// [`PrivateDir::hand_over`] had to leave files in it for the user.
@@ -180,7 +180,7 @@ impl PrivateDir {
     /// `.old` (see [`PrivateDir::rotate`]); then this one is handed over. A run that failed or
     /// was cut short leaves the previous recording and its `.old` as they were. Returns whether
     /// a previous recording moved.
-    pub fn replace_family(
+    pub(crate) fn replace_family(
         &mut self,
         files: &[(OsString, PathBuf, u32)],
         owner: Option<Owner>,
@@ -301,7 +301,7 @@ impl PrivateDir {
 
     /// Keep the directory and what is in it for `owner`: each file given its mode and owner,
     /// then the directory itself. Nothing in it is removed when it is dropped.
-    pub fn leave(&mut self, files: &[(OsString, PathBuf, u32)], owner: Option<Owner>) {
+    pub(crate) fn leave(&mut self, files: &[(OsString, PathBuf, u32)], owner: Option<Owner>) {
         self.kept = true;
         for (name, _, mode) in files {
             let _ = self.settle(name, *mode, owner);

@@ -6,7 +6,8 @@ mod handover;
 mod output;
 pub mod pending;
 
-pub use handover::{give_path, PrivateDir, Unfinished};
+pub(crate) use handover::Unfinished;
+pub use handover::{give_path, PrivateDir};
 pub use output::{write_file, Existing, Output};
 
 use crate::error::usage;
