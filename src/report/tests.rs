@@ -25,7 +25,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
     let syms = snap.map(parse);
     build(&Input {
         name: "fixture".into(),
-        folded: &Folded::parse(folded),
+        stacks: &Stacks::parse(folded).unwrap(),
         record,
         kallsyms: syms.as_deref(),
         kernel_symbols_note: None,
