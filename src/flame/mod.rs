@@ -32,13 +32,19 @@ fn hash(text: &str) -> u32 {
 
 /// The colour of a frame: a hue for its kind, a shade from its name.
 pub fn colour(frame: &str) -> Color {
+    shade(frame, kind(frame))
+}
+
+/// The colour of a frame named `frame` of kind `kind`; a source-line frame of `--lines` takes
+/// the BPF hue.
+fn shade(frame: &str, kind: Kind) -> Color {
     let hashed = hash(bare(frame));
     let first = (hashed & 0xff) as u8;
     let second = ((hashed >> 8) & 0xff) as u8;
     let kind = if lines::is_line_frame(frame) {
         Kind::Program
     } else {
-        kind(frame)
+        kind
     };
     match kind {
         Kind::Program | Kind::Glue => Color {
@@ -75,12 +81,16 @@ pub fn render(stacks: &Stacks, opts: &FlameOptions, out: impl Write) -> Result<(
     stacks.checked_total().map_err(anyhow::Error::msg)?;
     let labels = labels(stacks);
     let mut palette = PaletteMap::default();
-    for (label, frame) in labels.iter().flatten() {
-        if palette.get(label).is_none() {
-            palette.insert(label, colour(frame));
+    for label in labels.iter().flatten() {
+        if palette.get(&label.text).is_none() {
+            palette.insert(&label.text, label.colour);
         }
     }
-    let text = stacks.to_text_labelled(|id, _| labels[id.index()].as_ref().map_or("", |l| &l.0));
+    let text = stacks.to_text_labelled(|id, _| {
+        labels[id.index()]
+            .as_ref()
+            .map_or("", |label| label.text.as_str())
+    });
     let mut options = Options::default();
     options.colors = Palette::Basic(BasicPalette::Hot);
     options.title = sanitize(&opts.title).into_owned();
@@ -95,9 +105,15 @@ pub fn render(stacks: &Stacks, opts: &FlameOptions, out: impl Write) -> Result<(
     flamegraph::from_lines(&mut options, text.lines(), out).context("cannot render the flame graph")
 }
 
-/// For each frame of the table that a stack uses, by id: its label and its name, both with
-/// the characters XML cannot hold dropped.
-fn labels(stacks: &Stacks) -> Vec<Option<(String, String)>> {
+/// What a frame is drawn as.
+struct Label {
+    /// Its text, without the characters XML cannot hold.
+    text: String,
+    colour: Color,
+}
+
+/// For each frame of the table that a stack uses, by id, what it is drawn as.
+fn labels(stacks: &Stacks) -> Vec<Option<Label>> {
     let mut used: Vec<Option<&Frame>> = Vec::new();
     for stack in &stacks.stacks {
         for &id in &stack.frames {
@@ -110,9 +126,12 @@ fn labels(stacks: &Stacks) -> Vec<Option<(String, String)>> {
     let short = short_labels(used.iter().flatten().copied());
     used.into_iter()
         .map(|frame| {
-            let name = sanitize(&frame?.name).into_owned();
-            let label = short.get(&name).cloned().unwrap_or_else(|| name.clone());
-            Some((label, name))
+            let frame = frame?;
+            let name = sanitize(&frame.name);
+            Some(Label {
+                text: short.get(name.as_ref()).cloned().unwrap_or_else(|| name.to_string()),
+                colour: shade(&name, frame.kind),
+            })
         })
         .collect()
 }

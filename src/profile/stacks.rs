@@ -132,6 +132,8 @@ impl Stacks {
     /// or whose count does not fit in 64 bits (the flame graph, `report` and `diff` all sum
     /// them).
     pub fn parse(text: &str) -> Result<Stacks, String> {
+        #[cfg(test)]
+        PARSES.with(|parses| parses.set(parses.get() + 1));
         let mut parsed = Stacks::default();
         let mut total = 0u64;
         for (index, line) in text.lines().enumerate() {
@@ -192,6 +194,12 @@ impl Stacks {
     pub fn to_text(&self) -> String {
         self.to_text_labelled(|_, frame| frame.name.as_str())
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread parsed folded text, for the tests that hold a run to one.
+    pub(crate) static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A folded line taken apart: its stack and its count (`Err`: digits too many for 64 bits);
