@@ -127,7 +127,8 @@ mod tests {
 
     #[test]
     fn only_the_first_new_frame_and_those_below_are_marked() {
-        let [base, hooked] = ["a;b 1\n", "a;b;c 2\na;x;b 1\n"].map(|text| Stacks::parse(text).unwrap());
+        let [base, hooked] =
+            ["a;b 1\n", "a;b;c 2\na;x;b 1\n"].map(|text| Stacks::parse(text).unwrap());
         let (_, h) = mark_new(&base, &hooked, 0);
         assert_eq!(h, "a;b;c (new) 2\na;x (new);b (new) 1\n");
     }

@@ -13,10 +13,11 @@ pub use diff::render_diff;
 
 use crate::profile::folded::{bare, sanitize};
 use crate::profile::frames::{kind, Kind};
-use crate::profile::stacks::{Frame, Stacks};
+use crate::profile::stacks::Stacks;
 use anyhow::{Context, Result};
 use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
@@ -114,23 +115,32 @@ struct Label {
 
 /// For each frame of the table that a stack uses, by id, what it is drawn as.
 fn labels(stacks: &Stacks) -> Vec<Option<Label>> {
-    let mut used: Vec<Option<&Frame>> = Vec::new();
+    let mut used: Vec<Option<(Cow<'_, str>, Kind)>> = Vec::new();
     for stack in &stacks.stacks {
         for &id in &stack.frames {
             if used.len() <= id.index() {
                 used.resize(id.index() + 1, None);
             }
-            used[id.index()] = Some(stacks.frame(id));
+            if used[id.index()].is_none() {
+                let frame = stacks.frame(id);
+                used[id.index()] = Some((sanitize(&frame.name), frame.kind));
+            }
         }
     }
-    let short = short_labels(used.iter().flatten().copied());
+    let short = short_labels(
+        used.iter()
+            .flatten()
+            .map(|(name, kind)| (name.as_ref(), *kind)),
+    );
     used.into_iter()
         .map(|frame| {
-            let frame = frame?;
-            let name = sanitize(&frame.name);
+            let (name, kind) = frame?;
             Some(Label {
-                text: short.get(name.as_ref()).cloned().unwrap_or_else(|| name.to_string()),
-                colour: shade(&name, frame.kind),
+                text: short
+                    .get(name.as_ref())
+                    .cloned()
+                    .unwrap_or_else(|| name.to_string()),
+                colour: shade(&name, kind),
             })
         })
         .collect()
@@ -140,21 +150,20 @@ fn labels(stacks: &Stacks) -> Vec<Option<Label>> {
 /// program of that name (another tag) is in the profile — the 16 hex digits add nothing then,
 /// and a program's colour already says what it is. A kernel frame nobody could name is drawn
 /// as perf prints it, `[unknown]`, instead of inferno's `[[kernel.kallsyms]]`. Other frames
-/// keep their names. Keyed by the frames' names with what XML cannot hold dropped.
-fn short_labels<'f>(frames: impl Iterator<Item = &'f Frame>) -> HashMap<String, String> {
+/// keep their names. From and to names with what XML cannot hold dropped, each with its kind.
+fn short_labels<'f>(frames: impl Iterator<Item = (&'f str, Kind)>) -> HashMap<String, String> {
     let mut tags: HashMap<String, HashSet<String>> = HashMap::new();
     let mut programs: HashMap<String, String> = HashMap::new();
     let mut unnamed = HashMap::new();
-    for frame in frames {
-        let name = sanitize(&frame.name);
-        let bare_name = bare(&name);
+    for (name, kind) in frames {
+        let bare_name = bare(name);
         if bare_name == crate::profile::frames::UNNAMED_KERNEL {
             unnamed.insert(
                 name.to_string(),
                 name.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
             );
         }
-        if frame.kind != Kind::Program {
+        if kind != Kind::Program {
             continue;
         }
         if let Some(symbol) = crate::host::kallsyms::ProgSymbol::parse(bare_name) {
@@ -175,15 +184,16 @@ fn short_labels<'f>(frames: impl Iterator<Item = &'f Frame>) -> HashMap<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::stacks::Frame;
 
     fn labels_of(folded: &str) -> HashMap<String, String> {
         let parsed = Stacks::parse(folded).unwrap();
-        short_labels(
-            parsed
-                .stacks
-                .iter()
-                .flat_map(|stack| parsed.frames_of(stack)),
-        )
+        let frames: Vec<&Frame> = parsed
+            .stacks
+            .iter()
+            .flat_map(|stack| parsed.frames_of(stack))
+            .collect();
+        short_labels(frames.iter().map(|frame| (frame.name.as_str(), frame.kind)))
     }
 
     #[test]

@@ -104,7 +104,10 @@ impl Stacks {
 
     /// A profile from a table of frame names and stacks of indices into it (root first, with
     /// their counts), as the built-in perf.data reader makes them.
-    pub fn from_table(names: Vec<String>, stacks: impl IntoIterator<Item = (Vec<u32>, u64)>) -> Stacks {
+    pub fn from_table(
+        names: Vec<String>,
+        stacks: impl IntoIterator<Item = (Vec<u32>, u64)>,
+    ) -> Stacks {
         let index = names
             .iter()
             .enumerate()
@@ -249,12 +252,16 @@ mod tests {
         assert_eq!(parsed.total(), 5);
         assert_eq!(parsed.to_text(), "a;b 3\na;c 2\n");
         let first = parsed.stacks[0].frames[0];
-        assert_eq!(first, parsed.stacks[1].frames[0], "one id per distinct frame");
+        assert_eq!(
+            first, parsed.stacks[1].frames[0],
+            "one id per distinct frame"
+        );
     }
 
     #[test]
     fn kinds_are_decided_when_frames_are_interned() {
-        let parsed = Stacks::parse("b;do_syscall_64_[k];bpf_prog_0123456789abcdef_hook 4\n").unwrap();
+        let parsed =
+            Stacks::parse("b;do_syscall_64_[k];bpf_prog_0123456789abcdef_hook 4\n").unwrap();
         let kinds: Vec<Kind> = parsed
             .frames_of(&parsed.stacks[0])
             .iter()
@@ -267,7 +274,11 @@ mod tests {
     #[test]
     fn regression_counts_near_u64_max_are_one_clear_error() {
         let parsed = Stacks::parse("a;b 3\nnot a line\na;c 2.9\n").unwrap();
-        assert_eq!(parsed.checked_total(), Ok(5), "a fraction is dropped, as inferno does");
+        assert_eq!(
+            parsed.checked_total(),
+            Ok(5),
+            "a fraction is dropped, as inferno does"
+        );
         let e = Stacks::parse("a;b 18446744073709551615\na;c 10\n").unwrap_err();
         assert!(e.starts_with("line 2: the counts add up past 2^64"), "{e}");
         let e = Stacks::parse("x 1\na;b 99999999999999999999\n").unwrap_err();

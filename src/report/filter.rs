@@ -28,7 +28,9 @@ pub(crate) fn bpf_only(stacks: &Stacks) -> Stacks {
         }
     }
     let names = |ids: &[FrameId]| -> Vec<&str> {
-        ids.iter().map(|&id| stacks.frame(id).name.as_str()).collect()
+        ids.iter()
+            .map(|&id| stacks.frame(id).name.as_str())
+            .collect()
     };
     let mut cut: Vec<(Vec<&str>, &[FrameId], u64)> = merged
         .into_iter()
