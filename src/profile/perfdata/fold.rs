@@ -210,8 +210,7 @@ pub fn fold_data_with(
 /// Stacks as id vectors: `[comm text, frame texts root first…]` → (count, samples).
 #[derive(Default)]
 struct Aggregator<'d> {
-    texts: Vec<String>,
-    text_ids: FxHashMap<String, u32>,
+    texts: Names,
     /// Text of each frame by [`FrameId`] (ids are dense): outside java, then inside.
     frame_texts: [Vec<Option<Option<u32>>>; 2],
     comm_texts: FxHashMap<(u32, i32), Option<u32>>,
@@ -223,14 +222,8 @@ struct Aggregator<'d> {
 }
 
 impl Aggregator<'_> {
-    fn text_id(&mut self, s: String) -> u32 {
-        if let Some(&id) = self.text_ids.get(&s) {
-            return id;
-        }
-        let id = self.texts.len() as u32;
-        self.texts.push(s.clone());
-        self.text_ids.insert(s, id);
-        id
+    fn text_id(&mut self, text: String) -> u32 {
+        self.texts.id(&text)
     }
 
     fn comm(&mut self, s: &ResolvedSample<'_>) -> Option<u32> {
@@ -286,6 +279,7 @@ impl Aggregator<'_> {
         };
         let java = self
             .texts
+            .table
             .get(comm as usize)
             .is_some_and(|c| c.starts_with("java"));
         let mut key = std::mem::take(&mut self.key);
@@ -319,6 +313,7 @@ impl Aggregator<'_> {
         let mut names = Names::default();
         let parts: Vec<Vec<u32>> = self
             .texts
+            .table
             .iter()
             .map(|text| text.split(';').map(|part| names.id(part)).collect())
             .collect();
