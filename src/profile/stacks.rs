@@ -14,7 +14,7 @@ pub struct FrameId(u32);
 
 impl FrameId {
     /// Its place in the frame table, for tables kept beside it.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self.0 as usize
     }
 }
@@ -37,12 +37,12 @@ impl Frame {
     }
 
     /// The name without inferno's `_[k]`/`_[j]` annotation.
-    pub fn bare(&self) -> &str {
+    pub(crate) fn bare(&self) -> &str {
         bare(&self.name)
     }
 
     /// The name a person reads ([`frames::display`]).
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         frames::display(&self.name)
     }
 }
@@ -66,7 +66,7 @@ pub struct Stacks {
 
 impl Stacks {
     /// The id of the frame named `name`, interned (and classified) on first sight.
-    pub fn intern(&mut self, name: &str) -> FrameId {
+    pub(crate) fn intern(&mut self, name: &str) -> FrameId {
         if let Some(&id) = self.index.get(name) {
             return id;
         }
@@ -77,23 +77,23 @@ impl Stacks {
     }
 
     /// The frame of an id this profile gave out.
-    pub fn frame(&self, id: FrameId) -> &Frame {
+    pub(crate) fn frame(&self, id: FrameId) -> &Frame {
         &self.table[id.0 as usize]
     }
 
     /// The frames of a stack, root first.
-    pub fn frames_of(&self, stack: &Stack) -> Vec<&Frame> {
+    pub(crate) fn frames_of(&self, stack: &Stack) -> Vec<&Frame> {
         stack.frames.iter().map(|&id| self.frame(id)).collect()
     }
 
     /// Add a stack of frames named root first.
-    pub fn push<'n>(&mut self, names: impl IntoIterator<Item = &'n str>, count: u64) {
+    pub(crate) fn push<'n>(&mut self, names: impl IntoIterator<Item = &'n str>, count: u64) {
         let frames = names.into_iter().map(|name| self.intern(name)).collect();
         self.stacks.push(Stack { frames, count });
     }
 
     /// The same frame table with other stacks (of ids from this table).
-    pub fn with_stacks(&self, stacks: Vec<Stack>) -> Stacks {
+    pub(crate) fn with_stacks(&self, stacks: Vec<Stack>) -> Stacks {
         Stacks {
             table: self.table.clone(),
             index: self.index.clone(),
@@ -104,7 +104,7 @@ impl Stacks {
 
     /// A profile from a table of frame names and stacks of indices into it (root first, with
     /// their counts), as the built-in perf.data reader makes them.
-    pub fn from_table(
+    pub(crate) fn from_table(
         names: Vec<String>,
         stacks: impl IntoIterator<Item = (Vec<u32>, u64)>,
     ) -> Stacks {
@@ -177,7 +177,10 @@ impl Stacks {
 
     /// Folded text, one `frame;frame COUNT` line per stack in order, each frame written as
     /// `label` names it.
-    pub fn to_text_labelled<'s>(&'s self, label: impl Fn(FrameId, &'s Frame) -> &'s str) -> String {
+    pub(crate) fn to_text_labelled<'s>(
+        &'s self,
+        label: impl Fn(FrameId, &'s Frame) -> &'s str,
+    ) -> String {
         let mut text = String::new();
         for stack in &self.stacks {
             for (at, &id) in stack.frames.iter().enumerate() {
