@@ -160,6 +160,7 @@ impl From<DemoArgs> for commands::demo::DemoOptions {
             freq: a.freq,
             priority: (!a.no_fifo).then_some(a.priority),
             cost_time: Duration::from_secs_f64(a.cost_time),
+            force: a.force,
         }
     }
 }

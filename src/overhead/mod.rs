@@ -200,7 +200,7 @@ impl OverheadOptions {
 /// The cost of `load` against nothing at the defaults, within `budget` (what `demo` reports):
 /// the comparison only, nothing printed but progress.
 pub fn hook_cost(
-    load: &Path,
+    load: &crate::bpf::ObjectBytes,
     op: &OpKind,
     cpu: u32,
     priority: Option<u8>,
@@ -209,11 +209,11 @@ pub fn hook_cost(
     let o = OverheadOptions {
         op: op.clone(),
         op_choice: OpChoice::Given,
-        ..OverheadOptions::for_load(load, cpu, priority, budget)
+        ..OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
     };
     let ints = Interrupts::install()?;
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
-    let specs = (ArmSpec::Detached, ArmSpec::Object(load.to_path_buf()));
+    let specs = (ArmSpec::Detached, ArmSpec::InMemory(load.clone()));
     Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), None, &ints)?.comparison)
 }
 
@@ -315,7 +315,7 @@ fn bench_run(
     workers: usize,
     ws: Option<&WorkingSet>,
 ) -> Result<BenchRun> {
-    crate::perf::trust::pinned_helpers(o.priority.is_some())?;
+    let tools = crate::perf::trust::pinned_helpers(o.priority.is_some())?;
     let command = if o.bench.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
         let mut c: Vec<OsString> = vec![
@@ -345,6 +345,7 @@ fn bench_run(
         command,
         cpus,
         priority: o.priority,
+        tools,
         builtin: o.bench.is_empty(),
     })
 }

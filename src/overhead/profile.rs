@@ -21,6 +21,7 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
     for (name, spec) in arms {
         let load = match spec {
             ArmSpec::Object(p) => Load::Object(p.clone()),
+            ArmSpec::InMemory(object) => Load::InMemory(object.clone()),
             ArmSpec::Detached | ArmSpec::Command(_) => Load::Nothing,
         };
         // The user's loader runs for the recording; objects are loaded by record itself (after
