@@ -243,6 +243,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         json: a.json,
         plot: a.plot,
         keep: a.keep,
+        opened: Default::default(),
         gates: commands::overhead::Gates {
             max_p50_ns: a.max_p50_ns,
             max_p99_ns: a.max_p99_ns,
