@@ -355,6 +355,33 @@ mod tests {
         shlex::split(line).unwrap()
     }
 
+    /// Each program a wrapper runs is run by the path that was checked, not found again on
+    /// PATH by the wrapper; a shell's script and what runs in another root are left alone.
+    #[test]
+    fn wrapped_programs_are_run_by_their_checked_paths() {
+        // (line, the words that are programs, resolved to absolute paths with these names)
+        let cases: &[(&str, &[usize])] = &[
+            ("env FOO=1 nice -n 5 timeout 30 true --x", &[0, 2, 5, 7]),
+            ("sh -c 'true; true'", &[0]),
+            ("nsenter -t 1 -m true", &[0]),
+            ("true", &[0]),
+        ];
+        for (line, programs) in cases {
+            let given = words(line);
+            let checked = checked_argv(&given).unwrap();
+            assert_eq!(checked.len(), given.len(), "{line}");
+            for (i, (before, after)) in given.iter().zip(&checked).enumerate() {
+                if programs.contains(&i) {
+                    let p = std::path::Path::new(after);
+                    assert!(p.is_absolute(), "{line}: word {i} is {after}");
+                    assert_eq!(p.file_name().unwrap().to_str(), Some(before.as_str()));
+                } else {
+                    assert_eq!(before, after, "{line}: word {i} changed");
+                }
+            }
+        }
+    }
+
     #[test]
     fn labelled_by_the_program_it_finally_runs() {
         let cases = [

@@ -135,8 +135,9 @@ pub fn walk_or_stop(path: &Path, rules: &Rules) -> Result<Walked, Stop> {
     let mut links = 0;
     while let Some(name) = pending.pop_front() {
         if let Some(owners) = owners {
-            let stat = stat_of(&fd, &shown)?;
-            if let Some(why) = entry_problem(&shown, stat.st_uid, stat.st_mode, owners) {
+            let here = shown_dir(&shown);
+            let stat = stat_of(&fd, here)?;
+            if let Some(why) = entry_problem(here, stat.st_uid, stat.st_mode, owners) {
                 return Err(Stop::Unsafe(why));
             }
         }
@@ -175,8 +176,16 @@ pub fn walk_or_stop(path: &Path, rules: &Rules) -> Result<Walked, Stop> {
         }
         push_front(&mut pending, &target);
     }
-    let stat = stat_of(&fd, &shown)?;
+    let stat = stat_of(&fd, shown_dir(&shown))?;
     Ok(Walked { fd, stat, shown })
+}
+
+/// The directory a walk is in, for messages: `.` while it is still the current directory.
+fn shown_dir(shown: &Path) -> &Path {
+    match shown.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => shown,
+    }
 }
 
 /// Put the names of `path` in front of what is left to walk (a link's target before the rest).
@@ -198,10 +207,10 @@ fn push_front(pending: &mut VecDeque<OsString>, path: &Path) {
 fn start(path: &Path) -> Result<(OwnedFd, PathBuf)> {
     let (from, shown) = match path.is_absolute() {
         true => ("/", PathBuf::from("/")),
-        false => (".", PathBuf::from(".")),
+        false => (".", PathBuf::new()),
     };
     let fd = rustix::fs::openat(CWD, from, path_flags(), Mode::empty())
-        .map_err(|e| cannot(&shown, e))?;
+        .map_err(|e| cannot(Path::new(from), e))?;
     Ok((fd, shown))
 }
 
