@@ -720,9 +720,9 @@ fn demo_loads_its_object_from_memory_not_a_file_swapped_in_after_the_write() {
     kill(pid, libc::SIGCONT);
     let (code, err) = finish(child);
     assert_eq!(code, Some(0), "the swapped file was read: {err}");
-    assert!(err.contains("_path_check_callback"), "{err}");
-    assert!(!err.contains("demo/hook.bpf.o:"), "{err}");
-    assert!(!bpf_symbol_loaded("_path_check_callback"));
+    assert!(err.contains("_tail_call_security_check ["), "{err}");
+    assert!(err.contains("_enforce_access_policy ["), "{err}");
+    assert!(!bpf_symbol_loaded("_tail_call_security_check"));
 }
 
 /// demo's directory: one under a directory of another user's is refused before anything is
