@@ -758,7 +758,10 @@ fn demo_refuses_another_users_parent_and_replaces_its_files_only_with_force() {
     c.env("EBPF_PROF_FAILPOINT", "demo:object-written");
     let r = run(c);
     assert_eq!(r.code(), Some(101), "{r:?}");
-    assert!(std::fs::read(&object).unwrap().starts_with(b"\x7fELF"), "{r:?}");
+    assert!(
+        std::fs::read(&object).unwrap().starts_with(b"\x7fELF"),
+        "{r:?}"
+    );
 }
 
 /// `overhead --keep DIR` and `--profile DIR`: another user's link to a root-only directory is
@@ -779,7 +782,9 @@ fn overhead_output_dirs_refuse_other_users_links_and_get_nothing_once_swapped() 
     let att = dir_of(&d.path().join("att"), NOBODY);
     link_of(&root_only, &att.join("out"), NOBODY);
     for flag in ["--keep", "--profile"] {
-        let args = ["overhead", "--aa", "--rounds", "2", "-n", "1000", flag, "att/out"];
+        let args = [
+            "overhead", "--aa", "--rounds", "2", "-n", "1000", flag, "att/out",
+        ];
         let r = run(ebpf_prof(&args, d.path()));
         assert_eq!(r.code(), Some(2), "{r:?}");
         assert!(r.stderr().contains("att belongs to uid 65534"), "{r:?}");
@@ -790,7 +795,15 @@ fn overhead_output_dirs_refuse_other_users_links_and_get_nothing_once_swapped() 
     std::fs::create_dir(&victim).unwrap();
     for (flag, want) in [("--keep", Some(0)), ("--profile", Some(2))] {
         let dir = d.path().join("out");
-        let args = ["overhead", "--load", "hook.bpf.o", "--rounds", "2", "-n", "1000"];
+        let args = [
+            "overhead",
+            "--load",
+            "hook.bpf.o",
+            "--rounds",
+            "2",
+            "-n",
+            "1000",
+        ];
         let mut c = ebpf_prof(&args, d.path());
         c.args([flag, "out"]);
         let child = spawn_with(c, "stop:overhead:attached");
@@ -875,7 +888,10 @@ fn a_helper_planted_on_path_after_the_check_never_runs() {
     kill(child.id(), libc::SIGCONT);
     let (code, err) = finish(child);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!marker.exists(), "the planted taskset or chrt ran as root: {err}");
+    assert!(
+        !marker.exists(),
+        "the planted taskset or chrt ran as root: {err}"
+    );
     std::fs::remove_file(open.join("taskset")).unwrap();
     std::fs::remove_file(open.join("chrt")).unwrap();
     plant(&trusted, "myloader", "exit 1");

@@ -295,7 +295,10 @@ pub fn checked_argv(argv: &[String]) -> Result<Vec<String>> {
         let rest = &words[at + 1..];
         let start = wrapped_start(rest, valued, *plain, name == "env");
         let elsewhere = std::iter::once(&name).chain(&rest[..start]);
-        if elsewhere.into_iter().any(|w| OTHER_ROOT.contains(&w.as_str())) {
+        if elsewhere
+            .into_iter()
+            .any(|w| OTHER_ROOT.contains(&w.as_str()))
+        {
             break;
         }
         at += 1 + start;

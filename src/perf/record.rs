@@ -296,13 +296,19 @@ mod tests {
             duration: Some(30.0),
         };
         let line = p.display(Path::new("x"));
-        assert!(line.ends_with("-o perf.data --no-buildid-cache -a -- sleep 30"), "{line}");
+        assert!(
+            line.ends_with("-o perf.data --no-buildid-cache -a -- sleep 30"),
+            "{line}"
+        );
         p.scope = Scope::Pid {
             pid: 42,
             duration: None,
         };
         let line = p.display(Path::new("x"));
-        assert!(line.ends_with("-o perf.data --no-buildid-cache -p 42"), "{line}");
+        assert!(
+            line.ends_with("-o perf.data --no-buildid-cache -p 42"),
+            "{line}"
+        );
         assert!(!line.contains("taskset"));
     }
 

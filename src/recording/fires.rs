@@ -73,7 +73,8 @@ pub fn check(
 ) -> Result<ProgramsRan> {
     let short = with_iterations(command, CHECK_ITERATIONS);
     let run = |argv: Vec<OsString>| {
-        let line = crate::bench::pinned::argv(pinning.tools, &[pinning.cpu], pinning.priority, &argv);
+        let line =
+            crate::bench::pinned::argv(pinning.tools, &[pinning.cpu], pinning.priority, &argv);
         move || run_quietly(&line)
     };
     let mut untimed = short.clone();

@@ -122,3 +122,40 @@ impl OutputDir {
         Ok(entries.next().is_none())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An output directory swapped for a link after it was opened: what is written goes to the
+    /// directory that was opened, never to the link's target, and a path check says it moved.
+    #[test]
+    fn an_output_directory_swapped_for_a_link_after_opening_gets_nothing_through_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("keep");
+        let out = OutputDir::open(&dir, None, Contents::Empty).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::rename(&dir, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&victim, &dir).unwrap();
+        out.write("base-1.samples", b"1\n", false, 0o644).unwrap();
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+        assert!(d.path().join("moved/base-1.samples").is_file());
+        let e = out.check_still_there().unwrap_err();
+        assert!(e.to_string().contains("was replaced during the run"), "{e}");
+    }
+
+    #[test]
+    fn an_output_directory_must_be_empty_when_asked() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("x"), "").unwrap();
+        let e = OutputDir::open(d.path(), None, Contents::Empty).unwrap_err();
+        assert!(
+            e.to_string().contains("must be a new or empty directory"),
+            "{e}"
+        );
+        let out = OutputDir::open(d.path(), None, Contents::Any).unwrap();
+        assert!(out.holds("x") && !out.holds("y"));
+        out.check_still_there().unwrap();
+    }
+}

@@ -1,8 +1,7 @@
 //! Tests of the walk under explicit owners (so they run without root): links expanded and
 //! walked, directories others can write refused, a link at the end refused when asked, missing
-//! directories made, and an output directory swapped for a link after it was opened.
+//! directories made.
 use super::*;
-use crate::runfiles::{Contents, OutputDir};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 fn ours() -> Vec<u32> {
@@ -49,7 +48,10 @@ fn a_directory_others_can_write_on_the_way_is_refused() {
     let stop = walk_or_stop(&open.join("out"), &rules(Missing::Refuse, LastLink::Follow));
     match stop {
         Err(Stop::Unsafe(why)) => {
-            assert!(why.contains("open is writable by group or others (mode 777)"), "{why}")
+            assert!(
+                why.contains("open is writable by group or others (mode 777)"),
+                "{why}"
+            )
         }
         other => panic!("not refused: {other:?}"),
     }
@@ -85,33 +87,4 @@ fn a_link_at_the_end_is_refused_when_asked_and_missing_directories_are_made() {
     let made = d.path().join("new/deeper");
     walk(&made, &rules(Missing::Create(None), LastLink::Refuse)).unwrap();
     assert!(made.is_dir());
-}
-
-/// An output directory swapped for a link after it was opened: what is written goes to the
-/// directory that was opened, never to the link's target, and a path check says it moved.
-#[test]
-fn an_output_directory_swapped_for_a_link_after_opening_gets_nothing_through_it() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("keep");
-    let out = OutputDir::open(&dir, None, Contents::Empty).unwrap();
-    let victim = d.path().join("victim");
-    std::fs::create_dir(&victim).unwrap();
-    std::fs::rename(&dir, d.path().join("moved")).unwrap();
-    std::os::unix::fs::symlink(&victim, &dir).unwrap();
-    out.write("base-1.samples", b"1\n", false, 0o644).unwrap();
-    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
-    assert!(d.path().join("moved/base-1.samples").is_file());
-    let e = out.check_still_there().unwrap_err();
-    assert!(e.to_string().contains("was replaced during the run"), "{e}");
-}
-
-#[test]
-fn an_output_directory_must_be_empty_when_asked() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("x"), "").unwrap();
-    let e = OutputDir::open(d.path(), None, Contents::Empty).unwrap_err();
-    assert!(e.to_string().contains("must be a new or empty directory"), "{e}");
-    let out = OutputDir::open(d.path(), None, Contents::Any).unwrap();
-    assert!(out.holds("x") && !out.holds("y"));
-    out.check_still_there().unwrap();
 }
