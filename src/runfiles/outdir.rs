@@ -1,6 +1,6 @@
 //! A directory the user names for a run's outputs (`demo --dir`, `overhead --keep` and
-//! `--profile`): walked and opened once (see [`super::walk`]: as root no link of another
-//! user's and no directory others can write on the way), made when missing, checked to be a
+//! `--profile`): walked from `/` and opened once (see [`super::walk`]: as root no link of
+//! another user's and no directory others can write on the way), made when missing, checked to be a
 //! directory of root's or the sudo user's that others cannot write, and then written into only
 //! through that open directory, so a rename or a link swapped in after the start changes
 //! nothing.
@@ -36,7 +36,7 @@ impl OutputDir {
     /// change (see the module).
     pub fn open(dir: &Path, owner: Option<Owner>, contents: Contents) -> Result<OutputDir> {
         let rules = Rules::for_this_user(Missing::Create(owner), LastLink::Refuse);
-        let walked = walk::walk(dir, &rules)?;
+        let walked = walk::walk(&absolute(dir)?, &rules)?;
         if FileType::from_raw_mode(walked.stat.st_mode) != FileType::Directory {
             return Err(usage(format!(
                 "{} exists and is not a directory: pick another directory",
@@ -99,7 +99,7 @@ impl OutputDir {
     /// what is written by path, such as perf's files): refuse when it was replaced.
     pub fn check_still_there(&self) -> Result<()> {
         let rules = Rules::for_this_user(Missing::Refuse, LastLink::Refuse);
-        let now = walk::walk(&self.shown, &rules);
+        let now = absolute(&self.shown).and_then(|path| walk::walk(&path, &rules));
         let same = now
             .as_ref()
             .is_ok_and(|w| (w.stat.st_dev, w.stat.st_ino) == (self.stat.st_dev, self.stat.st_ino));
@@ -121,6 +121,11 @@ impl OutputDir {
             .map_err(|e| usage(format!("cannot read {}: {e}", self.shown.display())))?;
         Ok(entries.next().is_none())
     }
+}
+
+/// `dir` from `/`: the directories above the current one are on the way to it too.
+fn absolute(dir: &Path) -> Result<PathBuf> {
+    std::path::absolute(dir).map_err(|e| usage(format!("cannot resolve {}: {e}", dir.display())))
 }
 
 #[cfg(test)]
