@@ -1,8 +1,9 @@
-//! The pinned harness, after the reference's four decisions: the clock is
-//! `clock_gettime(CLOCK_MONOTONIC)` through the vDSO (no syscall per reading), the operation is
-//! the raw syscall (`syscall(SYS_openat, …)`, no libc wrapper), the sample buffer is mmapped with
-//! MAP_POPULATE, mlocked and pre-touched (no page fault in the loop), and nothing is printed until
-//! the loop is over. Cleanup (close) happens after the second clock reading, outside the span.
+//! The pinned harness, after the four decisions of the reference (README.md, "The reference"): the
+//! clock is `clock_gettime(CLOCK_MONOTONIC)` through the vDSO (no syscall per reading), the
+//! operation is the raw syscall (`syscall(SYS_openat, …)`, no libc wrapper), the sample buffer is
+//! mmapped with MAP_POPULATE, mlocked and pre-touched (no page fault in the loop), and nothing is
+//! printed until the loop is over. Cleanup (close) happens after the second clock reading, outside
+//! the span.
 
 mod buffer;
 pub mod choose;
@@ -24,7 +25,7 @@ use crate::stats::Summary;
 use anyhow::Result;
 use buffer::SampleBuffer;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use op::{Op, OpKind};
 pub use operation::Operation;
@@ -108,7 +109,26 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
             opts.warmup_fraction
         )));
     }
+    if let OpKind::Openat(path) | OpKind::Read(path) = &opts.op {
+        check_operand(path)?;
+    }
     Ok(())
+}
+
+/// The file an operation opens must be a regular file or a directory: opening a FIFO
+/// would block the loop before its first operation, and a device may act on being opened.
+fn check_operand(path: &Path) -> Result<()> {
+    // A path that cannot be read is reported by the operation's own first try.
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_file() || meta.is_dir() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--path {} is not a regular file or a directory (a FIFO, a socket or a device): give a file such as /etc/hostname",
+        path.display()
+    )))
 }
 
 /// Run the loop(s): prepare the working set and the operation (errors out before the loop if

@@ -13,7 +13,7 @@ use crate::perf::PerfChoice;
 use crate::profile::Profile;
 use crate::recording::{self, Load, RecordOptions, Recorded};
 use crate::report::lines::HotLine;
-use crate::runfiles::{Contents, OutputDir, Owner};
+use crate::runfiles::{Contents, Existing, OutputDir, Owner};
 use crate::stats::Comparison;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ fn object(opts: &DemoOptions, dir: &OutputDir) -> Result<(ObjectBytes, PathBuf)>
         return Ok((object, p.clone()));
     }
     let (name, bytes) = crate::bpf::sample_hook_for_this_kernel();
-    dir.write(OBJECT_NAME, bytes, opts.force, 0o644)?;
+    dir.write(OBJECT_NAME, bytes, Existing::replace_if(opts.force))?;
     let object = ObjectBytes {
         name: name.into(),
         bytes: bytes.into(),
@@ -172,7 +172,7 @@ fn write_svg(
     };
     let mut svg = Vec::new();
     render(&profile.folded, &opts, &mut svg)?;
-    dir.write(SVG_NAME, &svg, force, 0o644)
+    dir.write(SVG_NAME, &svg, Existing::replace_if(force))
 }
 
 fn summarise(

@@ -8,7 +8,7 @@ use super::runner::ClockCost;
 use super::{Measured, OverheadOptions};
 use crate::error::usage;
 use crate::plot::{cdf_svg, CdfSeries, PlotOptions};
-use crate::runfiles::OutputDir;
+use crate::runfiles::{Existing, OutputDir};
 use crate::stats::{self, Comparison, GateResult, Summary};
 use anyhow::Result;
 use serde::Serialize;
@@ -161,8 +161,7 @@ fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
 impl Report {
     /// Assemble the report.
     pub fn new(
-        mode: super::Mode,
-        (base, treat): (&ArmSpec, &ArmSpec),
+        (base, treat, mode): (&ArmSpec, &ArmSpec, super::Mode),
         o: &OverheadOptions,
         cpu: u32,
         clock: ClockCost,
@@ -521,7 +520,7 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 /// Write a new file for the user (refusing to overwrite; complete or not at all), owned by the
 /// sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::runfiles::write_file(path, bytes, false, 0o644)
+    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::Keep)
 }
 
 /// "; p99.9 over 61 blocks of 45 pairs, each arm's rounds pooled" for the pooled quantiles.
@@ -555,13 +554,13 @@ fn keep(dir: &OutputDir, r: &Rounds) -> Result<()> {
         for (i, s) in rounds.samples.iter().enumerate() {
             let mut buf = Vec::new();
             crate::bench::write_samples(&mut buf, s)?;
-            dir.write(&format!("{name}-{}.samples", i + 1), &buf, false, 0o644)?;
+            dir.write(&format!("{name}-{}.samples", i + 1), &buf, Existing::Keep)?;
         }
     }
     // Which pairs each load of the objects held, and in which order it was made: what
     // scripts/fit-load-model.py reads beside the rounds.
     let loads = serde_json::to_string_pretty(&r.loads)? + "\n";
-    dir.write("loads.json", loads.as_bytes(), false, 0o644)
+    dir.write("loads.json", loads.as_bytes(), Existing::Keep)
 }
 
 #[cfg(test)]
@@ -667,7 +666,7 @@ mod tests {
         );
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
         assert_eq!(rows.len(), 2 + r.comparison.diffs.len(), "{md}");
-        assert!(rows[0].contains("| 95% interval (ns) |"), "{}", rows[0]);
+        assert!(rows[0].contains("| 99% interval (ns) |"), "{}", rows[0]);
         assert_eq!(rows[1], "|---|---:|---:|---:|---|---:|");
         for (row, d) in rows[2..].iter().zip(&r.comparison.diffs) {
             assert_eq!(row.matches('|').count(), 7, "six columns: {row}");

@@ -31,7 +31,7 @@ impl PerfChoice {
         let loc = Locator::from_env(self.explicit.clone(), self.trust)?;
         let found = locate(&loc).map_err(no_working_perf)?;
         if found.source == locate::Source::LinuxToolsNearest && !quiet {
-            // Not the obvious place: say which perf and why (issue 13.7).
+            // Not the obvious place: say which perf and why.
             crate::out::say(format!("using {}", found.choice));
         }
         if let (Some(hint), false) = (&found.mismatch_hint, quiet) {
@@ -61,7 +61,7 @@ fn no_working_perf(e: anyhow::Error) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    /// Issue 15, item 5: `record --perf /nonexistent` and a refused perf exited 2.
+    /// `record --perf /nonexistent` and a refused perf exited 2.
     #[test]
     fn regression_every_missing_perf_is_exit_1() {
         let e = PerfChoice {

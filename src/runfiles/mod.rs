@@ -10,7 +10,7 @@ pub mod walk;
 
 pub use handover::{give_path, PrivateDir};
 pub use outdir::{Contents, OutputDir};
-pub use output::{write_file, Output};
+pub use output::{write_file, Existing, Output};
 
 use crate::error::usage;
 use anyhow::{Context, Result};

@@ -6,7 +6,7 @@
 //! nothing.
 
 use super::walk::{self, LastLink, Missing, Rules};
-use super::Owner;
+use super::{Existing, Owner};
 use crate::error::usage;
 use anyhow::Result;
 use rustix::fs::FileType;
@@ -83,11 +83,11 @@ impl OutputDir {
         .join(name)
     }
 
-    /// Write `bytes` to the new file `name` here (or replace a regular file with `replace`),
+    /// Write `bytes` to the file `name` here, as `existing` says for one already there,
     /// complete or not at all, handed to the sudo user (see [`super::write_file`]).
-    pub fn write(&self, name: &str, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
+    pub fn write(&self, name: &str, bytes: &[u8], existing: Existing) -> Result<()> {
         let shown = self.shown.join(name);
-        super::output::write_file_at(&self.fd_path(name), &shown, bytes, replace, mode)
+        super::output::write_file_at(&self.fd_path(name), &shown, bytes, existing)
     }
 
     /// Whether `name` is here (as anything, a link included).
@@ -143,7 +143,7 @@ mod tests {
         std::fs::create_dir(&victim).unwrap();
         std::fs::rename(&dir, d.path().join("moved")).unwrap();
         std::os::unix::fs::symlink(&victim, &dir).unwrap();
-        out.write("base-1.samples", b"1\n", false, 0o644).unwrap();
+        out.write("base-1.samples", b"1\n", Existing::Keep).unwrap();
         assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
         assert!(d.path().join("moved/base-1.samples").is_file());
         let e = out.check_still_there().unwrap_err();

@@ -25,21 +25,43 @@ pub struct Output {
     /// The target as the user knows it, for messages (the same as `target` unless it is reached
     /// through an open directory, see [`Output::create_at`]).
     shown: PathBuf,
-    replace: bool,
-    mode: u32,
+    existing: Existing,
 }
 
+/// What to do when the output already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Refuse: the user's file stays as it is.
+    Keep,
+    /// Replace it, when it is a regular file (`--force`).
+    Replace,
+}
+
+impl Existing {
+    /// `Replace` with `--force`, else `Keep`.
+    pub fn replace_if(force: bool) -> Existing {
+        if force {
+            Existing::Replace
+        } else {
+            Existing::Keep
+        }
+    }
+}
+
+/// The mode of every output: readable by all, as a file the user wrote would be.
+const OUTPUT_MODE: u32 = 0o644;
+
 impl Output {
-    /// Check `target` (its directory exists; it does not exist, or `replace` and it is a regular
-    /// file) and open a temp file beside it. `mode` is applied at commit.
-    pub fn create(target: &Path, replace: bool, mode: u32) -> Result<Output> {
-        Output::create_at(target, target, replace, mode)
+    /// Check `target` (its directory exists; it does not exist, or it may be replaced and is a
+    /// regular file) and open a temp file beside it.
+    pub fn create(target: &Path, existing: Existing) -> Result<Output> {
+        Output::create_at(target, target, existing)
     }
 
     /// As [`Output::create`], for a `target` reached through an open directory
     /// (`/proc/self/fd/N/name`, see `OutputDir`), named `shown` in messages.
-    pub fn create_at(target: &Path, shown: &Path, replace: bool, mode: u32) -> Result<Output> {
-        check_target(target, shown, replace)?;
+    pub fn create_at(target: &Path, shown: &Path, existing: Existing) -> Result<Output> {
+        check_target(target, shown, existing)?;
         let dir = super::parent_dir(target);
         let name = target.file_name().unwrap_or_default().to_string_lossy();
         for attempt in 0..100u32 {
@@ -56,8 +78,7 @@ impl Output {
                         tmp,
                         target: target.to_path_buf(),
                         shown: shown.to_path_buf(),
-                        replace,
-                        mode,
+                        existing,
                     })
                 }
                 Err(e) if exists(&e) => continue,
@@ -83,14 +104,14 @@ impl Output {
         let file = self.file.take().context("output already committed")?;
         let path = self.shown.display().to_string();
         file.sync_all().map_err(|e| write_error(&self.shown, &e))?;
-        file.set_permissions(std::fs::Permissions::from_mode(self.mode))
+        file.set_permissions(std::fs::Permissions::from_mode(OUTPUT_MODE))
             .with_context(|| format!("cannot set the mode of {path}"))?;
         if let Some(o) = Owner::from_sudo_env() {
             o.give_file(&file, &self.shown)?;
         }
         drop(file);
-        if self.replace {
-            check_target(&self.target, &self.shown, true)?;
+        if self.existing == Existing::Replace {
+            check_target(&self.target, &self.shown, Existing::Replace)?;
             std::fs::rename(&self.tmp, &self.target)
                 .with_context(|| format!("cannot move the new {path} into place"))?;
         } else {
@@ -119,20 +140,14 @@ impl Drop for Output {
     }
 }
 
-/// Write `bytes` to a new file `target` (or replace a regular one with `replace`) all at once.
-pub fn write_file(target: &Path, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
-    write_file_at(target, target, bytes, replace, mode)
+/// Write `bytes` to the file `target` all at once, as `existing` says for one already there.
+pub fn write_file(target: &Path, bytes: &[u8], existing: Existing) -> Result<()> {
+    write_file_at(target, target, bytes, existing)
 }
 
 /// As [`write_file`], for a target reached through an open directory, `shown` in messages.
-pub fn write_file_at(
-    target: &Path,
-    shown: &Path,
-    bytes: &[u8],
-    replace: bool,
-    mode: u32,
-) -> Result<()> {
-    let mut o = Output::create_at(target, shown, replace, mode)?;
+pub fn write_file_at(target: &Path, shown: &Path, bytes: &[u8], existing: Existing) -> Result<()> {
+    let mut o = Output::create_at(target, shown, existing)?;
     o.write_all(bytes).map_err(|e| write_error(shown, &e))?;
     o.commit()
 }
@@ -170,7 +185,7 @@ fn cannot_create(dir: &Path, target: &Path, e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-fn check_target(target: &Path, shown: &Path, replace: bool) -> Result<()> {
+fn check_target(target: &Path, shown: &Path, existing: Existing) -> Result<()> {
     let dir = super::parent_dir(target);
     if !dir.is_dir() {
         return Err(usage(format!(
@@ -180,7 +195,7 @@ fn check_target(target: &Path, shown: &Path, replace: bool) -> Result<()> {
     }
     match std::fs::symlink_metadata(target) {
         Err(_) => Ok(()),
-        Ok(_) if !replace => Err(usage(format!(
+        Ok(_) if existing == Existing::Keep => Err(usage(format!(
             "{} exists: pass --force to overwrite it, or pick another name",
             shown.display()
         ))),
@@ -263,19 +278,19 @@ mod tests {
         let t = d.path().join("old.svg");
         std::fs::write(&t, "old").unwrap();
         {
-            let mut o = Output::create(&t, true, 0o644).unwrap();
+            let mut o = Output::create(&t, Existing::Replace).unwrap();
             o.write_all(b"half").unwrap();
             // dropped without commit: the run failed
         }
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "old");
         assert_eq!(names(d.path()), ["old.svg"]);
-        write_file(&t, b"new", true, 0o644).unwrap();
+        write_file(&t, b"new", Existing::Replace).unwrap();
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "new");
         let mode = std::fs::metadata(&t).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
     }
 
-    /// Issue 12, item 7: a failed write says why and that nothing changed (exit 4).
+    /// A failed write says why and that nothing changed (exit 4).
     #[test]
     fn write_errors_name_the_limit_or_the_full_disk() {
         let t = Path::new("out.svg");
@@ -301,16 +316,19 @@ mod tests {
         std::fs::write(&file, "keep").unwrap();
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        // (target, replace, message)
-        let cases: &[(PathBuf, bool, &str)] = &[
-            (file.clone(), false, "exists: pass --force"),
-            (link.clone(), true, "not a regular file"),
-            (d.path().to_path_buf(), true, "not a regular file"),
-            (d.path().join("no/dir/x"), false, "does not exist"),
+        let cases: &[(PathBuf, Existing, &str)] = &[
+            (file.clone(), Existing::Keep, "exists: pass --force"),
+            (link.clone(), Existing::Replace, "not a regular file"),
+            (
+                d.path().to_path_buf(),
+                Existing::Replace,
+                "not a regular file",
+            ),
+            (d.path().join("no/dir/x"), Existing::Keep, "does not exist"),
         ];
-        for (t, replace, msg) in cases {
-            let e = Output::create(t, *replace, 0o644).err().unwrap();
-            assert!(e.to_string().contains(msg), "{t:?}: {e}");
+        for (target, existing, message) in cases {
+            let e = Output::create(target, *existing).err().unwrap();
+            assert!(e.to_string().contains(message), "{target:?}: {e}");
             assert_eq!(crate::error::exit_code(&e), 2);
         }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
@@ -320,7 +338,7 @@ mod tests {
     fn a_file_planted_meanwhile_is_not_overwritten() {
         let d = tempfile::tempdir().unwrap();
         let t = d.path().join("new.svg");
-        let mut o = Output::create(&t, false, 0o644).unwrap();
+        let mut o = Output::create(&t, Existing::Keep).unwrap();
         o.write_all(b"ours").unwrap();
         std::fs::write(&t, "planted").unwrap();
         let e = o.commit().unwrap_err();
