@@ -1,8 +1,9 @@
 //! Under sudo, and two runs beside other tools, against the real machine as root:
 //! a link planted between the rotation and perf's start (a deterministic failpoint stops the
 //! run there), untrusted binaries, modes and owners of what a run leaves, the run lock, the
-//! stats fallback's state file, and the `--attach-cmd` loader's end. Root only (a failure
-//! under CI=true, a skip elsewhere).
+//! stats fallback's state file, the `--attach-cmd` loader's end, and another user's
+//! directories, links and planted programs on the way to what root writes, loads and runs.
+//! Root only (a failure under CI=true, a skip elsewhere).
 
 mod common;
 use common::*;
@@ -650,9 +651,9 @@ fn a_sysctl_changed_by_someone_else_during_the_run_is_left_with_a_warning() {
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
 }
 
-// Another user against root, round three: a swapped object, output directories reached
-// through other users' links or swapped after the start, PATH lookups after the check, and
-// perf's build-id cache.
+// Another user against root: a swapped object, output directories reached through other
+// users' links or swapped after the start, PATH lookups after the check, and perf's build-id
+// cache.
 
 /// A directory at `p` (made) owned by `uid`, mode 0755.
 fn dir_of(p: &Path, uid: u32) -> PathBuf {
