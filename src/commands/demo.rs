@@ -171,7 +171,7 @@ fn write_svg(
         count_name: rec.record.count_unit().into(),
     };
     let mut svg = Vec::new();
-    render(&profile.folded, &opts, &mut svg)?;
+    render(&profile.stacks, &opts, &mut svg)?;
     dir.write(SVG_NAME, &svg, Existing::replace_if(force))
 }
 

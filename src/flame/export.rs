@@ -14,8 +14,9 @@
 //!
 //! Both keep the sample weights of the folded stacks (ns for cpu-clock, cycles, or counts).
 
-use crate::profile::folded::{bare, Folded};
+use crate::profile::folded::bare;
 use crate::profile::frames::{display, kind, Kind};
+use crate::profile::stacks::Stacks;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -165,7 +166,7 @@ impl Strings {
 }
 
 /// Build the pprof profile of folded stacks weighted in `count_unit`.
-pub fn pprof_profile(folded: &Folded, count_unit: &str, comment: &str) -> proto::Profile {
+pub fn pprof_profile(folded: &Stacks, count_unit: &str, comment: &str) -> proto::Profile {
     let mut s = Strings::default();
     let (ty, unit) = unit_names(count_unit);
     let vt = proto::ValueType {
@@ -188,7 +189,8 @@ pub fn pprof_profile(folded: &Folded, count_unit: &str, comment: &str) -> proto:
     let (comm_key, bpf_key) = (s.id("comm"), s.id("bpf"));
     let mut locations: HashMap<&str, u64> = HashMap::new();
     for st in &folded.stacks {
-        let Some((comm, frames)) = st.frames.split_first() else {
+        let names = names(folded, st);
+        let Some((comm, frames)) = names.split_first() else {
             continue;
         };
         let mut sample = proto::Sample {
@@ -199,8 +201,8 @@ pub fn pprof_profile(folded: &Folded, count_unit: &str, comment: &str) -> proto:
             }],
             ..Default::default()
         };
-        for f in frames.iter().rev() {
-            let id = match locations.get(f.as_str()) {
+        for &f in frames.iter().rev() {
+            let id = match locations.get(f) {
                 Some(&id) => id,
                 None => new_location(&mut p, &mut s, f, &mut locations),
             };
@@ -244,7 +246,7 @@ fn new_location<'f>(
 }
 
 /// The gzipped pprof bytes of folded stacks.
-pub fn pprof(folded: &Folded, count_unit: &str, comment: &str) -> Result<Vec<u8>> {
+pub fn pprof(folded: &Stacks, count_unit: &str, comment: &str) -> Result<Vec<u8>> {
     use prost::Message;
     let raw = pprof_profile(folded, count_unit, comment).encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -254,16 +256,15 @@ pub fn pprof(folded: &Folded, count_unit: &str, comment: &str) -> Result<Vec<u8>
 }
 
 /// The speedscope JSON of folded stacks.
-pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u8>> {
+pub fn speedscope(folded: &Stacks, count_unit: &str, name: &str) -> Result<Vec<u8>> {
     let mut frames: Vec<serde_json::Value> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let (mut samples, mut weights) = (Vec::new(), Vec::new());
     for st in &folded.stacks {
-        let ids: Vec<usize> = st
-            .frames
-            .iter()
+        let ids: Vec<usize> = names(folded, st)
+            .into_iter()
             .map(|f| {
-                *index.entry(f.as_str()).or_insert_with(|| {
+                *index.entry(f).or_insert_with(|| {
                     frames.push(speedscope_frame(f));
                     frames.len() - 1
                 })
@@ -301,6 +302,12 @@ pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u
     Ok(out)
 }
 
+/// The frame names of a stack, root first.
+fn names<'s>(folded: &'s Stacks, stack: &crate::profile::stacks::Stack) -> Vec<&'s str> {
+    let frames = folded.frames_of(stack).into_iter();
+    frames.map(|frame| frame.name.as_str()).collect()
+}
+
 fn speedscope_frame(f: &str) -> serde_json::Value {
     match kind(f) {
         Kind::Program | Kind::Glue | Kind::Kernel => {
@@ -322,7 +329,7 @@ mod tests {
 
     #[test]
     fn pprof_round_trips_with_bpf_frames_marked() {
-        let f = Folded::parse(FOLDED);
+        let f = Stacks::parse(FOLDED).unwrap();
         let gz = pprof(&f, "ns", "test").unwrap();
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
@@ -355,7 +362,7 @@ mod tests {
 
     #[test]
     fn speedscope_is_the_sampled_schema() {
-        let f = Folded::parse(FOLDED);
+        let f = Stacks::parse(FOLDED).unwrap();
         let v: serde_json::Value =
             serde_json::from_slice(&speedscope(&f, "ns", "t").unwrap()).unwrap();
         let prof = &v["profiles"][0];

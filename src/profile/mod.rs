@@ -1,7 +1,7 @@
-//! Reading profiles into the folded stacks that `flame`, `report` and `diff` share: a
-//! perf.data (through `perf script` and inferno's collapser), `perf script` text, or folded
-//! stacks, told apart by content; with the run record (`INPUT.json`) beside it. Parse once, in
-//! one place.
+//! Reading profiles into the typed stacks ([`stacks::Stacks`]) that `flame`, `report`, `diff`
+//! and the exports share: a perf.data (by the built-in reader, or through `perf script` and
+//! inferno's collapser), `perf script` text, or folded stacks, told apart by content; with the
+//! run record (`INPUT.json`) beside it. Each input is parsed once, here.
 
 pub mod folded;
 pub mod frames;
@@ -9,6 +9,7 @@ mod input;
 pub mod kernel_symbols;
 pub mod perfdata;
 pub mod scan;
+pub mod stacks;
 
 pub use input::{open_regular, read_sidecar, Role};
 
@@ -21,6 +22,7 @@ use crate::runrecord::RunRecord;
 use anyhow::{Context, Result};
 use folded::InputKind;
 use kernel_symbols::KernelSymbols;
+use stacks::Stacks;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -28,10 +30,10 @@ use std::path::Path;
 /// A rewrite of `perf script`'s text on its way to the collapser (`flame --lines`).
 pub type ScriptRewrite<'r, 'a> = &'r dyn Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a>;
 
-/// A profile turned into folded stacks, with what is known of its run.
+/// A profile read into typed stacks, with what is known of its run.
 #[derive(Debug, Clone)]
 pub struct Profile {
-    pub folded: String,
+    pub stacks: Stacks,
     pub record: Option<RunRecord>,
     pub kind: InputKind,
     /// The number of samples, counted in the profile (perf.data by the built-in reader or perf
@@ -42,7 +44,7 @@ pub struct Profile {
     pub kernel_symbols: KernelSymbols,
 }
 
-/// Load any supported input as folded stacks. `kallsyms` names the kallsyms to resolve kernel
+/// Load any supported input as typed stacks. `kallsyms` names the kallsyms to resolve kernel
 /// frames with (`--kallsyms`); without it, one of the recording's kernel build is looked for
 /// ([`kernel_symbols`]).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
@@ -109,7 +111,7 @@ fn load_inner<'a>(
         }
         _ => KernelSymbols::for_named_input(input, kallsyms)?,
     };
-    let (text, samples) = match kind {
+    let (stacks, samples) = match kind {
         InputKind::PerfData => {
             if let Some(note) = &symbols.note {
                 say(format!("warning: {note}"));
@@ -125,10 +127,10 @@ fn load_inner<'a>(
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
         InputKind::Folded => (read_folded(input, head, file)?, None),
     };
-    check_has_samples(input, &text)?;
+    check_has_samples(input, &stacks)?;
     crate::failpoint::hit("profile:loaded");
     Ok(Profile {
-        folded: text,
+        stacks,
         record,
         kind,
         samples,
@@ -136,16 +138,18 @@ fn load_inner<'a>(
     })
 }
 
-/// Folded stacks with no stack, or whose counts are all 0, are refused naming the input.
-fn check_has_samples(input: &Path, text: &str) -> Result<()> {
-    if text.trim().is_empty() {
+/// Stacks with no stack, whose counts are all 0 or add up past 2^64 are refused naming the
+/// input.
+fn check_has_samples(input: &Path, stacks: &Stacks) -> Result<()> {
+    if stacks.stacks.is_empty() && stacks.skipped == 0 {
         return Err(usage(format!(
             "{} holds no samples with call chains (was it recorded with -g?)",
             input.display()
         )));
     }
-    let total =
-        folded::checked_total(text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    let total = stacks
+        .checked_total()
+        .map_err(|why| usage(format!("{}: {why}", input.display())))?;
     if total == 0 {
         return Err(usage(format!(
             "{} holds no samples: every stack's count is 0",
@@ -155,19 +159,24 @@ fn check_has_samples(input: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// The rest of a folded file after its head; malformed lines are skipped, with a warning that
-/// names the first.
-fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<String> {
+/// A folded file, its head and the rest, parsed; malformed lines are skipped, with a warning
+/// that names the first.
+fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<Stacks> {
     let mut all = head;
     file.read_to_end(&mut all)?;
-    let text = String::from_utf8_lossy(&all).into_owned();
-    if let Some((line, n)) = folded::first_malformed(&text) {
+    let text = String::from_utf8_lossy(&all);
+    if let Some((line, n)) = stacks::first_malformed(&text) {
         say(format!(
             "warning: {}: {n} line(s) are not folded stacks (`frame;frame COUNT`) and were skipped, the first is line {line}",
             input.display()
         ));
     }
-    Ok(text)
+    parse_folded(input, &text)
+}
+
+/// Folded text parsed, or the line that makes it no profile.
+fn parse_folded(input: &Path, text: &str) -> Result<Stacks> {
+    Stacks::parse(text).map_err(|why| usage(format!("{}: {why}", input.display())))
 }
 
 /// perf.data's header against its length: a recording that did not finish is said to be one.
@@ -183,7 +192,7 @@ fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()
 
 /// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
 /// past 2^64 are a usage error naming the line.
-fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<u64>)> {
+fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(Stacks, Option<u64>)> {
     let (scan, tally) = scan::Scan::new(reader);
     let out = folded::collapse_perf_script(scan);
     if let Some(line) = tally.overflow_line.get() {
@@ -193,10 +202,8 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<
         )));
     }
     let out = out.with_context(|| input.display().to_string())?;
-    Ok((
-        String::from_utf8_lossy(&out).into_owned(),
-        Some(tally.samples.get()),
-    ))
+    let stacks = parse_folded(input, &String::from_utf8_lossy(&out))?;
+    Ok((stacks, Some(tally.samples.get())))
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -236,7 +243,7 @@ fn collapse_perf_data<'a>(
     symbols: &KernelSymbols,
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
-) -> Result<(String, Option<u64>)> {
+) -> Result<(Stacks, Option<u64>)> {
     let Collapse {
         rewrite,
         observe,
@@ -252,7 +259,9 @@ fn collapse_perf_data<'a>(
             bpf_programs: programs,
         };
         match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
-            perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
+            perfdata::Native::Folded { stacks, samples } => {
+                return Ok((typed(stacks), Some(samples)))
+            }
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
                 input.display()
@@ -278,6 +287,15 @@ fn collapse_perf_data<'a>(
         Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
         c => finished.and(c),
     }
+}
+
+/// The built-in reader's stacks as the typed profile: each name classified once.
+fn typed(folded: perfdata::FoldedStacks) -> Stacks {
+    let stacks = folded
+        .stacks
+        .into_iter()
+        .map(|stack| (stack.frames, stack.count));
+    Stacks::from_table(folded.names, stacks)
 }
 
 /// Root reading a file that is not root's: perf's ownership check would refuse it ("File

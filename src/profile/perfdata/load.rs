@@ -1,10 +1,11 @@
 //! The native reader as the profile loader uses it: fold an opened perf.data into the same
-//! text `perf script | inferno` gives, or say why `perf script` must read it instead
+//! stacks `perf script | inferno` gives, or say why `perf script` must read it instead
 //! (pipe-mode, compressed or directory recordings, another architecture), or refuse a broken
 //! file in one line naming it.
 
 use super::error::PerfDataError;
 use super::file::PerfData;
+use super::fold::FoldedStacks;
 use super::resolve::SymbolOptions;
 use crate::error::usage;
 use crate::out::say;
@@ -16,7 +17,7 @@ use std::path::Path;
 #[derive(Debug)]
 pub enum Native {
     /// The folded stacks, and the samples `perf script` would print (every event's).
-    Folded { text: String, samples: u64 },
+    Folded { stacks: FoldedStacks, samples: u64 },
     /// A valid recording this reader does not handle: why (read it with `perf script`).
     Fallback(String),
 }
@@ -44,7 +45,7 @@ pub fn fold_file(
             }
             Ok(Native::Folded {
                 samples: p.samples + p.skipped_samples,
-                text: p.folded,
+                stacks: p.folded,
             })
         }
         Err(e) => refuse(input, e),
