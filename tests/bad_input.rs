@@ -204,6 +204,10 @@ fn output_files(d: &Path) {
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::copy(fake_perf(), open.join("perf")).unwrap();
+    // A directory reached through one others can write; an earlier demo's flame graph.
+    std::fs::create_dir(open.join("sub")).unwrap();
+    std::fs::create_dir(d.join("olddemo")).unwrap();
+    write(&d.join("olddemo/flame.svg"), "an earlier demo's graph\n");
 }
 
 /// A scratch directory holding every file the table names, open to `nobody` for reading.

@@ -1,8 +1,9 @@
 //! Under sudo, and two runs beside other tools, against the real machine as root:
 //! a link planted between the rotation and the hand-over (a deterministic failpoint stops the
 //! run there), untrusted binaries, modes and owners of what a run leaves, the run lock, the
-//! stats fallback's state file, and the `--attach-cmd` loader's end. Root only (a failure
-//! under CI=true, a skip elsewhere).
+//! stats fallback's state file, the `--attach-cmd` loader's end, and another user's
+//! directories, links and planted programs on the way to what root writes, loads and runs.
+//! Root only (a failure under CI=true, a skip elsewhere).
 
 mod common;
 use common::runs::*;
@@ -573,4 +574,296 @@ fn a_sysctl_changed_by_someone_else_during_the_run_is_left_with_a_warning() {
         "{err}"
     );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
+}
+
+// Another user against root: a swapped object, output directories reached through other
+// users' links or swapped after the start, PATH lookups after the check, and perf's build-id
+// cache.
+
+/// A directory at `p` (made) owned by `uid`, mode 0755.
+fn dir_of(p: &Path, uid: u32) -> PathBuf {
+    std::fs::create_dir_all(p).unwrap();
+    std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_path_buf()
+}
+
+/// A link at `link` to `target`, owned by `uid` (as another user would have made it).
+fn link_of(target: &Path, link: &Path, uid: u32) {
+    std::os::unix::fs::symlink(target, link).unwrap();
+    std::os::unix::fs::lchown(link, Some(uid), Some(uid)).unwrap();
+}
+
+/// The names in `d`, sorted.
+fn names_in(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// As [`finish`], continuing the run each time a `stop:` failpoint met again stops it.
+fn finish_continuing(mut c: Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while c.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end in time");
+        kill(c.id(), libc::SIGCONT);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(c)
+}
+
+/// The run started with `failpoint`, stdout dropped, stderr piped.
+fn spawn_with(mut c: std::process::Command, failpoint: &str) -> Child {
+    c.env("EBPF_PROF_FAILPOINT", failpoint)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// demo writes hook.bpf.o for the user and loads the bytes it holds: an object renamed over
+/// the file between the write and the loads (a failpoint stops the run there, as an inotify
+/// watcher would act) is never what root loads, measures or records.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn demo_loads_its_object_from_memory_not_a_file_swapped_in_after_the_write() {
+    if !need_root("demo_loads_its_object_from_memory_not_a_file_swapped_in_after_the_write") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let args = ["demo", "--dir", "demo", "-n", "20000", "--cost-time", "1s"];
+    let child = spawn_with(ebpf_prof(&args, d.path()), "stop:demo:object-written");
+    let pid = child.id();
+    wait_stopped(pid);
+    let _resume = Resume(pid);
+    let evil = d.path().join("demo/demo.evil");
+    std::fs::write(&evil, b"\x7fELF an attacker's object").unwrap();
+    std::fs::rename(&evil, d.path().join("demo/hook.bpf.o")).unwrap();
+    kill(pid, libc::SIGCONT);
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "the swapped file was read: {err}");
+    assert!(err.contains("_tail_call_security_check ["), "{err}");
+    assert!(err.contains("_enforce_access_policy ["), "{err}");
+    assert!(!bpf_symbol_loaded("_tail_call_security_check"));
+}
+
+/// demo's directory: one under a directory of another user's is refused before anything is
+/// written; flame.svg or hook.bpf.o of an earlier demo are replaced only with --force.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn demo_refuses_another_users_parent_and_replaces_its_files_only_with_force() {
+    if !need_root("demo_refuses_another_users_parent_and_replaces_its_files_only_with_force") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let shared = dir_of(&d.path().join("shared"), NOBODY);
+    let r = run(ebpf_prof(&["demo", "--dir", "shared/demo"], d.path()));
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("shared belongs to uid 65534"), "{r:?}");
+    assert!(names_in(&shared).is_empty(), "{r:?}");
+    std::fs::create_dir(d.path().join("demo")).unwrap();
+    for name in ["flame.svg", "hook.bpf.o"] {
+        let mine = d.path().join("demo").join(name);
+        std::fs::write(&mine, "mine").unwrap();
+        let r = run(ebpf_prof(&["demo", "--dir", "demo"], d.path()));
+        assert_eq!(r.code(), Some(2), "{r:?}");
+        let want = format!("error: demo/{name} exists: pass --force to replace it");
+        assert!(r.stderr().contains(&want), "{r:?}");
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
+        std::fs::remove_file(&mine).unwrap();
+    }
+    // With --force the run goes on: stopped by a panic right after it rewrote the object.
+    let object = d.path().join("demo/hook.bpf.o");
+    std::fs::write(&object, "mine").unwrap();
+    let mut c = ebpf_prof(&["demo", "--dir", "demo", "--force"], d.path());
+    c.env("EBPF_PROF_FAILPOINT", "demo:object-written");
+    let r = run(c);
+    assert_eq!(r.code(), Some(101), "{r:?}");
+    assert!(
+        std::fs::read(&object).unwrap().starts_with(b"\x7fELF"),
+        "{r:?}"
+    );
+}
+
+/// `overhead --keep DIR` and `--profile DIR`: another user's link to a root-only directory is
+/// refused; a directory swapped for a link after the start (a failpoint stops the run at its
+/// first attached round) receives nothing, the rounds go to the directory opened at the start
+/// and the profiles are not recorded.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn overhead_output_dirs_refuse_other_users_links_and_get_nothing_once_swapped() {
+    if !need_root("overhead_output_dirs_refuse_other_users_links_and_get_nothing_once_swapped") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let root_only = d.path().join("rootdir");
+    std::fs::create_dir(&root_only).unwrap();
+    std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let att = dir_of(&d.path().join("att"), NOBODY);
+    link_of(&root_only, &att.join("out"), NOBODY);
+    for flag in ["--keep", "--profile"] {
+        let args = [
+            "overhead", "--aa", "--rounds", "2", "-n", "1000", flag, "att/out",
+        ];
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(2), "{r:?}");
+        assert!(r.stderr().contains("att belongs to uid 65534"), "{r:?}");
+        assert!(names_in(&root_only).is_empty(), "{r:?}");
+    }
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let victim = d.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    for (flag, want) in [("--keep", Some(0)), ("--profile", Some(2))] {
+        let dir = d.path().join("out");
+        let args = [
+            "overhead",
+            "--load",
+            "hook.bpf.o",
+            "--rounds",
+            "2",
+            "-n",
+            "1000",
+        ];
+        let mut c = ebpf_prof(&args, d.path());
+        c.args([flag, "out"]);
+        let child = spawn_with(c, "stop:overhead:attached");
+        wait_stopped(child.id());
+        let _resume = Resume(child.id());
+        let moved = d.path().join(format!("moved{flag}"));
+        std::fs::rename(&dir, &moved).unwrap();
+        std::os::unix::fs::symlink(&victim, &dir).unwrap();
+        let (code, err) = finish_continuing(child);
+        assert_eq!(code, want, "{flag}: {err}");
+        assert!(names_in(&victim).is_empty(), "{flag}: {err}");
+        std::fs::remove_file(&dir).unwrap();
+        if flag == "--keep" {
+            assert!(moved.join("base-1.samples").is_file(), "{err}");
+        } else {
+            assert!(err.contains("out was replaced during the run"), "{err}");
+        }
+    }
+}
+
+/// `record -o` through another user's link (`att/out → rootdir`) is refused before anything
+/// changes: the run, failing or not, creates nothing in root's directory and deletes nothing
+/// there (main's rotation removed rootdir/perf.data.old).
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_output_through_another_users_link_is_refused_and_deletes_nothing() {
+    if !need_root("record_output_through_another_users_link_is_refused_and_deletes_nothing") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let root_only = d.path().join("rootdir");
+    std::fs::create_dir(&root_only).unwrap();
+    std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(root_only.join("perf.data.old"), "mine").unwrap();
+    let att = dir_of(&d.path().join("att"), NOBODY);
+    link_of(&root_only, &att.join("out"), NOBODY);
+    let args = [
+        "record",
+        "--allow-no-bpf",
+        "-n",
+        "2000",
+        "-o",
+        "att/out/perf.data",
+        "--perf-arg=--no-such-option",
+    ];
+    let r = run(ebpf_prof(&args, d.path()));
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(r.stderr().contains("att belongs to uid 65534"), "{r:?}");
+    assert_eq!(names_in(&root_only), ["perf.data.old"], "{r:?}");
+    let kept = std::fs::read_to_string(root_only.join("perf.data.old")).unwrap();
+    assert_eq!(kept, "mine");
+}
+
+/// taskset and chrt, and what an `--attach-cmd` wrapper runs, are run by the absolute paths
+/// that were checked: a file planted after the check in a PATH directory ahead of the checked
+/// one (a world-writable one that held nothing of that name then) never runs.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_helper_planted_on_path_after_the_check_never_runs() {
+    if !need_root("a_helper_planted_on_path_after_the_check_never_runs") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let open = d.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let trusted = dir_of(&d.path().join("trusted"), 0);
+    let path = format!(
+        "{}:{}:/usr/sbin:/usr/bin:/sbin:/bin",
+        open.display(),
+        trusted.display()
+    );
+    let mut c = ebpf_prof(&["record", "--allow-no-bpf", "-n", "2000"], d.path());
+    c.env("PATH", &path);
+    let child = spawn_with(c, "stop:record:after-rotate");
+    wait_stopped(child.id());
+    let _resume = Resume(child.id());
+    let marker = plant(&open, "taskset", "exec /usr/bin/taskset \"$@\"");
+    plant(&open, "chrt", "exec /usr/bin/chrt \"$@\"");
+    kill(child.id(), libc::SIGCONT);
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !marker.exists(),
+        "the planted taskset or chrt ran as root: {err}"
+    );
+    std::fs::remove_file(open.join("taskset")).unwrap();
+    std::fs::remove_file(open.join("chrt")).unwrap();
+    plant(&trusted, "myloader", "exit 1");
+    std::fs::remove_file(trusted.join("pwned")).ok();
+    let args = ["overhead", "--attach-cmd", "taskset -c 0 myloader"];
+    let mut c = ebpf_prof(&args, d.path());
+    c.args(["--rounds", "2", "-n", "1000"]).env("PATH", &path);
+    let child = spawn_with(c, "stop:loader:checked");
+    wait_stopped(child.id());
+    let _resume = Resume(child.id());
+    plant(&open, "myloader", "sleep 1");
+    let (code, err) = finish_continuing(child);
+    assert_ne!(code, Some(0), "the loader exits at once: {err}");
+    assert!(!marker.exists(), "the planted loader ran as root: {err}");
+}
+
+/// perf runs with --no-buildid-cache: a recording with HOME a 0755 directory (as under
+/// `sudo -E`) leaves no copy of /proc/kallsyms there that others could read.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_leaves_no_kallsyms_for_others_in_perfs_build_id_cache() {
+    if !need_root("record_leaves_no_kallsyms_for_others_in_perfs_build_id_cache") {
+        return;
+    }
+    let _s = serial();
+    let d = open_tempdir();
+    let home = dir_of(&d.path().join("home"), 0);
+    let mut c = ebpf_prof(&["record", "--allow-no-bpf", "-n", "20000"], d.path());
+    c.env("HOME", &home).env_remove("PERF_BUILDID_DIR");
+    let r = run(c);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let mut pending = vec![home.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(entry.path()).unwrap();
+            if m.is_dir() {
+                pending.push(entry.path());
+            } else if m.mode() & 0o004 != 0 {
+                let text = std::fs::read(entry.path()).unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                assert!(
+                    !text.contains(" T _text") && !text.contains(" t bpf_prog_"),
+                    "{} holds kernel addresses and others can read it",
+                    entry.path().display()
+                );
+            }
+        }
+    }
 }

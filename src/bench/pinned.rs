@@ -4,18 +4,45 @@
 
 use crate::error::usage;
 use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The two helpers of a pinned run, by the paths they are run by: absolute paths found on
+/// `PATH` and checked once (`perf::trust::pinned_helpers`), so that what runs is what was
+/// checked, whatever appears on `PATH` later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinTools {
+    pub taskset: PathBuf,
+    /// `chrt`: present whenever the run is at SCHED_FIFO.
+    pub chrt: Option<PathBuf>,
+}
+
+impl PinTools {
+    /// The helpers by their bare names, as a command line is shown in examples and tests.
+    pub fn by_name() -> PinTools {
+        PinTools {
+            taskset: "taskset".into(),
+            chrt: Some("chrt".into()),
+        }
+    }
+}
 
 /// `taskset -c CPUS [chrt -f PRIORITY] COMMAND…`: pinned to `cpus` (comma-separated), at
-/// SCHED_FIFO `priority` unless `None` (`--no-fifo`).
-pub fn argv(cpus: &[u32], priority: Option<u8>, command: &[OsString]) -> Vec<OsString> {
+/// SCHED_FIFO `priority` unless `None` (`--no-fifo`), each helper run by its path in `tools`.
+pub fn argv(
+    tools: &PinTools,
+    cpus: &[u32],
+    priority: Option<u8>,
+    command: &[OsString],
+) -> Vec<OsString> {
     let list = cpus
         .iter()
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let mut a: Vec<OsString> = vec!["taskset".into(), "-c".into(), list.into()];
+    let mut a: Vec<OsString> = vec![tools.taskset.clone().into(), "-c".into(), list.into()];
     if let Some(p) = priority {
-        a.extend(["chrt".into(), "-f".into(), p.to_string().into()]);
+        let chrt = tools.chrt.clone().unwrap_or_else(|| PathBuf::from("chrt"));
+        a.extend([chrt.into(), "-f".into(), p.to_string().into()]);
     }
     a.extend(command.iter().cloned());
     a
@@ -59,7 +86,7 @@ mod tests {
             (&[1, 0], Some(99), "taskset -c 1,0 chrt -f 99 ./b x"),
         ];
         for (cpus, prio, want) in cases {
-            let got: Vec<String> = argv(cpus, *prio, &cmd)
+            let got: Vec<String> = argv(&PinTools::by_name(), cpus, *prio, &cmd)
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();

@@ -161,6 +161,25 @@ pub enum ObjectSource<'a> {
     },
 }
 
+/// A BPF object read into memory once: every load is from these bytes, never from the file
+/// again, so nothing swapped in at its path afterwards is what gets loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectBytes {
+    /// The name messages use (the file's name, or the sample hook's).
+    pub name: String,
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+impl ObjectBytes {
+    /// Where loads of it come from.
+    pub fn source(&self) -> ObjectSource<'_> {
+        ObjectSource::Bytes {
+            name: &self.name,
+            bytes: &self.bytes,
+        }
+    }
+}
+
 /// One loaded program.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ProgramInfo {

@@ -484,6 +484,9 @@ pub struct DemoArgs {
     /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
     #[arg(long, value_parser = OpParser::WITH_AUTO)]
     pub op: Option<OpArg>,
+    /// Replace flame.svg and hook.bpf.o of an earlier demo in --dir.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub perf: PerfArgs,
 }

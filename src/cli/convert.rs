@@ -181,6 +181,7 @@ impl From<DemoArgs> for commands::demo::DemoOptions {
             freq: a.freq,
             priority: (!a.no_fifo).then_some(a.priority),
             cost_time: Duration::from_secs_f64(a.cost_time),
+            force: a.force,
         }
     }
 }
@@ -288,6 +289,7 @@ fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::O
         json: a.json,
         plot: a.plot,
         keep: a.keep,
+        opened: Default::default(),
         gates: commands::overhead::Gates {
             max_p50_ns: a.max_p50_ns,
             max_p99_ns: a.max_p99_ns,

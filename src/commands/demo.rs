@@ -4,7 +4,7 @@
 //! detached at the end.
 
 use crate::bench::choose::OpChoice;
-use crate::bpf::ObjectSource;
+use crate::bpf::ObjectBytes;
 use crate::error::usage;
 use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
@@ -13,11 +13,17 @@ use crate::perf::PerfChoice;
 use crate::profile::Profile;
 use crate::recording::{self, Load, RecordOptions, Recorded};
 use crate::report::lines::HotLine;
-use crate::runfiles::{write_file, Existing, Owner};
+use crate::runfiles::{Contents, Existing, OutputDir, Owner};
 use crate::stats::Comparison;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The files demo writes into its directory itself (perf.data and its sidecars are rotated as
+/// `record` rotates them).
+const OWN_FILES: [&str; 2] = [SVG_NAME, OBJECT_NAME];
+const SVG_NAME: &str = "flame.svg";
+const OBJECT_NAME: &str = "hook.bpf.o";
 
 /// What `demo` takes.
 #[derive(Debug, Clone)]
@@ -36,6 +42,8 @@ pub struct DemoOptions {
     /// Time budget of the cost measurement.
     pub cost_time: Duration,
     pub perf: PerfChoice,
+    /// Replace the flame graph and the object of an earlier demo in `dir` (`--force`).
+    pub force: bool,
 }
 
 /// The sample hook's program names, as the record filter.
@@ -48,12 +56,13 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
             "demo loads a BPF program and sets sysctls: run it with sudo",
         ));
     }
-    let owner = Owner::from_sudo_env();
-    crate::runfiles::prepare_dir(&opts.dir, owner)?;
+    let dir = OutputDir::open(&opts.dir, Owner::from_sudo_env(), Contents::Any)?;
+    refuse_to_replace(&dir, opts.force)?;
     let cpu = crate::host::cpu::default_cpu(&crate::host::Host::live()).context("no online CPU")?;
-    let object = object(opts)?;
+    let (object, shown) = object(opts, &dir)?;
+    crate::failpoint::hit("demo:object-written");
     let (op, chosen) = crate::bpf::choice::for_object(
-        ObjectSource::Path(&object),
+        object.source(),
         &opts.op,
         opts.op_choice,
         Path::new("/etc/hostname"),
@@ -75,10 +84,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         op: op.clone(),
         op_choice: OpChoice::Given,
         filter: opts.load.is_none().then(|| HOOK_FILTER.into()),
-        load: match &opts.load {
-            Some(p) => Load::Object(p.clone()),
-            None => Load::SampleHook,
-        },
+        load: Load::InMemory(object.clone()),
         perf: opts.perf.clone(),
         ..RecordOptions::defaults(Scope::Bench)
     })?;
@@ -86,12 +92,12 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
     // One pass folds the stacks and aggregates the hot lines, as `report` reads the file.
     let (profile, hot) =
         crate::report::lines::load_with_hot_lines(&recorded.files.data, None, &opts.perf)?;
-    let svg = opts.dir.join("flame.svg");
-    write_svg(&svg, &profile, &recorded, &hook_name(opts))?;
+    let svg = opts.dir.join(SVG_NAME);
+    write_svg(&dir, &profile, &recorded, &hook_name(opts), opts.force)?;
     let measured = Cost {
         comparison: &cost,
         op: op.operation().name(),
-        object: &object,
+        object: &shown,
     };
     summarise(&recorded, &measured, (&profile, hot.as_deref()), &svg, opts)
 }
@@ -103,17 +109,37 @@ struct Cost<'a> {
     object: &'a Path,
 }
 
-/// The object the demo measures: the user's (`--load`), or the sample hook this kernel runs,
-/// written into the demo's directory.
-fn object(opts: &DemoOptions) -> Result<PathBuf> {
-    if let Some(p) = &opts.load {
-        crate::bpf::check_object(p)?;
-        return Ok(p.clone());
+/// Without `--force`, refuse before anything runs to replace what an earlier demo wrote.
+fn refuse_to_replace(dir: &OutputDir, force: bool) -> Result<()> {
+    match OWN_FILES.iter().find(|name| dir.holds(name)) {
+        Some(name) if !force => Err(usage(format!(
+            "{} exists: pass --force to replace it, or pick another --dir",
+            dir.shown().join(name).display()
+        ))),
+        _ => Ok(()),
     }
-    let object = opts.dir.join("hook.bpf.o");
-    let (_, bytes) = crate::bpf::sample_hook_for_this_kernel();
-    write_file(&object, bytes, Existing::Replace)?;
-    Ok(object)
+}
+
+/// The object the demo measures, read into memory once, and the path it is shown by: the
+/// user's (`--load`), or the sample hook this kernel runs, also written into the demo's
+/// directory for the user's own runs. Every load is from the bytes, never from a file again.
+fn object(opts: &DemoOptions, dir: &OutputDir) -> Result<(ObjectBytes, PathBuf)> {
+    if let Some(p) = &opts.load {
+        // Read once through the opener every object path goes through (no FIFO, no device).
+        let bytes = crate::input::read_whole(p, crate::input::Role::BpfObject)?;
+        let object = ObjectBytes {
+            name: hook_name(opts),
+            bytes: bytes.into(),
+        };
+        return Ok((object, p.clone()));
+    }
+    let (name, bytes) = crate::bpf::sample_hook_for_this_kernel();
+    dir.write(OBJECT_NAME, bytes, Existing::replace_if(opts.force))?;
+    let object = ObjectBytes {
+        name: name.into(),
+        bytes: bytes.into(),
+    };
+    Ok((object, opts.dir.join(OBJECT_NAME)))
 }
 
 /// "the sample hook", or the user's object by its file name.
@@ -127,7 +153,13 @@ fn hook_name(opts: &DemoOptions) -> String {
     }
 }
 
-fn write_svg(path: &Path, profile: &Profile, rec: &Recorded, hook: &str) -> Result<()> {
+fn write_svg(
+    dir: &OutputDir,
+    profile: &Profile,
+    rec: &Recorded,
+    hook: &str,
+    force: bool,
+) -> Result<()> {
     let opts = FlameOptions {
         title: rec.record.title(),
         subtitle: Some(format!("ebpf-prof demo: {hook}; {LEGEND}")),
@@ -135,7 +167,7 @@ fn write_svg(path: &Path, profile: &Profile, rec: &Recorded, hook: &str) -> Resu
     };
     let mut svg = Vec::new();
     render(&profile.stacks, &opts, &mut svg)?;
-    write_file(path, &svg, Existing::Replace)
+    dir.write(SVG_NAME, &svg, Existing::replace_if(force))
 }
 
 fn summarise(

@@ -38,6 +38,8 @@ pub enum ArmSpec {
     Detached,
     /// A libbpf-style object, attached by its SEC() names.
     Object(PathBuf),
+    /// The same, read into memory once and loaded from there each time.
+    InMemory(bpf::ObjectBytes),
     /// The user's loader, started for the round and stopped by its pid after.
     Command(Loader),
 }
@@ -51,7 +53,17 @@ impl ArmSpec {
                 || p.display().to_string(),
                 |f| f.to_string_lossy().into_owned(),
             ),
+            ArmSpec::InMemory(object) => object.name.clone(),
             ArmSpec::Command(loader) => loader.label(),
+        }
+    }
+
+    /// The object this arm loads, when it loads one itself.
+    pub fn object(&self) -> Option<ObjectSource<'_>> {
+        match self {
+            ArmSpec::Object(p) => Some(ObjectSource::Path(p)),
+            ArmSpec::InMemory(object) => Some(object.source()),
+            ArmSpec::Detached | ArmSpec::Command(_) => None,
         }
     }
 }
@@ -127,16 +139,20 @@ impl Drop for Reaper {
 }
 
 impl Arm {
+    /// The object of `source` loaded, its programs off their hooks.
+    fn loaded(source: ObjectSource<'_>) -> Result<Arm> {
+        let mut a = bpf::attach(source)?;
+        a.detach();
+        Ok(Arm::Object(Reaper::default(), a, None))
+    }
+
     /// Make `spec` ready: load its object (checking it attaches), or just keep the loader's
     /// argv. Its links are dropped in place until [`Arm::overlap_with`].
     pub fn prepare(spec: &ArmSpec) -> Result<Arm> {
         match spec {
             ArmSpec::Detached => Ok(Arm::Detached),
-            ArmSpec::Object(p) => {
-                let mut a = bpf::attach(ObjectSource::Path(p))?;
-                a.detach();
-                Ok(Arm::Object(Reaper::default(), a, None))
-            }
+            ArmSpec::Object(p) => Arm::loaded(ObjectSource::Path(p)),
+            ArmSpec::InMemory(object) => Arm::loaded(object.source()),
             ArmSpec::Command(loader) => Ok(Arm::Command(loader.clone())),
         }
     }

@@ -10,7 +10,7 @@ use super::ran::{self, Ran};
 use super::runner::BenchRun;
 use super::OverheadOptions;
 use crate::bench::choose::{Chosen, OpChoice};
-use crate::bpf::{self, ObjectSource};
+use crate::bpf;
 use crate::out::say;
 use crate::signals::Interrupts;
 use anyhow::Result;
@@ -55,16 +55,17 @@ fn attach_points(
     let mut points = Vec::new();
     let mut any = false;
     for spec in [specs.0, specs.1] {
-        match spec {
-            ArmSpec::Detached => {}
-            ArmSpec::Object(path) => {
-                any = true;
-                for p in bpf::object_programs(ObjectSource::Path(path))? {
-                    if !points.contains(&p) {
-                        points.push(p);
-                    }
+        if let Some(source) = spec.object() {
+            any = true;
+            for p in bpf::object_programs(source)? {
+                if !points.contains(&p) {
+                    points.push(p);
                 }
             }
+            continue;
+        }
+        match spec {
+            ArmSpec::Detached | ArmSpec::Object(_) | ArmSpec::InMemory(_) => {}
             // Its points are needed to choose the operation, or the unrelated one of
             // --side-cost; a loader is slow to start, so not otherwise.
             ArmSpec::Command(_)

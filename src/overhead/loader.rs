@@ -69,11 +69,11 @@ impl Loader {
     /// loader, and its programs or why the wait ended without them (the caller stops it then).
     pub fn start(&self) -> Result<(Child, Result<Vec<LoadedProgram>>)> {
         let line = self.line();
-        let program =
-            crate::perf::trust::program(std::ffi::OsStr::new(&self.argv[0]), "--attach-cmd")?;
+        let argv = checked_argv(&self.argv)?;
+        crate::failpoint::hit("loader:checked");
         let before: BTreeSet<u32> = bpf::loaded_programs()?.iter().map(|p| p.id).collect();
-        let mut cmd = Command::new(program);
-        cmd.args(&self.argv[1..])
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -268,9 +268,53 @@ pub fn final_program(argv: &[String]) -> String {
     argv.first().cloned().unwrap_or_default()
 }
 
+/// Wrappers whose command runs in another file system view (another mount namespace, another
+/// root): its program cannot be checked from here, so it is left for the wrapper to find.
+const OTHER_ROOT: &[&str] = &["nsenter", "chroot", "-R", "--root"];
+
+/// `argv` with its program, and each program its wrappers run in turn, replaced by the absolute
+/// path found on `PATH` and checked as root (`perf::trust::program`): `taskset -c 0 my-loader`
+/// runs as `/usr/bin/taskset -c 0 /usr/local/bin/my-loader`, so a file planted later in an
+/// earlier `PATH` directory is never what a wrapper starts. A shell's script is the shell's own
+/// to look up.
+pub fn checked_argv(argv: &[String]) -> Result<Vec<String>> {
+    let mut words = argv.to_vec();
+    let mut at = 0;
+    while let Some(first) = words.get(at) {
+        let name = first.rsplit('/').next().unwrap_or(first).to_string();
+        let found = crate::perf::trust::program(std::ffi::OsStr::new(first), "--attach-cmd")?;
+        words[at] = found.into_os_string().into_string().map_err(|p| {
+            usage(format!(
+                "--attach-cmd: {} is not a UTF-8 path",
+                std::path::Path::new(&p).display()
+            ))
+        })?;
+        let Some((_, valued, plain)) = WRAPPERS.iter().find(|(w, _, _)| *w == name) else {
+            break;
+        };
+        let rest = &words[at + 1..];
+        let start = wrapped_start(rest, valued, *plain, name == "env");
+        let elsewhere = std::iter::once(&name).chain(&rest[..start]);
+        if elsewhere
+            .into_iter()
+            .any(|w| OTHER_ROOT.contains(&w.as_str()))
+        {
+            break;
+        }
+        at += 1 + start;
+    }
+    Ok(words)
+}
+
 /// The words after a wrapper's options (`valued` take the next word; `plain` positional words
 /// are skipped; for `env`, VAR=VALUE words too).
 fn after_wrapper(words: &[String], valued: &[&str], plain: usize, env: bool) -> Vec<String> {
+    let start = wrapped_start(words, valued, plain, env);
+    words.get(start..).unwrap_or_default().to_vec()
+}
+
+/// Where the wrapped command starts in the words after a wrapper (see [`after_wrapper`]).
+fn wrapped_start(words: &[String], valued: &[&str], plain: usize, env: bool) -> usize {
     let mut i = 0;
     let mut positional = 0;
     while i < words.len() {
@@ -290,7 +334,7 @@ fn after_wrapper(words: &[String], valued: &[&str], plain: usize, env: bool) -> 
             break;
         }
     }
-    words.get(i..).unwrap_or_default().to_vec()
+    i.min(words.len())
 }
 
 /// The last command of `sh … -c SCRIPT`'s script, as words.
@@ -312,6 +356,33 @@ mod tests {
 
     fn words(line: &str) -> Vec<String> {
         shlex::split(line).unwrap()
+    }
+
+    /// Each program a wrapper runs is run by the path that was checked, not found again on
+    /// PATH by the wrapper; a shell's script and what runs in another root are left alone.
+    #[test]
+    fn wrapped_programs_are_run_by_their_checked_paths() {
+        // (line, the words that are programs, resolved to absolute paths with these names)
+        let cases: &[(&str, &[usize])] = &[
+            ("env FOO=1 nice -n 5 timeout 30 true --x", &[0, 2, 5, 7]),
+            ("sh -c 'true; true'", &[0]),
+            ("nsenter -t 1 -m true", &[0]),
+            ("true", &[0]),
+        ];
+        for (line, programs) in cases {
+            let given = words(line);
+            let checked = checked_argv(&given).unwrap();
+            assert_eq!(checked.len(), given.len(), "{line}");
+            for (i, (before, after)) in given.iter().zip(&checked).enumerate() {
+                if programs.contains(&i) {
+                    let p = std::path::Path::new(after);
+                    assert!(p.is_absolute(), "{line}: word {i} is {after}");
+                    assert_eq!(p.file_name().unwrap().to_str(), Some(before.as_str()));
+                } else {
+                    assert_eq!(before, after, "{line}: word {i} changed");
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::bench::OpKind;
 use crate::error::{check, usage};
 use crate::host::{cpu, security, Host};
 use crate::out::say;
+use crate::runfiles::{Contents, OutputDir, Owner};
 use crate::signals::Interrupts;
 use crate::stats::{self, CompareOptions, Comparison, GateResult};
 use anyhow::{Context, Result};
@@ -144,6 +145,8 @@ pub struct OverheadOptions {
     pub watch_names: Vec<String>,
     /// Record one profile per arm here after the latency rounds (for `ebpf-prof diff`).
     pub profile: Option<PathBuf>,
+    /// `keep` and `profile` as opened at the start ([`OpenedDirs`]); empty until then.
+    pub opened: OpenedDirs,
     /// Also write the JSON document (as `--json` prints it) to this file.
     pub export_json: Option<PathBuf>,
     /// Also write the table as Markdown to this file.
@@ -151,6 +154,32 @@ pub struct OverheadOptions {
 }
 
 pub use sweep::{Sweep, SweepParam};
+
+/// `--keep DIR` and `--profile DIR`, opened once before measuring (see
+/// `runfiles::OutputDir`): every file goes through these open directories, never through the
+/// paths again, so a directory swapped for a link after the start receives nothing.
+#[derive(Debug, Clone, Default)]
+pub struct OpenedDirs {
+    pub keep: Option<std::sync::Arc<OutputDir>>,
+    pub profile: Option<std::sync::Arc<OutputDir>>,
+}
+
+impl OpenedDirs {
+    /// Open the directories `o` names: new or empty, as root no link or directory of another
+    /// user's on the way (made when missing, and handed to the sudo user).
+    fn open(o: &OverheadOptions) -> Result<OpenedDirs> {
+        let open = |dir: &Option<PathBuf>| -> Result<Option<std::sync::Arc<OutputDir>>> {
+            dir.as_deref()
+                .map(|d| OutputDir::open(d, Owner::from_sudo_env(), Contents::Empty))
+                .transpose()
+                .map(|d| d.map(std::sync::Arc::new))
+        };
+        Ok(OpenedDirs {
+            keep: open(&o.keep)?,
+            profile: open(&o.profile)?,
+        })
+    }
+}
 
 impl OverheadOptions {
     /// The defaults of `overhead --load OBJ`, pinned to `cpu` at `priority`, for `budget`.
@@ -184,6 +213,7 @@ impl OverheadOptions {
             watch_ids: Vec::new(),
             watch_names: Vec::new(),
             profile: None,
+            opened: OpenedDirs::default(),
             export_json: None,
             export_markdown: None,
         }
@@ -193,7 +223,7 @@ impl OverheadOptions {
 /// The cost of `load` against nothing at the defaults, within `budget` (what `demo` reports):
 /// the comparison only, nothing printed but progress.
 pub fn hook_cost(
-    load: &Path,
+    load: &crate::bpf::ObjectBytes,
     op: &OpKind,
     cpu: u32,
     priority: Option<u8>,
@@ -202,11 +232,11 @@ pub fn hook_cost(
     let o = OverheadOptions {
         op: op.clone(),
         op_choice: OpChoice::Given,
-        ..OverheadOptions::for_load(load, cpu, priority, budget)
+        ..OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
     };
     let ints = Interrupts::install()?;
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
-    let specs = (ArmSpec::Detached, ArmSpec::Object(load.to_path_buf()));
+    let specs = (ArmSpec::Detached, ArmSpec::InMemory(load.clone()));
     Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), None, &ints)?.comparison)
 }
 
@@ -336,7 +366,7 @@ fn bench_run(
     workers: usize,
     ws: Option<&WorkingSet>,
 ) -> Result<BenchRun> {
-    crate::perf::trust::pinned_helpers(o.priority.is_some())?;
+    let tools = crate::perf::trust::pinned_helpers(o.priority.is_some())?;
     let command = if o.bench.is_empty() {
         let me = std::env::current_exe().context("cannot find the ebpf-prof executable")?;
         let mut c: Vec<OsString> = vec![
@@ -366,6 +396,7 @@ fn bench_run(
         command,
         cpus,
         priority: o.priority,
+        tools,
         builtin: o.bench.is_empty(),
     })
 }
@@ -485,9 +516,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         Ok,
     )?;
     cpu::validate(&host, cpu)?;
-    for d in o.keep.iter().chain(o.profile.iter()) {
-        output::prepare_keep(d)?;
-    }
+    let opened = OpenedDirs::open(o)?;
     for p in [&o.plot, &o.export_json, &o.export_markdown]
         .into_iter()
         .flatten()
@@ -496,7 +525,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     }
     let watch = watched_maps(o)?;
     let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
-    let o = &resolved;
+    let o = &OverheadOptions { opened, ..resolved };
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, (&host, cpu), (&base, &treat), &watch, &ints);
     }
@@ -513,7 +542,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
         &ints,
     )?;
     done.report.emit(o, &done.rounds)?;
-    if let Some(dir) = &o.profile {
+    if let Some(dir) = &o.opened.profile {
         profile::record_arms(dir, [("base", &base), ("treat", &treat)], &done.bench)?;
     }
     gate_exit(&done.report.gates)

@@ -8,9 +8,9 @@ use super::runner::ClockCost;
 use super::{Measured, OverheadOptions};
 use crate::error::usage;
 use crate::plot::{cdf_svg, CdfSeries, PlotOptions};
-use crate::runfiles::Owner;
+use crate::runfiles::{Existing, OutputDir};
 use crate::stats::{self, Comparison, GateResult, Summary};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use std::path::Path;
 
@@ -225,7 +225,7 @@ impl Report {
         if let Some(p) = &o.plot {
             self.plot(p, r)?;
         }
-        if let Some(dir) = &o.keep {
+        if let Some(dir) = &o.opened.keep {
             keep(dir, r)?;
         }
         Ok(())
@@ -547,40 +547,20 @@ fn pooled_clause(c: &stats::Comparison) -> String {
     )
 }
 
-/// Check `--keep DIR` before measuring: it may exist (empty) or will be created.
-pub fn prepare_keep(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        let empty = std::fs::read_dir(dir)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false);
-        if !dir.is_dir() || !empty {
-            return Err(usage(format!(
-                "{}: must be a new or empty directory",
-                dir.display()
-            )));
-        }
-    } else {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        if let Some(o) = Owner::from_sudo_env() {
-            o.give(dir)?;
-        }
-    }
-    Ok(())
-}
-
-/// Every round's samples as `base-N.samples` / `treat-N.samples`.
-fn keep(dir: &Path, r: &Rounds) -> Result<()> {
+/// Every round's samples as `base-N.samples` / `treat-N.samples`, written through the
+/// directory opened at the start.
+fn keep(dir: &OutputDir, r: &Rounds) -> Result<()> {
     for (name, rounds) in [("base", &r.base), ("treat", &r.treat)] {
         for (i, s) in rounds.samples.iter().enumerate() {
             let mut buf = Vec::new();
             crate::bench::write_samples(&mut buf, s)?;
-            write_user_file(&dir.join(format!("{name}-{}.samples", i + 1)), &buf)?;
+            dir.write(&format!("{name}-{}.samples", i + 1), &buf, Existing::Keep)?;
         }
     }
     // Which pairs each load of the objects held, and in which order it was made: what
     // scripts/fit-load-model.py reads beside the rounds.
     let loads = serde_json::to_string_pretty(&r.loads)? + "\n";
-    write_user_file(&dir.join("loads.json"), loads.as_bytes())
+    dir.write("loads.json", loads.as_bytes(), Existing::Keep)
 }
 
 #[cfg(test)]

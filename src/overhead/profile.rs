@@ -8,19 +8,21 @@ use crate::out::say;
 use crate::perf::record::Scope;
 use crate::perf::PerfChoice;
 use crate::recording::{self as record, Load, RecordOptions};
+use crate::runfiles::OutputDir;
 use anyhow::Result;
-use std::path::Path;
 
 /// Iterations of the built-in bench in each profile, as `record`'s default: the latency rounds
 /// are far too short for a profile (250 openats take under a millisecond: a few samples at 4999 Hz).
 pub const PROFILE_ITERATIONS: usize = 200_000;
 
-/// Record one profile per arm into `dir` (new or empty; checked before measuring).
-pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) -> Result<()> {
+/// Record one profile per arm into `dir` (opened new or empty before measuring). perf writes
+/// by path, so each recording first checks the path still leads to the directory opened then.
+pub fn record_arms(dir: &OutputDir, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) -> Result<()> {
     let bench = &bench.with_iterations(PROFILE_ITERATIONS);
     for (name, spec) in arms {
         let load = match spec {
             ArmSpec::Object(p) => Load::Object(p.clone()),
+            ArmSpec::InMemory(object) => Load::InMemory(object.clone()),
             ArmSpec::Detached | ArmSpec::Command(_) => Load::Nothing,
         };
         // The user's loader runs for the recording; objects are loaded by record itself (after
@@ -33,8 +35,9 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
             Some(a) => Some(a.engage()?),
             None => None,
         };
+        dir.check_still_there()?;
         let opts = RecordOptions {
-            output: dir.join(format!("{name}.data")),
+            output: dir.shown().join(format!("{name}.data")),
             event: "cycles:k".into(),
             freq: 4999,
             cpu: bench.cpus.first().copied(),
@@ -59,7 +62,7 @@ pub fn record_arms(dir: &Path, arms: [(&str, &ArmSpec); 2], bench: &BenchRun) ->
     }
     say(format!(
         "profiles: {0}/base.data, {0}/treat.data; where the extra time goes: ebpf-prof diff {0}/base.data {0}/treat.data > diff.svg",
-        dir.display()
+        dir.shown().display()
     ));
     Ok(())
 }

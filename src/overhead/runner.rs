@@ -19,6 +19,8 @@ pub struct BenchRun {
     pub cpus: Vec<u32>,
     /// SCHED_FIFO priority; `None` without chrt.
     pub priority: Option<u8>,
+    /// The checked taskset and chrt it is started by.
+    pub tools: crate::bench::pinned::PinTools,
     /// Whether `command` is the built-in bench (which can leave its timed operation out).
     pub builtin: bool,
 }
@@ -26,7 +28,7 @@ pub struct BenchRun {
 impl BenchRun {
     /// The full argv: `taskset -c CPU [chrt -f P] CMD…`.
     pub fn argv(&self) -> Vec<OsString> {
-        crate::bench::pinned::argv(&self.cpus, self.priority, &self.command)
+        crate::bench::pinned::argv(&self.tools, &self.cpus, self.priority, &self.command)
     }
 
     /// The built-in bench with `--untimed-only`: only what the loop does outside the span.
@@ -233,6 +235,7 @@ mod tests {
             command: vec!["./b".into(), "x".into()],
             cpus: vec![1],
             priority: Some(99),
+            tools: crate::bench::pinned::PinTools::by_name(),
             builtin: false,
         };
         let s: Vec<_> = r

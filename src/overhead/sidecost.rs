@@ -97,7 +97,7 @@ pub fn run(
         side: side.map(|s| s.report),
     };
     emit(o, &doc, &own.rounds)?;
-    if let Some(dir) = &o.profile {
+    if let Some(dir) = &o.opened.profile {
         super::profile::record_arms(dir, [("base", arms.0), ("treat", arms.1)], &own.bench)?;
     }
     gate_exit(&doc.own.gates)

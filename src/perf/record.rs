@@ -27,6 +27,8 @@ pub struct RecordPlan {
     pub cpu: u32,
     /// SCHED_FIFO priority (chrt -f); `None` runs without chrt.
     pub priority: Option<u8>,
+    /// The checked taskset and chrt the benchmark is started by.
+    pub tools: crate::bench::pinned::PinTools,
     /// The benchmark command and its arguments.
     pub command: Vec<OsString>,
     /// What is profiled: the pinned benchmark, the whole box, or one process.
@@ -57,13 +59,17 @@ impl Scope {
 
 impl RecordPlan {
     /// The full argv, perf first: `perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data
-    /// -- taskset -c CPU chrt -f 99 CMD…`.
+    /// --no-buildid-cache -- taskset -c CPU chrt -f 99 CMD…`. `--no-buildid-cache`: perf would
+    /// otherwise copy /proc/kallsyms, real addresses and all, into `$HOME/.debug` with the
+    /// mode of the directories there (0755 under `sudo -E`); the run's own snapshot serves
+    /// instead.
     pub fn argv(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec![self.perf.clone().into(), "record".into(), "-g".into()];
         a.extend(["--call-graph".into(), self.call_graph.clone().into()]);
         a.extend(["-e".into(), self.event.clone().into()]);
         a.extend(["-F".into(), self.freq.to_string().into()]);
         a.extend(["-o".into(), self.output.clone().into()]);
+        a.push("--no-buildid-cache".into());
         a.extend(self.extra.iter().map(OsString::from));
         match &self.scope {
             Scope::Bench => {}
@@ -78,6 +84,7 @@ impl RecordPlan {
         }
         a.push("--".into());
         a.extend(crate::bench::pinned::argv(
+            &self.tools,
             &[self.cpu],
             self.priority,
             &self.command,
@@ -248,6 +255,7 @@ mod tests {
             extra: vec![],
             cpu: 1,
             priority: Some(99),
+            tools: crate::bench::pinned::PinTools::by_name(),
             command: vec!["./bench".into(), "/etc/hostname".into(), "200000".into()],
             scope: Scope::Bench,
         }
@@ -262,7 +270,7 @@ mod tests {
             .collect();
         assert_eq!(
             line.join(" "),
-            "/usr/bin/perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data -- taskset -c 1 chrt -f 99 ./bench /etc/hostname 200000"
+            "/usr/bin/perf record -g --call-graph fp -e cycles:k -F 997 -o perf.data --no-buildid-cache -- taskset -c 1 chrt -f 99 ./bench /etc/hostname 200000"
         );
     }
 
@@ -276,7 +284,7 @@ mod tests {
         let line = p.display(Path::new("out dir/perf.data.samples"));
         assert!(
             line.contains(
-                "-e cpu-clock:k -F 20000 -o perf.data --no-buildid -- taskset -c 1 ./bench"
+                "-e cpu-clock:k -F 20000 -o perf.data --no-buildid-cache --no-buildid -- taskset -c 1 ./bench"
             ),
             "{line}"
         );
@@ -291,13 +299,19 @@ mod tests {
             duration: Some(30.0),
         };
         let line = p.display(Path::new("x"));
-        assert!(line.ends_with("-o perf.data -a -- sleep 30"), "{line}");
+        assert!(
+            line.ends_with("-o perf.data --no-buildid-cache -a -- sleep 30"),
+            "{line}"
+        );
         p.scope = Scope::Pid {
             pid: 42,
             duration: None,
         };
         let line = p.display(Path::new("x"));
-        assert!(line.ends_with("-o perf.data -p 42"), "{line}");
+        assert!(
+            line.ends_with("-o perf.data --no-buildid-cache -p 42"),
+            "{line}"
+        );
         assert!(!line.contains("taskset"));
     }
 

@@ -3,38 +3,28 @@
 //! belong to root (or to the user we run as, or, under sudo, to the user who ran sudo: they
 //! could run anything as root already) and must not be writable by group or others. A
 //! directory of root's with the sticky bit (/tmp) is the exception: there others cannot rename
-//! or remove what they do not own. A symlink is followed to the real file and both the link's
-//! directories and the file's are checked.
+//! or remove what they do not own. A symlink must belong to one of those owners too, and is
+//! expanded so that its target is walked under the same rules (`runfiles::walk`).
 //!
 //! It applies to perf (`--perf`, `$PERF`, and every candidate the automatic search finds; an
 //! explicit one can be let through with `--trust-perf`) and, as root, to every program looked up
-//! on `PATH`: the benchmark command, `taskset`, `chrt` and the `--attach-cmd` loader. Relative
+//! on `PATH`: the benchmark command, `taskset`, `chrt`, the `--attach-cmd` loader and the
+//! programs its wrappers run. Each is then run by the absolute path that was checked, never
+//! looked up again by name. Relative
 //! `PATH` entries are dropped from this process's `PATH` at start (inherited by what it runs), so
 //! the current directory never chooses what root runs.
 
+use crate::bench::pinned::PinTools;
 use crate::error::usage;
+use crate::runfiles::walk::{self, LastLink, Missing, Rules, Stop};
 use anyhow::Result;
 use std::ffi::OsStr;
-use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The sticky bit of a directory's mode (`S_ISVTX`).
-const STICKY: u32 = 0o1000;
-
-/// Who may own what root runs: root, the user we run as, and the user who ran sudo.
-pub fn trusted_owners() -> Vec<u32> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let mut owners = vec![0, unsafe { libc::geteuid() }];
-    if let Some(o) = crate::runfiles::Owner::from_sudo_env() {
-        owners.push(o.uid);
-    }
-    owners
-}
+pub use walk::trusted_owners;
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    crate::host::security::is_root()
 }
 
 /// As root, refuse an explicit perf that someone else could have replaced (see the module),
@@ -53,57 +43,25 @@ pub(super) fn check_trust(path: &Path, label: &str, as_root: bool, trusted: bool
     }
 }
 
-/// Why one file or directory is not safe, if it is not: owned by someone not in `owners`, or
-/// writable by group or others.
-fn entry_problem(p: &Path, owners: &[u32]) -> Option<String> {
-    let m = match fs::metadata(p) {
-        Ok(m) => m,
-        Err(e) => return Some(format!("{} cannot be checked ({e})", p.display())),
-    };
-    if !owners.contains(&m.uid()) {
-        return Some(format!("{} belongs to uid {}", p.display(), m.uid()));
-    }
-    let mode = m.mode() & 0o7777;
-    // A directory of root's with the sticky bit, such as /tmp, lets others add entries but
-    // not rename or remove the ones they do not own, so what root owns in it stays put.
-    let sticky_of_root = m.is_dir() && m.uid() == 0 && mode & STICKY != 0;
-    (mode & 0o022 != 0 && !sticky_of_root).then(|| {
-        format!(
-            "{} is writable by group or others (mode {mode:o})",
-            p.display()
-        )
-    })
-}
-
-/// `p` and every directory above it, `p` first.
-fn chain(p: &Path) -> Vec<PathBuf> {
-    p.ancestors()
-        .filter(|a| !a.as_os_str().is_empty())
-        .map(Path::to_path_buf)
-        .collect()
-}
-
-/// Why `path` is not safe to run as root, if it is not: the real file and every directory above
-/// it, and every directory above the path as named (a link's own directory), checked against
-/// `owners`.
+/// Why `path` is not safe to run as root, if it is not: every directory it is looked up in,
+/// every link on the way (expanded, so its target is walked too) and the file itself, checked
+/// against `owners` (see [`walk`]). A relative path is checked from `/`, as the current
+/// directory's path names it.
 pub fn untrusted_reason(path: &Path, owners: &[u32]) -> Option<String> {
-    let real = match fs::canonicalize(path) {
-        Ok(r) => r,
+    let absolute = match std::path::absolute(path) {
+        Ok(p) => p,
         Err(e) => return Some(format!("{} cannot be resolved ({e})", path.display())),
     };
-    let mut checked = chain(&real);
-    let named_dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .and_then(|d| fs::canonicalize(d).ok());
-    if let Some(dir) = named_dir {
-        for d in chain(&dir) {
-            if !checked.contains(&d) {
-                checked.push(d);
-            }
-        }
+    let rules = Rules {
+        owners: Some(owners.to_vec()),
+        missing: Missing::Refuse,
+        last_link: LastLink::Follow,
+    };
+    match walk::walk_or_stop(&absolute, &rules) {
+        Ok(end) => walk::entry_problem(&end.shown, end.stat.st_uid, end.stat.st_mode, owners),
+        Err(Stop::Unsafe(why)) => Some(why),
+        Err(Stop::Failed(e)) => Some(format!("{} cannot be checked ({e:#})", path.display())),
     }
-    checked.iter().find_map(|p| entry_problem(p, owners))
 }
 
 /// The program `name` as the shell would find it on `PATH` (or as given, with a `/`). As root,
@@ -129,18 +87,16 @@ pub fn program(name: &OsStr, what: &str) -> Result<PathBuf> {
     Ok(found)
 }
 
-/// As root, check the helpers a pinned run execs by name (`taskset`, and `chrt` when at
-/// SCHED_FIFO): the child finds them on the same `PATH`, so it runs what was checked.
-pub fn pinned_helpers(fifo: bool) -> Result<()> {
-    let names: &[&str] = if fifo {
-        &["taskset", "chrt"]
-    } else {
-        &["taskset"]
+/// The helpers a pinned run execs (`taskset`, and `chrt` when at SCHED_FIFO), found on
+/// `PATH` and, as root, checked: they are run by the absolute paths returned, so a file planted
+/// later in an earlier `PATH` directory is never what runs.
+pub fn pinned_helpers(fifo: bool) -> Result<PinTools> {
+    let taskset = program(OsStr::new("taskset"), "taskset")?;
+    let chrt = match fifo {
+        true => Some(program(OsStr::new("chrt"), "chrt")?),
+        false => None,
     };
-    for n in names {
-        program(OsStr::new(n), n)?;
-    }
-    Ok(())
+    Ok(PinTools { taskset, chrt })
 }
 
 /// As root, remove relative entries (`.`, `bin`, an empty entry) from this process's `PATH`,

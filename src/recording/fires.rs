@@ -54,6 +54,13 @@ pub fn operation(
     (op, chosen)
 }
 
+/// How the recording's benchmark is pinned: by which helpers, to which CPU, at which priority.
+pub struct Pinning<'a> {
+    pub tools: &'a crate::bench::pinned::PinTools,
+    pub cpu: u32,
+    pub priority: Option<u8>,
+}
+
 /// A short run of `command` (the built-in bench, `-n N` in it) pinned as the recording's
 /// is, with run stats on: the programs `ids`' runs per timed operation inside the span (the
 /// runs of the same loop without its timed operation, `--untimed-only`, taken off). Said on
@@ -61,12 +68,13 @@ pub fn operation(
 pub fn check(
     ids: &[u32],
     command: &[OsString],
-    (cpu, priority): (u32, Option<u8>),
+    pinning: &Pinning<'_>,
     chosen: &Chosen,
 ) -> Result<ProgramsRan> {
     let short = with_iterations(command, CHECK_ITERATIONS);
     let run = |argv: Vec<OsString>| {
-        let line = crate::bench::pinned::argv(&[cpu], priority, &argv);
+        let line =
+            crate::bench::pinned::argv(pinning.tools, &[pinning.cpu], pinning.priority, &argv);
         move || run_quietly(&line)
     };
     let mut untimed = short.clone();

@@ -4,6 +4,7 @@
 //! SCHED_FIFO benchmark, and leaves perf.data with its sidecars, all owned by the user who ran
 //! sudo.
 
+use crate::bench::pinned::PinTools;
 use crate::bpf::{self, Attached, ObjectSource};
 use crate::error::{check, child, usage};
 use crate::host::recovery;
@@ -108,6 +109,8 @@ pub enum Load {
     Nothing,
     /// A libbpf-style object file (`--load`).
     Object(PathBuf),
+    /// An object read into memory once (demo's).
+    InMemory(bpf::ObjectBytes),
     /// The bundled sample hook this kernel can run (demo).
     SampleHook,
 }
@@ -116,6 +119,7 @@ fn load(what: &Load) -> Result<Option<Attached>> {
     let a = match what {
         Load::Nothing => return Ok(None),
         Load::Object(p) => attach_object(Some(p))?,
+        Load::InMemory(object) => bpf::attach(object.source())?,
         Load::SampleHook => attach_object(None)?,
     };
     describe(&a);
@@ -155,6 +159,8 @@ struct Prepared {
     cpu: u32,
     files: RunFiles,
     command: Vec<OsString>,
+    /// The checked taskset and chrt (`None` when not recording the bench).
+    tools: Option<crate::bench::pinned::PinTools>,
     perf: crate::perf::locate::FoundPerf,
 }
 
@@ -210,11 +216,11 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
     fires::refuse_op_with_own_bench(opts)?;
-    let command = if bench {
-        crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
-        bench_command(opts, &opts.op)?
+    let (command, tools) = if bench {
+        let tools = crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
+        (bench_command(opts, &opts.op)?, Some(tools))
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let perf = opts.perf.find(false)?;
     Ok(Prepared {
@@ -222,6 +228,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
         cpu,
         files,
         command,
+        tools,
         perf,
     })
 }
@@ -258,6 +265,8 @@ fn record_guarded(
         extra: opts.perf_args.clone(),
         cpu: prep.cpu,
         priority: opts.priority,
+        // Only a recording of the bench runs taskset and chrt; the others never use the names.
+        tools: prep.tools.clone().unwrap_or_else(PinTools::by_name),
         command,
         scope: opts.scope.clone(),
     };
@@ -287,9 +296,10 @@ fn bench_for(
     attached: Option<&Attached>,
     matched: &Matched,
 ) -> Result<(Vec<OsString>, Option<crate::runrecord::ProgramsRan>)> {
-    if opts.scope != Scope::Bench || !opts.command.is_empty() {
+    let own_bench = opts.scope == Scope::Bench && opts.command.is_empty();
+    let Some(tools) = prep.tools.as_ref().filter(|_| own_bench) else {
         return Ok((prep.command.clone(), None));
-    }
+    };
     let shown: Vec<&bpf::InventoryProgram> = matched
         .loaded
         .iter()
@@ -300,7 +310,12 @@ fn bench_for(
     if shown.is_empty() {
         return Ok((command, None));
     }
-    let ran = fires::check(&matched.shown, &command, (prep.cpu, opts.priority), &chosen)?;
+    let pinning = fires::Pinning {
+        tools,
+        cpu: prep.cpu,
+        priority: opts.priority,
+    };
+    let ran = fires::check(&matched.shown, &command, &pinning, &chosen)?;
     Ok((command, Some(ran)))
 }
 

@@ -3,11 +3,14 @@
 //! way perf rotates perf.data, and handed to the invoking user under sudo.
 
 mod handover;
+mod outdir;
 mod output;
 pub mod pending;
+pub mod walk;
 
 pub(crate) use handover::Unfinished;
 pub use handover::{give_path, PrivateDir};
+pub use outdir::{Contents, OutputDir};
 pub use output::{write_file, Existing, Output};
 
 use crate::error::usage;
@@ -65,6 +68,9 @@ impl RunFiles {
     }
 
     /// Check the directory exists and nothing in the family is a directory, before anything runs.
+    /// As root, the way to the directory must not pass through another user's link or a
+    /// directory others can write (see [`walk`]): no one else can then redirect the rotation,
+    /// the private directory or the hand-over to a directory of their choosing.
     pub fn check_writable(&self) -> Result<()> {
         let dir = parent_dir(&self.data);
         if !dir.is_dir() {
@@ -73,6 +79,8 @@ impl RunFiles {
                 dir.display()
             )));
         }
+        let rules = walk::Rules::for_this_user(walk::Missing::Refuse, walk::LastLink::Follow);
+        walk::walk(&dir, &rules)?;
         for f in self.all() {
             if f.is_dir() {
                 return Err(usage(format!(
@@ -97,49 +105,6 @@ pub(crate) fn old_name(data: &std::ffi::OsStr, member: &std::ffi::OsStr) -> std:
     old.push(".old");
     old.push(std::ffi::OsStr::from_bytes(rest));
     old
-}
-
-/// Make `dir` for the user's files, or take it as it is when it is a directory the user could
-/// make (see the hardening of `demo --dir`: ours, or the sudo user's, not a link).
-pub fn prepare_dir(dir: &Path, owner: Option<Owner>) -> Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() => Err(usage(format!(
-            "{} is a symbolic link: give a real directory (not followed as root)",
-            dir.display()
-        ))),
-        Ok(m) if !m.is_dir() => Err(usage(format!(
-            "{} exists and is not a directory: pick another --dir",
-            dir.display()
-        ))),
-        Ok(m) => check_dir_owner(dir, &m, owner),
-        Err(_) => {
-            std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-            if let Some(o) = owner {
-                o.give(dir)?;
-            }
-            Ok(())
-        }
-    }
-}
-
-/// A directory we write into as root must belong to root or to the sudo user, and not be
-/// writable by others (or be sticky): else someone else could plant links in it.
-fn check_dir_owner(dir: &Path, m: &std::fs::Metadata, owner: Option<Owner>) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    if !crate::host::security::is_root() {
-        return Ok(());
-    }
-    let ours = m.uid() == 0 || owner.is_some_and(|o| o.uid == m.uid());
-    let open_to_others = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
-    if !ours || open_to_others {
-        return Err(usage(format!(
-            "{} belongs to uid {} (mode {:o}): as root, write only into a directory of root's or yours that others cannot write; pick another --dir",
-            dir.display(),
-            m.uid(),
-            m.mode() & 0o7777
-        )));
-    }
-    Ok(())
 }
 
 /// The directory a path lives in (`.` for a bare file name).

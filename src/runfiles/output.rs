@@ -22,6 +22,9 @@ pub struct Output {
     committed: bool,
     tmp: PathBuf,
     target: PathBuf,
+    /// The target as the user knows it, for messages (the same as `target` unless it is reached
+    /// through an open directory, see [`Output::create_at`]).
+    shown: PathBuf,
     existing: Existing,
 }
 
@@ -52,7 +55,13 @@ impl Output {
     /// Check `target` (its directory exists; it does not exist, or it may be replaced and is a
     /// regular file) and open a temp file beside it.
     pub fn create(target: &Path, existing: Existing) -> Result<Output> {
-        check_target(target, existing)?;
+        Output::create_at(target, target, existing)
+    }
+
+    /// As [`Output::create`], for a `target` reached through an open directory
+    /// (`/proc/self/fd/N/name`, see `OutputDir`), named `shown` in messages.
+    pub fn create_at(target: &Path, shown: &Path, existing: Existing) -> Result<Output> {
+        check_target(target, shown, existing)?;
         let dir = super::parent_dir(target);
         let name = target.file_name().unwrap_or_default().to_string_lossy();
         for attempt in 0..100u32 {
@@ -68,11 +77,12 @@ impl Output {
                         committed: false,
                         tmp,
                         target: target.to_path_buf(),
+                        shown: shown.to_path_buf(),
                         existing,
                     })
                 }
                 Err(e) if exists(&e) => continue,
-                Err(e) => return Err(cannot_create(&dir, target, e)),
+                Err(e) => return Err(cannot_create(&super::parent_dir(shown), shown, e)),
             }
         }
         Err(anyhow::anyhow!(
@@ -92,20 +102,20 @@ impl Output {
     /// Flush, sync, set the mode, hand the file to the sudo user, and move it into place.
     pub fn commit(mut self) -> Result<()> {
         let file = self.file.take().context("output already committed")?;
-        let path = self.target.display().to_string();
-        file.sync_all().map_err(|e| write_error(&self.target, &e))?;
+        let path = self.shown.display().to_string();
+        file.sync_all().map_err(|e| write_error(&self.shown, &e))?;
         file.set_permissions(std::fs::Permissions::from_mode(OUTPUT_MODE))
             .with_context(|| format!("cannot set the mode of {path}"))?;
         if let Some(o) = Owner::from_sudo_env() {
-            o.give_file(&file, &self.target)?;
+            o.give_file(&file, &self.shown)?;
         }
         drop(file);
         if self.existing == Existing::Replace {
-            check_target(&self.target, Existing::Replace)?;
+            check_target(&self.target, &self.shown, Existing::Replace)?;
             std::fs::rename(&self.tmp, &self.target)
                 .with_context(|| format!("cannot move the new {path} into place"))?;
         } else {
-            rename_noreplace(&self.tmp, &self.target)?;
+            rename_noreplace(&self.tmp, &self.target, &self.shown)?;
         }
         self.committed = true;
         Ok(())
@@ -132,8 +142,13 @@ impl Drop for Output {
 
 /// Write `bytes` to the file `target` all at once, as `existing` says for one already there.
 pub fn write_file(target: &Path, bytes: &[u8], existing: Existing) -> Result<()> {
-    let mut o = Output::create(target, existing)?;
-    o.write_all(bytes).map_err(|e| write_error(target, &e))?;
+    write_file_at(target, target, bytes, existing)
+}
+
+/// As [`write_file`], for a target reached through an open directory, `shown` in messages.
+pub fn write_file_at(target: &Path, shown: &Path, bytes: &[u8], existing: Existing) -> Result<()> {
+    let mut o = Output::create_at(target, shown, existing)?;
+    o.write_all(bytes).map_err(|e| write_error(shown, &e))?;
     o.commit()
 }
 
@@ -170,23 +185,23 @@ fn cannot_create(dir: &Path, target: &Path, e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-fn check_target(target: &Path, existing: Existing) -> Result<()> {
+fn check_target(target: &Path, shown: &Path, existing: Existing) -> Result<()> {
     let dir = super::parent_dir(target);
     if !dir.is_dir() {
         return Err(usage(format!(
             "output directory {} does not exist",
-            dir.display()
+            super::parent_dir(shown).display()
         )));
     }
     match std::fs::symlink_metadata(target) {
         Err(_) => Ok(()),
         Ok(_) if existing == Existing::Keep => Err(usage(format!(
             "{} exists: pass --force to overwrite it, or pick another name",
-            target.display()
+            shown.display()
         ))),
         Ok(m) if !m.file_type().is_file() => Err(usage(format!(
             "{} is not a regular file (a link, a directory, …): pick another name",
-            target.display()
+            shown.display()
         ))),
         Ok(_) => Ok(()),
     }
@@ -194,7 +209,7 @@ fn check_target(target: &Path, existing: Existing) -> Result<()> {
 
 /// `renameat2(from, to, RENAME_NOREPLACE)`; where the file system refuses the flag, `link` and
 /// `unlink`, which also never replace.
-fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+fn rename_noreplace(from: &Path, to: &Path, shown: &Path) -> Result<()> {
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path holds a NUL byte");
     let (f, t) = (c(from)?, c(to)?);
     // SAFETY: two NUL-terminated paths relative to the current directory.
@@ -212,11 +227,11 @@ fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
     }
     let err = std::io::Error::last_os_error();
     if err.raw_os_error() == Some(libc::EINVAL) {
-        std::fs::hard_link(from, to).map_err(|e| taken(to, e))?;
+        std::fs::hard_link(from, to).map_err(|e| taken(shown, e))?;
         let _ = std::fs::remove_file(from);
         return Ok(());
     }
-    Err(taken(to, err))
+    Err(taken(shown, err))
 }
 
 fn taken(to: &Path, e: std::io::Error) -> anyhow::Error {
