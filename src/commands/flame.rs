@@ -96,7 +96,11 @@ pub fn destination(output: Option<&Path>, stdout_tty: bool, format: Format) -> R
 
 /// The profile in the chosen format.
 fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>> {
-    let unit = p.record.as_ref().map_or("samples", |r| r.count_unit());
+    let unit = p.count_unit();
+    let weights = export::Weights {
+        unit,
+        per_stack: p.sampled.per_stack.as_deref(),
+    };
     let parsed = || crate::profile::folded::Folded::parse(&p.folded);
     match format {
         Format::Folded => Ok(p.folded.clone().into_bytes()),
@@ -105,7 +109,7 @@ fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>
             render(&p.folded, &flame_options(opts, p), &mut svg)?;
             Ok(svg)
         }
-        Format::Pprof => export::pprof(&parsed(), unit, &flame_options(opts, p).title),
+        Format::Pprof => export::pprof(&parsed(), &weights, &flame_options(opts, p).title),
         Format::Speedscope => export::speedscope(&parsed(), unit, &flame_options(opts, p).title),
     }
 }

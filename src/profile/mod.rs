@@ -40,6 +40,37 @@ pub struct Profile {
     /// The kallsyms its kernel frames were named from (a perf.data), or that names its bare
     /// addresses (text inputs): see [`kernel_symbols`].
     pub kernel_symbols: KernelSymbols,
+    /// What the profile itself says of its samples (a perf.data read by the built-in reader).
+    pub sampled: Sampled,
+}
+
+/// What a perf.data says of its samples beyond the folded text: known without a run record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sampled {
+    /// The sampled event, from the file's own attr (`cpu-clock:k`).
+    pub event: Option<String>,
+    /// Samples behind each line of the folded text, in line order.
+    pub per_stack: Option<Vec<u64>>,
+}
+
+impl Profile {
+    /// The unit of the folded counts: the run record's event, else the file's own, else
+    /// samples (folded stacks count samples) or unknown periods.
+    pub fn count_unit(&self) -> &'static str {
+        match (&self.record, &self.sampled.event, self.kind) {
+            (Some(r), _, _) => r.count_unit(),
+            (None, Some(event), _) => crate::runrecord::count_unit(event),
+            (None, None, InputKind::Folded) => "samples",
+            (None, None, _) => "periods",
+        }
+    }
+}
+
+/// Folded text and what is known of its samples.
+struct Collapsed {
+    text: String,
+    samples: Option<u64>,
+    sampled: Sampled,
 }
 
 /// Load any supported input as folded stacks. `kallsyms` names the kallsyms to resolve kernel
@@ -109,7 +140,11 @@ fn load_inner<'a>(
         }
         _ => KernelSymbols::for_named_input(input, kallsyms)?,
     };
-    let (text, samples) = match kind {
+    let Collapsed {
+        text,
+        samples,
+        sampled,
+    } = match kind {
         InputKind::PerfData => {
             if let Some(note) = &symbols.note {
                 say(format!("warning: {note}"));
@@ -123,7 +158,11 @@ fn load_inner<'a>(
             )))
         }
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
-        InputKind::Folded => (read_folded(input, head, file)?, None),
+        InputKind::Folded => Collapsed {
+            text: read_folded(input, head, file)?,
+            samples: None,
+            sampled: Sampled::default(),
+        },
     };
     check_has_samples(input, &text)?;
     crate::failpoint::hit("profile:loaded");
@@ -133,6 +172,7 @@ fn load_inner<'a>(
         kind,
         samples,
         kernel_symbols: symbols,
+        sampled,
     })
 }
 
@@ -183,7 +223,7 @@ fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()
 
 /// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
 /// past 2^64 are a usage error naming the line.
-fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<u64>)> {
+fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<Collapsed> {
     let (scan, tally) = scan::Scan::new(reader);
     let out = folded::collapse_perf_script(scan);
     if let Some(line) = tally.overflow_line.get() {
@@ -193,10 +233,11 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(String, Option<
         )));
     }
     let out = out.with_context(|| input.display().to_string())?;
-    Ok((
-        String::from_utf8_lossy(&out).into_owned(),
-        Some(tally.samples.get()),
-    ))
+    Ok(Collapsed {
+        text: String::from_utf8_lossy(&out).into_owned(),
+        samples: Some(tally.samples.get()),
+        sampled: Sampled::default(),
+    })
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -236,7 +277,7 @@ fn collapse_perf_data<'a>(
     symbols: &KernelSymbols,
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
-) -> Result<(String, Option<u64>)> {
+) -> Result<Collapsed> {
     let Collapse {
         rewrite,
         observe,
@@ -252,7 +293,17 @@ fn collapse_perf_data<'a>(
             bpf_programs: programs,
         };
         match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
-            perfdata::Native::Folded { text, samples } => return Ok((text, Some(samples))),
+            perfdata::Native::Folded {
+                text,
+                samples,
+                sampled,
+            } => {
+                return Ok(Collapsed {
+                    text,
+                    samples: Some(samples),
+                    sampled,
+                })
+            }
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
                 input.display()

@@ -32,6 +32,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
         top: 20,
         own_code_line: None,
         counted: None,
+        event: None,
     })
 }
 

@@ -15,8 +15,13 @@ use std::path::Path;
 /// What reading natively gave.
 #[derive(Debug)]
 pub enum Native {
-    /// The folded stacks, and the samples `perf script` would print (every event's).
-    Folded { text: String, samples: u64 },
+    /// The folded stacks, the samples `perf script` would print (every event's), and what
+    /// the file says of the folded event's samples.
+    Folded {
+        text: String,
+        samples: u64,
+        sampled: crate::profile::Sampled,
+    },
     /// A valid recording this reader does not handle: why (read it with `perf script`).
     Fallback(String),
 }
@@ -45,6 +50,10 @@ pub fn fold_file(
             Ok(Native::Folded {
                 samples: p.samples + p.skipped_samples,
                 text: p.folded,
+                sampled: crate::profile::Sampled {
+                    event: p.event,
+                    per_stack: Some(p.stack_samples),
+                },
             })
         }
         Err(e) => refuse(input, e),
