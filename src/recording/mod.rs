@@ -10,7 +10,7 @@ use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
 use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
-use crate::runfiles::{Owner, PrivateDir, RunFiles};
+use crate::runfiles::{write_error, Owner, PrivateDir, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
@@ -496,7 +496,9 @@ fn perf_in_private(
     crate::failpoint::hit("record:after-rotate");
     let work = RunFiles::new(private.work_path(&names[0].0));
     let mut snap = private.create(&names[2].0, 0o600)?;
-    snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
+    // A full disk names the file the user knows, not the private directory's copy.
+    snap.write_all(kallsyms::read_text(host)?.as_bytes())
+        .map_err(|e| write_error(&names[2].1, &e))?;
     let bench = plan.scope == Scope::Bench;
     let samples = match bench {
         true => Some(private.create(&names[1].0, 0o644)?),
@@ -538,7 +540,8 @@ fn perf_in_private(
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
     finish_record(plan, &work, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
-    json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
+    json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())
+        .map_err(|e| write_error(&names[3].1, &e))?;
     private.hand_over(names, Owner::from_sudo_env())
 }
 
@@ -604,8 +607,17 @@ fn perf_failure(
     if let Some(e) = crate::bench::pinned::refused(stderr, &[plan.cpu], plan.priority) {
         return e;
     }
+    // perf and the benchmark know their files only by the private directory's paths, or as
+    // standard output: name the one the user asked for.
+    let full = match stderr.contains("No space left on device") {
+        true => format!(
+            ": the disk holding {} is full; free some space or record elsewhere",
+            plan.output.display()
+        ),
+        false => String::new(),
+    };
     child(format!(
-        "the recording failed ({code}); perf.data removed. Command: {}\nperf/benchmark stderr: {}",
+        "the recording failed ({code}){full}; perf.data removed. Command: {}\nperf/benchmark stderr: {}",
         plan.argv()
             .iter()
             .map(|a| a.to_string_lossy())

@@ -15,6 +15,27 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+/// What a file already at the target gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Replaced, when it is a regular file (`--force`).
+    Replace,
+    /// Refused, saying that `--force` replaces it.
+    RefuseUnlessForced,
+    /// Refused: the command has no `--force` (`overhead`'s exports).
+    Refuse,
+}
+
+impl Existing {
+    /// `--force` given or not, for a command that has it.
+    pub fn forced(force: bool) -> Existing {
+        match force {
+            true => Existing::Replace,
+            false => Existing::RefuseUnlessForced,
+        }
+    }
+}
+
 /// A file being written; [`Output::commit`] puts it in place, dropping it removes the temp file.
 pub struct Output {
     file: Option<File>,
@@ -30,7 +51,13 @@ impl Output {
     /// Check `target` (its directory exists; it does not exist, or `replace` and it is a regular
     /// file) and open a temp file beside it. `mode` is applied at commit.
     pub fn create(target: &Path, replace: bool, mode: u32) -> Result<Output> {
-        check_target(target, replace)?;
+        Output::create_for(target, Existing::forced(replace), mode)
+    }
+
+    /// [`Output::create`], with what a file already at `target` gets.
+    pub fn create_for(target: &Path, existing: Existing, mode: u32) -> Result<Output> {
+        check_target(target, existing)?;
+        let replace = existing == Existing::Replace;
         let dir = super::parent_dir(target);
         let name = target.file_name().unwrap_or_default().to_string_lossy();
         for attempt in 0..100u32 {
@@ -80,7 +107,7 @@ impl Output {
         }
         drop(file);
         if self.replace {
-            check_target(&self.target, true)?;
+            check_target(&self.target, Existing::Replace)?;
             std::fs::rename(&self.tmp, &self.target)
                 .with_context(|| format!("cannot move the new {path} into place"))?;
         } else {
@@ -111,7 +138,12 @@ impl Drop for Output {
 
 /// Write `bytes` to a new file `target` (or replace a regular one with `replace`) all at once.
 pub fn write_file(target: &Path, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
-    let mut o = Output::create(target, replace, mode)?;
+    write_file_for(target, bytes, Existing::forced(replace), mode)
+}
+
+/// [`write_file`], with what a file already at `target` gets.
+pub fn write_file_for(target: &Path, bytes: &[u8], existing: Existing, mode: u32) -> Result<()> {
+    let mut o = Output::create_for(target, existing, mode)?;
     o.write_all(bytes).map_err(|e| write_error(target, &e))?;
     o.commit()
 }
@@ -149,7 +181,7 @@ fn cannot_create(dir: &Path, target: &Path, e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-fn check_target(target: &Path, replace: bool) -> Result<()> {
+fn check_target(target: &Path, existing: Existing) -> Result<()> {
     let dir = super::parent_dir(target);
     if !dir.is_dir() {
         return Err(usage(format!(
@@ -159,8 +191,12 @@ fn check_target(target: &Path, replace: bool) -> Result<()> {
     }
     match std::fs::symlink_metadata(target) {
         Err(_) => Ok(()),
-        Ok(_) if !replace => Err(usage(format!(
+        Ok(_) if existing == Existing::RefuseUnlessForced => Err(usage(format!(
             "{} exists: pass --force to overwrite it, or pick another name",
+            target.display()
+        ))),
+        Ok(_) if existing == Existing::Refuse => Err(usage(format!(
+            "{} exists (it appeared while this ran): nothing was overwritten; move it away or pick another name, and run again",
             target.display()
         ))),
         Ok(m) if !m.file_type().is_file() => Err(usage(format!(
@@ -293,6 +329,23 @@ mod tests {
             assert_eq!(crate::error::exit_code(&e), 2);
         }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    }
+
+    /// A file planted at an export of `overhead` (which has no `--force`) while it measured was
+    /// refused with "pass --force"; the refusal now says what to do there.
+    #[test]
+    fn regression_a_refusal_without_force_does_not_offer_it() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("x.json");
+        std::fs::write(&t, "planted").unwrap();
+        let e = write_file_for(&t, b"ours", Existing::Refuse, 0o644).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("exists (it appeared while this ran): nothing was overwritten; move it away or pick another name"), "{s}");
+        assert!(!s.contains("--force"), "{s}");
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(std::fs::read_to_string(&t).unwrap(), "planted");
+        let e = write_file(&t, b"ours", false, 0o644).unwrap_err();
+        assert!(e.to_string().contains("pass --force"), "{e}");
     }
 
     #[test]
