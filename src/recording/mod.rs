@@ -538,7 +538,7 @@ fn perf_in_private(
     }
     crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
-    finish_record(plan, &work, rec);
+    finish_record(plan, &work, files, rec);
     let mut json = private.create(&names[3].0, 0o600)?;
     json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())
         .map_err(|e| write_error(&names[3].1, &e))?;
@@ -564,7 +564,9 @@ fn family_names(files: &RunFiles) -> Vec<(OsString, PathBuf, u32)> {
 }
 
 /// Fill in what is known only after perf: the event actually sampled and the samples summary.
-fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
+/// `files` are the files as written (in the private directory); messages name them as
+/// `shown`, where they land.
+fn finish_record(plan: &RecordPlan, files: &RunFiles, shown: &RunFiles, rec: &mut RunRecord) {
     if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data)
         .stderr_null()
         .read()
@@ -584,7 +586,7 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
         return;
     }
     let text = std::fs::read_to_string(files.samples()).unwrap_or_default();
-    match crate::bench::parse_samples(&text, &files.samples().display().to_string()) {
+    match crate::bench::parse_samples(&text, &shown.samples().display().to_string()) {
         Ok(s) => rec.samples = crate::stats::Summary::of(&s),
         Err(e) => say(format!(
             "note: the samples file holds no latencies ({e:#}); perf.data is fine"
