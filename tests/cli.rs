@@ -255,7 +255,7 @@ fn bench_bad_input() {
         &run(ebpf_prof(&["bench", "--warmup-fraction", "1.5"], d.path())),
         "warmup",
     );
-    usage_error(&run(ebpf_prof(&["bench", "-n", "0"], d.path())), "-n");
+    usage_error(&run(ebpf_prof(&["bench", "-n", "0"], d.path())), "--iterations 0");
     let r = run(ebpf_prof(&["bench", "-n", "lots"], d.path()));
     assert_eq!(r.code(), Some(2), "{r:?}");
 }
