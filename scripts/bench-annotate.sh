@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times `ebpf-prof annotate` against `ebpf-prof flame` on the same perf.data (issue 10's target:
+# Times `ebpf-prof annotate` against `ebpf-prof flame` on the same perf.data (the target:
 # annotate takes at most 1.2x what flame takes on a 400k-sample profile). Prints the median of
 # RUNS interleaved runs of each and the median of the per-round ratios. Both read the file once with the built-in reader; flame renders
 # an SVG.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 targets, measured side by side in one run on one perf.data (with its .kallsyms
+# The native reader's speed targets, measured side by side in one run on one perf.data (with its .kallsyms
 # snapshot beside it): the native reader's `flame`, `report` and `diff` against `perf script`
 # alone and against the old `--via-perf` path; wall time (median of RUNS) and peak RSS
 # (/usr/bin/time -v) against the file's size. Prints the figures and PASS/FAIL per target:

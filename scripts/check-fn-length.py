@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that no function is longer than 60 lines (issue 14's rule): in src/ (unit tests
+"""Checks that no function is longer than 60 lines : in src/ (unit tests
 included), tests/, examples/ and build.rs.
 
 A function runs from its `fn` line to the line of its closing brace at the same indentation.

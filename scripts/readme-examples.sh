@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reruns every example whose output README.md and docs/*.md show, and diffs what the commands
-# print now against what the documents show (issue 15.6: examples regenerated from real runs).
+# print now against what the documents show (the examples are regenerated from real runs).
 #
 # An example is a fenced block right after a marker line `<!-- example: NAME -->`. Its `$ CMD`
 # lines are run in order (with bash, in one scratch directory shared by all examples, stdout and

@@ -478,7 +478,7 @@ fn exit_code_table_is_walked() {
     }
 }
 
-/// Issue 12, item 11: `ebpf-prof doctor | true` panicked (101, a backtrace); `doctor` exits 0
+/// `ebpf-prof doctor | true` panicked (101, a backtrace); `doctor` exits 0
 /// or 1 by what it finds, never 101, with stdout a pipe nobody reads and with stderr closed.
 #[test]
 fn regression_doctor_into_a_closed_pipe_does_not_panic() {
@@ -508,7 +508,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Issue 12, item 11: `println!`/`eprintln!` panic on a closed stream; every line the tool
+/// `println!`/`eprintln!` panic on a closed stream; every line the tool
 /// prints goes through `src/out.rs`, which cannot. No print macro anywhere else outside tests.
 #[test]
 fn no_print_macro_outside_out_rs() {
@@ -545,9 +545,9 @@ fn no_print_macro_outside_out_rs() {
     );
 }
 
-/// Issue 12, item 7: a full disk midway through `flame --force -o old.svg` — a 8 KB tmpfs in a
+/// A full disk midway through `flame --force -o old.svg` — a 8 KB tmpfs in a
 /// private mount namespace (gone with the shell) — leaves old.svg as it was and no temp file,
-/// and a new output is not left behind partial (issue 12.7);
+/// and a new output is not left behind partial;
 /// exit 4 with a line that says the disk is full.
 #[test]
 #[ignore = "needs root: mounts a tiny tmpfs in a private mount namespace"]

@@ -27,7 +27,7 @@ fn usage_error(r: &Run, needle: &str) {
     assert!(errors[0].contains(needle), "wanted {needle:?} in {r:?}");
 }
 
-/// Issue 14: a skipped root test must not look passed, and under CI=true the root tests must
+/// A skipped root test must not look passed, and under CI=true the root tests must
 /// have run: scripts/test.sh runs them (`--include-ignored`, as root) and says so.
 #[test]
 fn root_tests_run_under_ci() {
@@ -110,7 +110,7 @@ fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
     (v[0], v[1], v[2])
 }
 
-/// Issue 14: the subtitle of a rendered flame graph (the captured fixture) carries the colour
+/// The subtitle of a rendered flame graph (the captured fixture) carries the colour
 /// legend, and the frames have the colours it names.
 #[test]
 fn flame_subtitle_holds_the_legend_that_the_colours_follow() {
@@ -163,7 +163,7 @@ fn flame_output_file_is_not_overwritten_without_force() {
     );
 }
 
-/// Issue 14: `completions SHELL` and `man` through the binary: exit 0, nothing on stderr, and
+/// `completions SHELL` and `man` through the binary: exit 0, nothing on stderr, and
 /// each the format its reader expects, holding the subcommands and their flags.
 #[test]
 fn completions_and_man_through_the_binary() {
@@ -197,7 +197,7 @@ fn completions_and_man_through_the_binary() {
     usage_error(&run(ebpf_prof(&["completions", "tcsh"], d.path())), "tcsh");
 }
 
-/// Issue 14: with stdout on a terminal (a pty from `script`, util-linux) `flame` writes
+/// With stdout on a terminal (a pty from `script`, util-linux) `flame` writes
 /// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
 /// gets the SVG.
 #[test]
@@ -255,7 +255,10 @@ fn bench_bad_input() {
         &run(ebpf_prof(&["bench", "--warmup-fraction", "1.5"], d.path())),
         "warmup",
     );
-    usage_error(&run(ebpf_prof(&["bench", "-n", "0"], d.path())), "--iterations 0");
+    usage_error(
+        &run(ebpf_prof(&["bench", "-n", "0"], d.path())),
+        "--iterations 0",
+    );
     let r = run(ebpf_prof(&["bench", "-n", "lots"], d.path()));
     assert_eq!(r.code(), Some(2), "{r:?}");
 }
@@ -407,7 +410,7 @@ fn doctor_json_parses_and_names_every_check() {
     }
 }
 
-/// Issue 13 item 7: doctor says which perf and why, and whether it can annotate, whenever one
+/// Doctor says which perf and why, and whether it can annotate, whenever one
 /// is found.
 fn perf_choice_and_annotate_checks(v: &serde_json::Value, names: &[&str]) {
     let check = |name: &str| {
@@ -534,7 +537,7 @@ fn record_bad_objects_and_perf() {
     no_panic(&r);
     assert_eq!(r.code(), Some(2), "{r:?}");
     assert!(r.stderr().contains("verifier"), "{r:?}");
-    // Issue 15, item 5: no working perf is exit 1, as documented (it was 2).
+    // No working perf is exit 1, as documented (it was 2).
     let r = record_real(d.path(), &["--perf", "/nonexistent/perf"]);
     no_panic(&r);
     assert_eq!(r.code(), Some(1), "{r:?}");

@@ -265,7 +265,7 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
     );
 }
 
-/// Issue 13 item 6: the hook's cost comes from the run without perf, with its interval, and
+/// The hook's cost comes from the run without perf, with its interval, and
 /// the latencies under perf are labelled as including perf's own sampling.
 fn assert_demo_cost_lines(r: &Run) {
     let out = r.stdout();

@@ -1,4 +1,4 @@
-//! Which programs `record` takes, and `doctor` agreeing with it (issues 13.8, 13.9, 15.1, 15.3):
+//! Which programs `record` takes, and `doctor` agreeing with it:
 //! real programs loaded into the running kernel, real `record` and `doctor` runs.
 
 mod common;

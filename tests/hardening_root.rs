@@ -1,4 +1,4 @@
-//! Issue 12 "Under sudo" and "Two runs, and other tools", against the real machine as root:
+//! Under sudo, and two runs beside other tools, against the real machine as root:
 //! a link planted between the rotation and perf's start (a deterministic failpoint stops the
 //! run there), untrusted binaries, modes and owners of what a run leaves, the run lock, the
 //! stats fallback's state file, and the `--attach-cmd` loader's end. Root only (a failure

@@ -454,7 +454,7 @@ fn assert_only_runs_inside_the_span_count(v: &serde_json::Value, progs: &[serde_
     }
 }
 
-/// Issue 13, item 5: a hook on every system call runs on the close after each openat too;
+/// A hook on every system call runs on the close after each openat too;
 /// the residual must count only its runs inside the timed span, and is never a negative cost.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
@@ -502,7 +502,7 @@ fn regression_negative_dispatch_residual_of_an_every_syscall_hook() {
     assert_dispatch_split(&v);
 }
 
-/// Issue 13, item 10: programs on sys_enter_open and sys_enter_openat2 do not run under the
+/// Programs on sys_enter_open and sys_enter_openat2 do not run under the
 /// openat bench, and are not tail-call targets; the sample hook's enforce_access_policy is one.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]

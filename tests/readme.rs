@@ -1,4 +1,4 @@
-//! The README and `docs/` stay what a newcomer can trust (issues 14.4, 15.2, 15.6): the README
+//! The README and `docs/` stay what a newcomer can trust: the README
 //! is at most 15 KB with the reference in `docs/`; every relative link (and its `#anchor`)
 //! resolves; every subcommand of `ebpf-prof --help` has its section in `docs/commands.md`; the
 //! Rust version the README asks for is the `rust-version` of Cargo.toml; every example that
@@ -302,7 +302,7 @@ fn unmarked_output_blocks(doc: &str, text: &str) {
     }
 }
 
-/// Issue 15.2: since Linux 4.11 a JIT-ed program is added to the kernel's symbol table at load
+/// Since Linux 4.11 a JIT-ed program is added to the kernel's symbol table at load
 /// whatever `bpf_jit_kallsyms` says; the sysctl only gates the /proc/kallsyms listing, at read
 /// time. No document or message may say otherwise.
 #[test]

@@ -36,7 +36,7 @@ fn perf_record(dir: &Path, name: &str) -> (PathBuf, u64) {
     (out, n)
 }
 
-/// Issue 15 (newcomer list): as root, perf refused a user's file ("File perf.data.old not
+/// As root, perf refused a user's file ("File perf.data.old not
 /// owned by current user or root"), under sudo or not. Now root reads it: perf gets the file
 /// ebpf-prof opened and checked, with `-f`.
 #[test]
@@ -75,7 +75,7 @@ fn regression_root_reads_a_users_profile() {
     }
 }
 
-/// Issue 15 (newcomer list): `report` on a perf.data without its perf.data.json said just
+/// `report` on a perf.data without its perf.data.json said just
 /// "sample count unknown"; it counts the samples in the profile: perf's own count.
 #[test]
 #[ignore = "needs root: records with perf"]
@@ -97,7 +97,7 @@ fn report_counts_the_samples_without_a_run_record() {
     );
 }
 
-/// Issue 12, item 10: a truncated perf.data exited 3 with perf's message. A real recording
+/// A truncated perf.data exited 3 with perf's message. A real recording
 /// cut in half, and one whose perf was SIGKILLed, say "truncated", exit 2, before perf runs.
 #[test]
 #[ignore = "needs root: records with perf"]

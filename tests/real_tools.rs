@@ -1,4 +1,4 @@
-//! Issue 13, items 3, 4, 5, 9 and 10 on real, unmodified programs from a public tools
+//! Reading, pricing and gating on real, unmodified programs from a public tools
 //! collection: Debian's `libbpf-tools` (`syscount`, `opensnoop`; scripts/install-deps.sh
 //! installs it). Each tool is held as a user would hold an external loader: started by hand (or
 //! by `overhead --attach-cmd`), waited for until its programs are in the kernel's program list,

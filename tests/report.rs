@@ -141,7 +141,7 @@ fn diff_text_and_svg() {
     assert_eq!(r.code(), Some(2), "refuses to overwrite: {r:?}");
 }
 
-/// Issue 14: `diff --text --json` through the binary: the document (with its schema) holds
+/// `diff --text --json` through the binary: the document (with its schema) holds
 /// the rows of the `--text` table, in its order, with the same figures.
 fn diff_json_matches_the_text(b: &str, h: &str, text: &str) {
     let r = run(ebpf_prof(

@@ -146,7 +146,7 @@ fn sighup_finishes_the_profile_and_restores() {
     }
 }
 
-/// Issue 12.13: Ctrl-\\ (SIGQUIT) is a request to stop like the others, not an instant death
+/// Ctrl-\\ (SIGQUIT) is a request to stop like the others, not an instant death
 /// that leaves the sysctls changed and perf.data unfinished.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
@@ -243,7 +243,7 @@ fn sigkill_is_recovered_by_the_next_start() {
     );
     assert_eq!(sysctl("net.core.bpf_jit_kallsyms"), "0");
     assert!(!Path::new(&format!("/run/ebpf-prof/{pid}.json")).exists());
-    // perf writes into the run's private directory (issue 12.1); with the run killed, the next
+    // perf writes into the run's private directory; with the run killed, the next
     // start moved its finished file into place.
     assert!(
         r.stderr()

@@ -1,4 +1,4 @@
-//! Issue 5 end to end, as root: the verdict-cache hook swept across its capacity shows the full
+//! End to end, as root: the verdict-cache hook swept across its capacity shows the full
 //! map by name and a larger p99 delta past the cliff; the temp working set is gone afterwards,
 //! also after a failure midway.
 

@@ -1,8 +1,9 @@
-//! The pinned harness, after the reference's four decisions: the clock is
-//! `clock_gettime(CLOCK_MONOTONIC)` through the vDSO (no syscall per reading), the operation is
-//! the raw syscall (`syscall(SYS_openat, …)`, no libc wrapper), the sample buffer is mmapped with
-//! MAP_POPULATE, mlocked and pre-touched (no page fault in the loop), and nothing is printed until
-//! the loop is over. Cleanup (close) happens after the second clock reading, outside the span.
+//! The pinned harness, after the four decisions of the reference (README.md, "The reference"): the
+//! clock is `clock_gettime(CLOCK_MONOTONIC)` through the vDSO (no syscall per reading), the
+//! operation is the raw syscall (`syscall(SYS_openat, …)`, no libc wrapper), the sample buffer is
+//! mmapped with MAP_POPULATE, mlocked and pre-touched (no page fault in the loop), and nothing is
+//! printed until the loop is over. Cleanup (close) happens after the second clock reading, outside
+//! the span.
 
 mod buffer;
 pub mod choose;

@@ -1,6 +1,6 @@
-//! The run conditions of the reference's benchmark, in one place: pinned to CPUs with
-//! `taskset -c`, at SCHED_FIFO with `chrt -f` (`taskset -c 3 chrt -f 99 ./bench …` in the
-//! write-up). `record` hands this line to perf, `overhead` and `demo` run it themselves.
+//! The run conditions of the benchmark in the reference (README.md, "The reference"), in one place:
+//! pinned to CPUs with `taskset -c`, at SCHED_FIFO with `chrt -f` (`taskset -c 3 chrt -f 99 ./bench
+//! …` in the write-up). `record` hands this line to perf, `overhead` and `demo` run it themselves.
 
 use crate::error::usage;
 use std::ffi::OsString;

@@ -2,8 +2,7 @@
 //! every round, so a round costs no fork, exec, dynamic linking or buffer set-up, and the two
 //! rounds of a pair are milliseconds apart instead of tens of them: on a shared VM the level of
 //! an openat drifts with time, so what a pair's difference cannot cancel grows with the time
-//! between its rounds (`scripts/drift-by-lag.py`: on the test VM the p50s of rounds of 250 one
-//! round apart differed by 18 ns, of rounds of 5000 one apart by 60 ns, sixteen apart 168 ns).
+//! between its rounds (`scripts/drift-by-lag.py` measures it; docs/overhead-method.md has figures).
 //!
 //! The protocol, on the pipes `overhead` holds: each byte read from stdin runs one round (the
 //! warm-up dropped as in a plain run) and answers on stdout with the count of kept samples, a

@@ -16,7 +16,7 @@ pub struct WorkingSet {
 }
 
 impl WorkingSet {
-    /// One path: the reference's single file.
+    /// One path: the single file of the reference (README.md, "The reference").
     pub fn single(path: &Path) -> WorkingSet {
         WorkingSet {
             paths: vec![path.to_path_buf()],

@@ -66,8 +66,8 @@ pub const HOOK_LOOKUPS_B: &[u8] =
 #[doc(hidden)]
 pub const HOOK_LOOKUPS_MID: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_3.bpf.o"));
-/// The finest step: [`HOOK_LOOKUPS_A`] plus four array-map look-ups per call (about 20 ns on
-/// the project's VM, the 15–20 ns sensitivity target).
+/// The finest step: [`HOOK_LOOKUPS_A`] plus four array-map look-ups per call, the size of the
+/// smallest difference `overhead` is built to resolve (figures in docs/overhead-method.md).
 #[doc(hidden)]
 pub const HOOK_LOOKUPS_FINE: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/lookups_2a.bpf.o"));

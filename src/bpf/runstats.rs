@@ -1,7 +1,7 @@
 //! The kernel's own accounting of BPF programs: run counts and run time, per program.
 //!
 //! The kernel counts `run_cnt` and `run_time_ns` for every program only while run statistics
-//! are on (a static key: off costs nothing, on costs two clock readings per run, ~20 ns here).
+//! are on (a static key: off costs nothing, on costs two clock readings per run).
 //! Two switches turn them on, and the key is on while either is:
 //! - the `BPF_ENABLE_STATS` command (Linux 5.8+): on while the fd it returns is open, so it
 //!   cannot be left on by a crash; holders show as `anon_inode:bpf-stats` in `/proc/PID/fd`;

@@ -109,7 +109,7 @@ pub struct DoctorArgs {
     pub perf: PerfArgs,
 }
 
-/// How a root run that changes the machine meets another one (issue 12: one at a time).
+/// How a root run that changes the machine meets another one: one at a time.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct LockArgs {
     /// As root, refuse at once when another ebpf-prof run holds /run/ebpf-prof.lock, instead of waiting for it.

@@ -7,6 +7,7 @@ use super::{recover_stale, Cli, Command};
 use crate::bench::choose::OpChoice;
 use crate::bench::{OpKind, Operation};
 use crate::commands;
+use crate::error::usage;
 use clap::CommandFactory;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,7 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(a) => commands::record::run(&record_options(a)),
         Command::Flame(a) => commands::flame::run(&a.into()),
         Command::Hook(a) => commands::hook::run(&a.into(), lock),
-        Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)),
+        Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)?),
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
         Command::Diff(a) => commands::diff::run(&a.into()),
@@ -206,17 +207,42 @@ impl From<DiffArgs> for commands::diff::DiffOptions {
     }
 }
 
-fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
-    let iterations = a.iterations.unwrap_or_else(|| {
-        crate::overhead::default_iterations(a.compare.is_some(), a.aa, a.attach_cmd.is_some())
-    });
+/// What `overhead`'s arms are, from the options that name them; a combination that names
+/// no measurement is a usage error saying which to give.
+fn overhead_subject(a: &mut OverheadArgs) -> anyhow::Result<crate::overhead::Subject> {
+    use crate::overhead::Subject;
+    let subject = match (a.load.take(), a.compare.take(), a.attach_cmd.take(), a.aa) {
+        (Some(object), None, None, false) => Subject::Load(object),
+        (Some(base), Some(treat), None, false) => Subject::Compare { base, treat },
+        (None, None, Some(command_line), false) => Subject::AttachCmd(command_line),
+        (None, None, None, true) => Subject::Aa,
+        (Some(object), None, None, true) => Subject::AaLoad(object),
+        (None, Some(_), None, false) => {
+            return Err(usage("--compare B.bpf.o needs --load A.bpf.o: it measures A attached against B attached"))
+        }
+        (Some(_), _, Some(_), _) | (None, Some(_), Some(_), _) => {
+            return Err(usage("give either --load or --attach-cmd, not both"))
+        }
+        (None, None, None, false) => {
+            return Err(usage("nothing to measure: give --load OBJ.bpf.o, --attach-cmd 'CMD…', or --aa for the noise floor"))
+        }
+        // clap refuses --aa beside --compare or --attach-cmd.
+        (_, Some(_), _, true) | (_, _, Some(_), true) => {
+            return Err(usage("--aa takes no --compare and no --attach-cmd: give --aa --load X.bpf.o for two loads of one object"))
+        }
+    };
+    Ok(subject)
+}
+
+fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::OverheadOptions> {
+    let subject = overhead_subject(&mut a)?;
+    let iterations = a
+        .iterations
+        .unwrap_or_else(|| crate::overhead::default_iterations(&subject));
     let (op, op_choice) = op_choice(a.op, a.path.clone());
-    commands::overhead::OverheadOptions {
+    Ok(commands::overhead::OverheadOptions {
         path: a.path,
-        load: a.load,
-        attach_cmd: a.attach_cmd,
-        compare: a.compare,
-        aa: a.aa,
+        subject,
         loads: a.loads.map(|n| n as usize),
         stop: match a.rounds {
             Some(n) => crate::overhead::Stop::Pairs(n),
@@ -259,7 +285,7 @@ fn overhead_options(a: OverheadArgs) -> commands::overhead::OverheadOptions {
         profile: a.profile,
         export_json: a.export_json,
         export_markdown: a.export_markdown,
-    }
+    })
 }
 
 /// `--attach-timeout` and `--attach-tracefs` as the loader's options.

@@ -9,7 +9,7 @@ fn verify_cli() {
     Cli::command().debug_assert();
 }
 
-/// Issue 13, item 1: the product's usage line `record ./bench` has no `--`; the bench's own
+/// The product's usage line `record ./bench` has no `--`; the bench's own
 /// flags must reach the bench, not ebpf-prof.
 #[test]
 fn regression_record_takes_the_command_with_or_without_dashes() {

@@ -13,7 +13,7 @@ use crate::perf::PerfChoice;
 use crate::profile::Profile;
 use crate::recording::{self, Load, RecordOptions, Recorded};
 use crate::report::lines::HotLine;
-use crate::runfiles::{write_file, Owner};
+use crate::runfiles::{write_file, Existing, Owner};
 use crate::stats::Comparison;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -117,7 +117,7 @@ fn object(opts: &DemoOptions) -> Result<PathBuf> {
     }
     let object = opts.dir.join("hook.bpf.o");
     let (_, bytes) = crate::bpf::sample_hook_for_this_kernel();
-    write_file(&object, bytes, true, 0o644)?;
+    write_file(&object, bytes, Existing::Replace)?;
     Ok(object)
 }
 
@@ -140,7 +140,7 @@ fn write_svg(path: &Path, profile: &Profile, rec: &Recorded, hook: &str) -> Resu
     };
     let mut svg = Vec::new();
     render(&profile.folded, &opts, &mut svg)?;
-    write_file(path, &svg, true, 0o644)
+    write_file(path, &svg, Existing::Replace)
 }
 
 fn summarise(

@@ -7,7 +7,7 @@ use crate::out;
 use crate::perf::PerfChoice;
 use crate::profile::{self, folded::Folded};
 use crate::report::delta;
-use crate::runfiles::write_file;
+use crate::runfiles::{write_file, Existing};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -58,7 +58,7 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
         svg
     };
     match &opts.output {
-        Some(p) => write_file(p, &bytes, opts.force, 0o644),
+        Some(p) => write_file(p, &bytes, Existing::replace_if(opts.force)),
         None => out::stdout_bytes(&bytes),
     }
 }

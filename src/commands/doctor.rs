@@ -108,7 +108,7 @@ mod tests {
         }
     }
 
-    /// Issue 13 item 8: id, type, attach point, tag and name on each line, and the run count
+    /// Id, type, attach point, tag and name on each line, and the run count
     /// and mean ns when run statistics are on.
     #[test]
     fn program_table_lists_each_field_and_the_run_stats_when_on() {

@@ -8,7 +8,7 @@ use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
 use crate::perf::PerfChoice;
 use crate::profile::{self, Profile};
-use crate::runfiles::write_file;
+use crate::runfiles::{write_file, Existing};
 use anyhow::Result;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -55,9 +55,9 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
     }
     let bytes = encode(format, opts, &p)?;
     match output {
-        Destination::File(path) => write_file(&path, &bytes, opts.force, 0o644),
+        Destination::File(path) => write_file(&path, &bytes, Existing::replace_if(opts.force)),
         Destination::InsteadOfTerminal(path) => {
-            write_file(&path, &bytes, opts.force, 0o644)?;
+            write_file(&path, &bytes, Existing::replace_if(opts.force))?;
             say(format!(
                 "wrote {} (stdout is a terminal; -o FILE or a pipe to choose)",
                 path.display()

@@ -213,7 +213,7 @@ fn two_guards_of_one_process_keep_separate_files() {
     assert!(!dir.join(format!("{pid}-stats.json")).exists());
 }
 
-/// Issue 12.5: a state directory or file another user owns is not trusted, even when its mode
+/// A state directory or file another user owns is not trusted, even when its mode
 /// is tight (they could have planted it before we created the directory).
 #[test]
 #[ignore = "needs root (chown): scripts/test.sh runs it"]

@@ -5,11 +5,11 @@
 //!
 //! Why: detaching a tracepoint program waits in `close` for grace periods — an RCU tasks-trace
 //! one after the program is off the hook (`perf_event_detach_bpf_prog`), and when the
-//! tracepoint's last perf event goes, `tracepoint_synchronize_unregister` too: 17–90 ms a
-//! round on the test VM, against rounds of a millisecond. So the links are closed on helper
+//! tracepoint's last perf event goes, `tracepoint_synchronize_unregister` too: tens of ms,
+//! against rounds of a millisecond (docs/overhead-method.md). So the links are closed on helper
 //! threads ([`super::arms`]), and the next round waits only until the program is off the hook.
 //! The kernel's link list cannot say when that is: `bpf_link_free` gives up the link's id
-//! *before* it takes the program off, and on the test VM the next attach of the same program
+//! *before* it takes the program off, and in testing the next attach of the same program
 //! then failed with EEXIST — it was still on the hook rounds later, so it would have run in
 //! the other arm's rounds too. The query reads the tracepoint's own program array, so a round
 //! starts only once the other arm's programs are out of it. Holding the tracepoint registered

@@ -5,8 +5,8 @@
 //! for each of its rounds and detached after ([`Arm::engage`], [`Engaged::disengage`]), so its
 //! maps live for the whole measurement, as a deployed hook's do, and a round costs no load
 //! and verification. Taking a tracepoint program off its hook waits in `close` for grace
-//! periods (17–90 ms on the test VM, longer than a round), whose IPIs slow whatever runs
-//! meanwhile: measured, a detached round overlapping it ran ~20 ns slower at p50. So:
+//! periods, often longer than a round, whose IPIs slow whatever runs meanwhile: a detached
+//! round overlapping a teardown runs measurably slower (figures in docs/overhead-method.md). So:
 //! - when both arms attach objects (`--compare`) to the same tracepoints, every round is
 //!   followed by a teardown, the same for both arms: the links are closed on a helper thread
 //!   while the next round runs, which starts once the tracepoint's own program array, read

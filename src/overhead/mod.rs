@@ -47,11 +47,7 @@ pub use rounds::{
 
 /// The default time budget of the latency rounds.
 pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(12);
-/// The default two-sided confidence of the intervals. 99%, not the conventional 95%: the
-/// answer is read as a decision ("did my change make it cheaper?", a CI gate on the lower
-/// end), and at 95% an unchanged hook is called changed in one run of twenty — a gate people
-/// learn to ignore. The intervals are 1.3× as wide; `--confidence 0.95` gives the usual level.
-pub const DEFAULT_CONFIDENCE: f64 = 0.99;
+pub use crate::stats::compare::DEFAULT_CONFIDENCE;
 /// The default iterations of one round of the built-in bench when both arms are brought about
 /// in a millisecond or two (`--compare`, `--aa`): short rounds, so the two rounds of a pair are
 /// close in time and a budget holds thousands of pairs (see `bench/serve.rs` and
@@ -66,11 +62,10 @@ pub const DEFAULT_ITERATIONS_DETACHED: usize = 2_000;
 /// in a millisecond or two, or not for each round (`--compare`, `--aa`, and `--attach-cmd`,
 /// whose loader is held for a block of rounds), [`DEFAULT_ITERATIONS_DETACHED`] against
 /// nothing attached.
-pub fn default_iterations(compare: bool, aa: bool, attach_cmd: bool) -> usize {
-    if compare || aa || attach_cmd {
-        DEFAULT_ITERATIONS
-    } else {
-        DEFAULT_ITERATIONS_DETACHED
+pub fn default_iterations(subject: &Subject) -> usize {
+    match subject {
+        Subject::Load(_) => DEFAULT_ITERATIONS_DETACHED,
+        _ => DEFAULT_ITERATIONS,
     }
 }
 
@@ -79,6 +74,9 @@ pub fn default_iterations(compare: bool, aa: bool, attach_cmd: bool) -> usize {
 /// they stay loaded, so the intervals are taken across loads (see `stats/loads.rs` and
 /// `docs/overhead-method.md` for the figures behind the count).
 pub const DEFAULT_LOADS: usize = 12;
+/// The longest program name the kernel keeps (`BPF_OBJ_NAME_LEN` less its NUL): a longer name
+/// is shown cut to this many characters.
+const KERNEL_NAME_MAX: usize = 15;
 /// The most pairs of rounds `--rounds` takes (more belongs to `--max-time`).
 pub const MAX_PAIRS: usize = 2000;
 
@@ -103,10 +101,8 @@ pub struct Gates {
 /// Everything `overhead` takes.
 #[derive(Debug, Clone)]
 pub struct OverheadOptions {
-    pub load: Option<PathBuf>,
-    pub attach_cmd: Option<String>,
-    pub compare: Option<PathBuf>,
-    pub aa: bool,
+    /// What the two arms are.
+    pub subject: Subject,
     /// Loads of the arms' objects to spread the rounds over (each loaded afresh); `None`: the
     /// default ([`DEFAULT_LOADS`], or for a loader held in blocks as many as fit).
     pub loads: Option<usize>,
@@ -160,10 +156,7 @@ impl OverheadOptions {
     /// The defaults of `overhead --load OBJ`, pinned to `cpu` at `priority`, for `budget`.
     pub fn for_load(load: &Path, cpu: u32, priority: Option<u8>, budget: Duration) -> Self {
         OverheadOptions {
-            load: Some(load.to_path_buf()),
-            attach_cmd: None,
-            compare: None,
-            aa: false,
+            subject: Subject::Load(load.to_path_buf()),
             loads: None,
             stop: Stop::Adaptive {
                 target_ns: None,
@@ -245,42 +238,75 @@ impl std::fmt::Display for Mode {
     }
 }
 
+/// What `overhead` measures, as its options name it; each kind is one [`Mode`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    /// `--load X`: nothing attached against X attached.
+    Load(PathBuf),
+    /// `--load A --compare B`: A attached against B attached.
+    Compare { base: PathBuf, treat: PathBuf },
+    /// `--attach-cmd CMD`: nothing attached against the user's loader running.
+    AttachCmd(String),
+    /// `--aa`: nothing attached on both arms.
+    Aa,
+    /// `--aa --load X`: X on both arms, loaded separately.
+    AaLoad(PathBuf),
+}
+
+impl Subject {
+    /// The kind of measurement, as reports and JSON name it.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Subject::Load(_) => Mode::Load,
+            Subject::Compare { .. } => Mode::Compare,
+            Subject::AttachCmd(_) => Mode::AttachCmd,
+            Subject::Aa => Mode::Aa,
+            Subject::AaLoad(_) => Mode::AaLoad,
+        }
+    }
+
+    /// The objects the arms load.
+    fn objects(&self) -> Vec<&Path> {
+        match self {
+            Subject::Load(object) | Subject::AaLoad(object) => vec![object],
+            Subject::Compare { base, treat } => vec![base, treat],
+            Subject::AttachCmd(_) | Subject::Aa => Vec::new(),
+        }
+    }
+}
+
 /// The two arms, base first, and the mode.
 fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
-    let cmd = match &o.attach_cmd {
-        Some(c) => Some(
-            shlex::split(c)
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| usage(format!("--attach-cmd {c:?} is not a command line")))?,
-        ),
-        None => None,
-    };
-
-    for p in o.load.iter().chain(o.compare.iter()) {
-        if !p.is_file() {
+    for object in o.subject.objects() {
+        if !object.is_file() {
             return Err(usage(format!(
                 "{} is not a file: give the path of a compiled BPF object (.bpf.o)",
-                p.display()
+                object.display()
             )));
         }
     }
-    let object = |p: &PathBuf| ArmSpec::Object(p.clone());
-    match (&o.load, cmd, &o.compare, o.aa) {
-        (_, _, Some(_), true) => Err(usage("--aa compares an arm with itself and --compare two objects: give one of them (--aa --load X for two loads of one object)")),
-        (_, Some(_), _, true) => Err(usage("--aa with --attach-cmd: a loader cannot be started twice at once; give --aa --load X.bpf.o, or --attach-cmd alone")),
-        (None, None, None, true) => Ok((ArmSpec::Detached, ArmSpec::Detached, Mode::Aa)),
-        (Some(a), None, None, true) => Ok((object(a), object(a), Mode::AaLoad)),
-        (Some(a), None, Some(b), false) => Ok((object(a), object(b), Mode::Compare)),
-        (Some(a), None, None, false) => Ok((ArmSpec::Detached, object(a), Mode::Load)),
-        (None, Some(argv), None, false) => Ok((
-            ArmSpec::Detached,
-            ArmSpec::Command(loader::Loader { argv, options: o.loader }),
-            Mode::AttachCmd,
-        )),
-        (None, None, Some(_), false) => Err(usage("--compare B.bpf.o needs --load A.bpf.o: it measures A attached against B attached")),
-        (Some(_), Some(_), _, _) | (None, Some(_), Some(_), _) => Err(usage("give either --load or --attach-cmd, not both")),
-        (None, None, None, false) => Err(usage("nothing to measure: give --load OBJ.bpf.o, --attach-cmd 'CMD…', or --aa for the noise floor")),
-    }
+    let spec = |object: &PathBuf| ArmSpec::Object(object.clone());
+    let (base, treat) = match &o.subject {
+        Subject::Load(object) => (ArmSpec::Detached, spec(object)),
+        Subject::Compare { base, treat } => (spec(base), spec(treat)),
+        Subject::AttachCmd(command_line) => {
+            let argv = shlex::split(command_line)
+                .filter(|words| !words.is_empty())
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--attach-cmd {command_line:?} is not a command line"
+                    ))
+                })?;
+            let loader = loader::Loader {
+                argv,
+                options: o.loader,
+            };
+            (ArmSpec::Detached, ArmSpec::Command(loader))
+        }
+        Subject::Aa => (ArmSpec::Detached, ArmSpec::Detached),
+        Subject::AaLoad(object) => (spec(object), spec(object)),
+    };
+    Ok((base, treat, o.subject.mode()))
 }
 
 /// The CPUs for `workers` loops: `cpu` and the next highest online ones.
@@ -367,7 +393,9 @@ fn watched_maps(o: &OverheadOptions) -> Result<Vec<u32>> {
     for name in &o.watch_names {
         let hits: Vec<_> = loaded
             .iter()
-            .filter(|p| p.name == *name || name.starts_with(&p.name) && p.name.len() == 15)
+            .filter(|p| {
+                p.name == *name || name.starts_with(&p.name) && p.name.len() == KERNEL_NAME_MAX
+            })
             .collect();
         if hits.is_empty() {
             return Err(usage(format!(
@@ -390,7 +418,7 @@ fn preflight(arms: &[&Arm], specs: &[&ArmSpec]) -> Result<()> {
         let names: Vec<String> = arm
             .program_names()
             .into_iter()
-            .map(|(_, n)| n.chars().take(15).collect())
+            .map(|(_, name)| name.chars().take(KERNEL_NAME_MAX).collect())
             .collect();
         let clash: Vec<String> = crate::bpf::loaded_programs()?
             .into_iter()
@@ -475,7 +503,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
     let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
     let o = &resolved;
     if let Some(sw) = &o.sweep {
-        return sweep::run(o, sw, &host, cpu, (&base, &treat), &watch, &ints);
+        return sweep::run(o, sw, (&host, cpu), (&base, &treat), &watch, &ints);
     }
     if o.side_cost == SideCost::Measure {
         let arms = (&base, &treat, mode);
@@ -523,7 +551,7 @@ fn measure_and_report(
         ints,
     )?;
     let gates = gates(&m.comparison, &o.gates);
-    let mut report = Report::new(mode, (base, treat), o, cpu, clock, &m, gates);
+    let mut report = Report::new((base, treat, mode), o, cpu, clock, &m, gates);
     report.maps = pressure::summarise(&m.maps);
     report.op = chosen;
     Ok(Reported {

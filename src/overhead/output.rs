@@ -161,8 +161,7 @@ fn arm(spec: &ArmSpec, rounds: &ArmRounds) -> ArmReport {
 impl Report {
     /// Assemble the report.
     pub fn new(
-        mode: super::Mode,
-        (base, treat): (&ArmSpec, &ArmSpec),
+        (base, treat, mode): (&ArmSpec, &ArmSpec, super::Mode),
         o: &OverheadOptions,
         cpu: u32,
         clock: ClockCost,
@@ -521,8 +520,7 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 /// Write a new file for the user (refusing to overwrite; complete or not at all), owned by the
 /// sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    use crate::runfiles::{write_file_for, Existing};
-    write_file_for(path, bytes, Existing::Refuse, 0o644)
+    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::KeepWithoutForce)
 }
 
 /// "; p99.9 over 61 blocks of 45 pairs, each arm's rounds pooled" for the pooled quantiles.
@@ -688,7 +686,7 @@ mod tests {
         );
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
         assert_eq!(rows.len(), 2 + r.comparison.diffs.len(), "{md}");
-        assert!(rows[0].contains("| 95% interval (ns) |"), "{}", rows[0]);
+        assert!(rows[0].contains("| 99% interval (ns) |"), "{}", rows[0]);
         assert_eq!(rows[1], "|---|---:|---:|---:|---|---:|");
         for (row, d) in rows[2..].iter().zip(&r.comparison.diffs) {
             assert_eq!(row.matches('|').count(), 7, "six columns: {row}");

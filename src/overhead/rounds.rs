@@ -9,7 +9,7 @@
 //! is independent of everything the machine does, so under no effect each pair difference is
 //! as likely to be positive as negative *whatever* the interference looks like — drift, bursts,
 //! a period that a fixed pattern could resonate with, pair differences correlated in time
-//! (measured here: lag-1 correlations of 0.1–0.3 between consecutive pair differences). That
+//! (consecutive pair differences are correlated, see docs/overhead-method.md). That
 //! makes the sign-test interval of [`crate::stats`] exact for a shift of the whole round, not
 //! only for independent pairs.
 //!

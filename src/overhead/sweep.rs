@@ -116,8 +116,7 @@ pub struct SweepReport {
 pub fn run(
     o: &OverheadOptions,
     sw: &Sweep,
-    host: &Host,
-    cpu: u32,
+    (host, cpu): (&Host, u32),
     arms: (&ArmSpec, &ArmSpec),
     watch: &[u32],
     ints: &Interrupts,

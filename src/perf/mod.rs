@@ -69,7 +69,7 @@ fn no_working_perf(e: anyhow::Error) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    /// Issue 15, item 5: `record --perf /nonexistent` and a refused perf exited 2.
+    /// `record --perf /nonexistent` and a refused perf exited 2.
     #[test]
     fn regression_every_missing_perf_is_exit_1() {
         let e = PerfChoice {

@@ -36,7 +36,8 @@ pub struct RecordPlan {
 /// What a recording profiles.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scope {
-    /// The benchmark, pinned and at SCHED_FIFO (the reference method).
+    /// The benchmark, pinned and at SCHED_FIFO (the method of the reference, README.md "The
+    /// reference").
     Bench,
     /// Every CPU (`-a`) while the user's workload runs, for `duration` s or until Ctrl-C.
     AllCpus { duration: Option<f64> },

@@ -187,7 +187,7 @@ mod tests {
         assert!(read_sidecar(&zero).is_err());
     }
 
-    /// Issue 12, item 8: sidecars are named for what they are, and capped by role.
+    /// Sidecars are named for what they are, and capped by role.
     #[test]
     fn sidecar_messages_and_caps_follow_the_role() {
         let d = tempfile::tempdir().unwrap();

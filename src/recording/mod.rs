@@ -1,7 +1,8 @@
-//! The recording step of the reference, hardened (`sudo ebpf-prof record`). Sets the two JIT sysctls
-//! (restored at the end, on error and on signals too), checks the hook's program symbols are
-//! there, snapshots /proc/kallsyms, runs perf around the pinned SCHED_FIFO benchmark, and leaves
-//! perf.data with its sidecars, all owned by the user who ran sudo.
+//! The recording step of the reference (README.md, "The reference"), hardened (`sudo ebpf-prof
+//! record`). Sets the two JIT sysctls (restored at the end, on error and on signals too), checks
+//! the hook's program symbols are there, snapshots /proc/kallsyms, runs perf around the pinned
+//! SCHED_FIFO benchmark, and leaves perf.data with its sidecars, all owned by the user who ran
+//! sudo.
 
 use crate::bpf::{self, Attached, ObjectSource};
 use crate::error::{check, child, usage};

@@ -22,13 +22,13 @@
 //! - own code: the sample is in the JIT-ed code of a program or sub-function;
 //! - glue: in a trampoline, dispatcher or unresolved frame above the programs.
 //!
-//! Hints are ranked by what the user can act on, as the reference write-up reads its profile
-//! ("fewer probe reads or a cache in front of the map, not micro-tuning the instruction
-//! count"): first the categories with a concrete change behind them — probe reads, output,
-//! element allocation, map hashing, map access, in that order — each from [`ACTION_SHARE`] percent of
-//! the time inside BPF (the write-up acts on htab_map_hash at 5.5% of it); then own code, from
-//! [`HINT_SHARE`] percent, and only as far as the evidence goes: with the hottest source line
-//! when line information is at hand, else a pointer to `ebpf-prof annotate`, last. Glue and
+//! Hints are ranked by what the user can act on, as the reference (README.md, "The reference")
+//! reads its profile ("fewer probe reads or a cache in front of the map, not micro-tuning the
+//! instruction count"): first the categories with a concrete change behind them — probe reads,
+//! output, element allocation, map hashing, map access, in that order — each from [`ACTION_SHARE`]
+//! percent of the time inside BPF (the write-up acts on htab_map_hash at 5.5% of it); then own
+//! code, from [`HINT_SHARE`] percent, and only as far as the evidence goes: with the hottest source
+//! line when line information is at hand, else a pointer to `ebpf-prof annotate`, last. Glue and
 //! other kernel time get no hint: there is no single advice that fits them.
 
 use serde::Serialize;

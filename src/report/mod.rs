@@ -1,4 +1,5 @@
-//! `report`: the reference's "reading the output", computed from folded stacks.
+//! `report`: "reading the output" of the reference (README.md, "The reference"), computed from
+//! folded stacks.
 //!
 //! From one profile it works out the share of samples inside BPF programs; each program's
 //! inclusive and self share (named without its tag, grouped with its sub-functions by stack

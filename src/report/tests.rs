@@ -1,5 +1,6 @@
 //! `report` on the folded fixtures in `fixtures/folded/` (see the README there for how each was
-//! recorded): the reference's own call graph, and real profiles of the sample hook.
+//! recorded): the own call graph of the reference (README.md, "The reference"), and real profiles
+//! of the sample hook.
 
 use super::*;
 use crate::host::kallsyms::parse;

@@ -1,4 +1,4 @@
-//! Root's recordings written where no one else can interfere, then handed over (issue 12.1/12.4).
+//! Root's recordings written where no one else can interfere, then handed over.
 //!
 //! perf opens its `-o` file itself, with `O_CREAT|O_TRUNC`, following links. Were that path in
 //! a directory another user can write, they could plant `perf.data → /etc/nologin` between the

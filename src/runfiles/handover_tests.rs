@@ -131,7 +131,7 @@ fn give_path_does_not_follow_a_link() {
     assert!(give_path(me, &link).is_err());
 }
 
-/// Issue 12.4: as root, files change hands through their fd, and only they do.
+/// As root, files change hands through their fd, and only they do.
 #[test]
 #[ignore = "needs root (chown): scripts/test.sh runs it"]
 fn as_root_the_files_and_only_they_are_handed_to_the_user() {

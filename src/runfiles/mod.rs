@@ -7,7 +7,7 @@ mod output;
 pub mod pending;
 
 pub use handover::{give_path, PrivateDir};
-pub use output::{write_error, write_file, write_file_for, Existing, Output};
+pub use output::{write_error, write_file, Existing, Output};
 
 use crate::error::usage;
 use anyhow::{Context, Result};

@@ -15,27 +15,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// What a file already at the target gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Existing {
-    /// Replaced, when it is a regular file (`--force`).
-    Replace,
-    /// Refused, saying that `--force` replaces it.
-    RefuseUnlessForced,
-    /// Refused: the command has no `--force` (`overhead`'s exports).
-    Refuse,
-}
-
-impl Existing {
-    /// `--force` given or not, for a command that has it.
-    pub fn forced(force: bool) -> Existing {
-        match force {
-            true => Existing::Replace,
-            false => Existing::RefuseUnlessForced,
-        }
-    }
-}
-
 /// A file being written; [`Output::commit`] puts it in place, dropping it removes the temp file.
 pub struct Output {
     file: Option<File>,
@@ -43,21 +22,40 @@ pub struct Output {
     committed: bool,
     tmp: PathBuf,
     target: PathBuf,
-    replace: bool,
-    mode: u32,
+    existing: Existing,
 }
 
-impl Output {
-    /// Check `target` (its directory exists; it does not exist, or `replace` and it is a regular
-    /// file) and open a temp file beside it. `mode` is applied at commit.
-    pub fn create(target: &Path, replace: bool, mode: u32) -> Result<Output> {
-        Output::create_for(target, Existing::forced(replace), mode)
-    }
+/// What to do when the output already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Refuse: the user's file stays as it is; `--force` would replace it.
+    Keep,
+    /// Refuse, for a command that has no `--force` (`overhead`'s outputs): the message says
+    /// what to do instead.
+    KeepWithoutForce,
+    /// Replace it, when it is a regular file (`--force`).
+    Replace,
+}
 
-    /// [`Output::create`], with what a file already at `target` gets.
-    pub fn create_for(target: &Path, existing: Existing, mode: u32) -> Result<Output> {
+impl Existing {
+    /// `Replace` with `--force`, else `Keep`.
+    pub fn replace_if(force: bool) -> Existing {
+        if force {
+            Existing::Replace
+        } else {
+            Existing::Keep
+        }
+    }
+}
+
+/// The mode of every output: readable by all, as a file the user wrote would be.
+const OUTPUT_MODE: u32 = 0o644;
+
+impl Output {
+    /// Check `target` (its directory exists; it does not exist, or it may be replaced and is a
+    /// regular file) and open a temp file beside it.
+    pub fn create(target: &Path, existing: Existing) -> Result<Output> {
         check_target(target, existing)?;
-        let replace = existing == Existing::Replace;
         let dir = super::parent_dir(target);
         let name = target.file_name().unwrap_or_default().to_string_lossy();
         for attempt in 0..100u32 {
@@ -73,8 +71,7 @@ impl Output {
                         committed: false,
                         tmp,
                         target: target.to_path_buf(),
-                        replace,
-                        mode,
+                        existing,
                     })
                 }
                 Err(e) if exists(&e) => continue,
@@ -100,13 +97,13 @@ impl Output {
         let file = self.file.take().context("output already committed")?;
         let path = self.target.display().to_string();
         file.sync_all().map_err(|e| write_error(&self.target, &e))?;
-        file.set_permissions(std::fs::Permissions::from_mode(self.mode))
+        file.set_permissions(std::fs::Permissions::from_mode(OUTPUT_MODE))
             .with_context(|| format!("cannot set the mode of {path}"))?;
         if let Some(o) = Owner::from_sudo_env() {
             o.give_file(&file, &self.target)?;
         }
         drop(file);
-        if self.replace {
+        if self.existing == Existing::Replace {
             check_target(&self.target, Existing::Replace)?;
             std::fs::rename(&self.tmp, &self.target)
                 .with_context(|| format!("cannot move the new {path} into place"))?;
@@ -136,14 +133,9 @@ impl Drop for Output {
     }
 }
 
-/// Write `bytes` to a new file `target` (or replace a regular one with `replace`) all at once.
-pub fn write_file(target: &Path, bytes: &[u8], replace: bool, mode: u32) -> Result<()> {
-    write_file_for(target, bytes, Existing::forced(replace), mode)
-}
-
-/// [`write_file`], with what a file already at `target` gets.
-pub fn write_file_for(target: &Path, bytes: &[u8], existing: Existing, mode: u32) -> Result<()> {
-    let mut o = Output::create_for(target, existing, mode)?;
+/// Write `bytes` to the file `target` all at once, as `existing` says for one already there.
+pub fn write_file(target: &Path, bytes: &[u8], existing: Existing) -> Result<()> {
+    let mut o = Output::create(target, existing)?;
     o.write_all(bytes).map_err(|e| write_error(target, &e))?;
     o.commit()
 }
@@ -191,11 +183,11 @@ fn check_target(target: &Path, existing: Existing) -> Result<()> {
     }
     match std::fs::symlink_metadata(target) {
         Err(_) => Ok(()),
-        Ok(_) if existing == Existing::RefuseUnlessForced => Err(usage(format!(
+        Ok(_) if existing == Existing::Keep => Err(usage(format!(
             "{} exists: pass --force to overwrite it, or pick another name",
             target.display()
         ))),
-        Ok(_) if existing == Existing::Refuse => Err(usage(format!(
+        Ok(_) if existing == Existing::KeepWithoutForce => Err(usage(format!(
             "{} exists (it appeared while this ran): nothing was overwritten; move it away or pick another name, and run again",
             target.display()
         ))),
@@ -278,19 +270,19 @@ mod tests {
         let t = d.path().join("old.svg");
         std::fs::write(&t, "old").unwrap();
         {
-            let mut o = Output::create(&t, true, 0o644).unwrap();
+            let mut o = Output::create(&t, Existing::Replace).unwrap();
             o.write_all(b"half").unwrap();
             // dropped without commit: the run failed
         }
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "old");
         assert_eq!(names(d.path()), ["old.svg"]);
-        write_file(&t, b"new", true, 0o644).unwrap();
+        write_file(&t, b"new", Existing::Replace).unwrap();
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "new");
         let mode = std::fs::metadata(&t).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
     }
 
-    /// Issue 12, item 7: a failed write says why and that nothing changed (exit 4).
+    /// A failed write says why and that nothing changed (exit 4).
     #[test]
     fn write_errors_name_the_limit_or_the_full_disk() {
         let t = Path::new("out.svg");
@@ -316,16 +308,19 @@ mod tests {
         std::fs::write(&file, "keep").unwrap();
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        // (target, replace, message)
-        let cases: &[(PathBuf, bool, &str)] = &[
-            (file.clone(), false, "exists: pass --force"),
-            (link.clone(), true, "not a regular file"),
-            (d.path().to_path_buf(), true, "not a regular file"),
-            (d.path().join("no/dir/x"), false, "does not exist"),
+        let cases: &[(PathBuf, Existing, &str)] = &[
+            (file.clone(), Existing::Keep, "exists: pass --force"),
+            (link.clone(), Existing::Replace, "not a regular file"),
+            (
+                d.path().to_path_buf(),
+                Existing::Replace,
+                "not a regular file",
+            ),
+            (d.path().join("no/dir/x"), Existing::Keep, "does not exist"),
         ];
-        for (t, replace, msg) in cases {
-            let e = Output::create(t, *replace, 0o644).err().unwrap();
-            assert!(e.to_string().contains(msg), "{t:?}: {e}");
+        for (target, existing, message) in cases {
+            let e = Output::create(target, *existing).err().unwrap();
+            assert!(e.to_string().contains(message), "{target:?}: {e}");
             assert_eq!(crate::error::exit_code(&e), 2);
         }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
@@ -338,13 +333,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let t = d.path().join("x.json");
         std::fs::write(&t, "planted").unwrap();
-        let e = write_file_for(&t, b"ours", Existing::Refuse, 0o644).unwrap_err();
+        let e = write_file(&t, b"ours", Existing::KeepWithoutForce).unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("exists (it appeared while this ran): nothing was overwritten; move it away or pick another name"), "{s}");
+        assert!(
+            s.contains("exists (it appeared while this ran): nothing was overwritten; move it away or pick another name"),
+            "{s}"
+        );
         assert!(!s.contains("--force"), "{s}");
         assert_eq!(crate::error::exit_code(&e), 2);
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "planted");
-        let e = write_file(&t, b"ours", false, 0o644).unwrap_err();
+        let e = write_file(&t, b"ours", Existing::Keep).unwrap_err();
         assert!(e.to_string().contains("pass --force"), "{e}");
     }
 
@@ -352,7 +350,7 @@ mod tests {
     fn a_file_planted_meanwhile_is_not_overwritten() {
         let d = tempfile::tempdir().unwrap();
         let t = d.path().join("new.svg");
-        let mut o = Output::create(&t, false, 0o644).unwrap();
+        let mut o = Output::create(&t, Existing::Keep).unwrap();
         o.write_all(b"ours").unwrap();
         std::fs::write(&t, "planted").unwrap();
         let e = o.commit().unwrap_err();

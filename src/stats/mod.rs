@@ -235,7 +235,10 @@ mod tests {
             ("unequal arms", &steady, &steady[..6], &["only the first 6 pairs"]),
             ("few pairs", &steady[..3], &steady[..3], &["With 3 pairs no interval reaches 95%: each interval shown spans the whole range of the pair differences, a 75% interval"]),
         ];
-        let opts = CompareOptions::default();
+        let opts = CompareOptions {
+            confidence: 0.95,
+            ..CompareOptions::default()
+        };
         for (what, b, t, want) in cases {
             let c = compare_summaries(b, t, &opts);
             assert_eq!(c.notes.len(), want.len(), "{what}: {:?}", c.notes);

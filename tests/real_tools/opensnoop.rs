@@ -18,7 +18,7 @@ fn line_of<'a>(text: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no kernel line for {name}: {text}"))
 }
 
-/// Item 10: under the openat bench the open(2) programs do not run, and are "attached, did not
+/// Under the openat bench the open(2) programs do not run, and are "attached, did not
 /// run (its event did not fire)", never a tail-call target; each program keeps its own line
 /// (a regression: the four used to be summed under their common 15-byte kernel name).
 #[test]

@@ -36,7 +36,7 @@ fn share(report: &Value, category: &str) -> f64 {
         .map_or(0.0, |b| b["share_of_bpf"].as_f64().unwrap())
 }
 
-/// Issue 13 items 3 and 4 on the real profile: the update is named, with the hint that fits
+/// On the real profile: the update is named, with the hint that fits
 /// what is under it, and no share of a parent or grandparent exceeds 100%.
 fn check_report(report: &Value, text: &str, flags: &[(String, String, u64)]) {
     let funcs = report["kernel_functions"].as_array().unwrap();
@@ -108,7 +108,7 @@ fn check_shares(report: &Value, text: &str) {
     }
 }
 
-/// Items 3, 4 and 9: syscount held by hand, `record` without `--load` takes it, and `report`
+/// Syscount held by hand, `record` without `--load` takes it, and `report`
 /// reads the profile.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
@@ -155,7 +155,7 @@ fn syscount_held_by_hand_is_recorded_without_load_and_its_map_updates_named() {
     eprintln!("syscount maps: {flags:?}\n{}", text.stdout());
 }
 
-/// Item 5: `overhead --attach-cmd 'syscount -L'`: its programs run on every system call, the
+/// `overhead --attach-cmd 'syscount -L'`: its programs run on every system call, the
 /// bench's close(2) outside the timed span included; only the runs inside count.
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]

@@ -13,6 +13,14 @@ use std::path::PathBuf;
 /// Index of a DSO in [`Dsos`].
 pub(crate) type DsoId = u32;
 
+/// Where an MMAP record puts a file: its start address, length and offset in the file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Extent {
+    pub start: u64,
+    pub len: u64,
+    pub pgoff: u64,
+}
+
 /// A mapping of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct UserMap {
@@ -166,15 +174,8 @@ impl Dsos {
 
     /// The mapping an MMAP record makes (`map__new`): `pid` names the JIT map of anonymous
     /// executable memory; `exec` is `prot & PROT_EXEC`.
-    pub fn map(
-        &mut self,
-        filename: &str,
-        pid: i32,
-        exec: bool,
-        start: u64,
-        len: u64,
-        pgoff: u64,
-    ) -> UserMap {
+    pub fn map(&mut self, filename: &str, pid: i32, exec: bool, extent: Extent) -> UserMap {
+        let Extent { start, len, pgoff } = extent;
         let special = anon_or_no_dso(filename) || filename.starts_with("/anon_hugepage");
         let (name, kind, pgoff) = if special && exec && pid != 0 {
             (format!("/tmp/perf-{pid}.map"), DsoKind::PerfMap, pgoff)
@@ -282,12 +283,27 @@ mod tests {
             ("/usr/lib/libc.so.6", 42, true, "/usr/lib/libc.so.6", false),
         ];
         for (file, pid, exec, name, identity) in table {
-            let um = d.map(file, pid, exec, 0x1000, 0x1000, 0x10);
+            let extent = Extent {
+                start: 0x1000,
+                len: 0x1000,
+                pgoff: 0x10,
+            };
+            let um = d.map(file, pid, exec, extent);
             assert_eq!(d.name(um.dso), name, "{file}");
             assert_eq!(um.identity, identity, "{file}");
         }
         assert_eq!(
-            d.map("[vdso]", 1, true, 0, 1, 7).pgoff,
+            d.map(
+                "[vdso]",
+                1,
+                true,
+                Extent {
+                    start: 0,
+                    len: 1,
+                    pgoff: 7
+                }
+            )
+            .pgoff,
             0,
             "vdso pgoff is 0"
         );

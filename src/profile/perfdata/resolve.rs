@@ -13,7 +13,7 @@ use super::error::PerfDataError;
 use super::events::{self, Entry};
 use super::file::PerfData;
 use super::kernel::{KernelHit, KernelMaps};
-use super::maps::Dsos;
+use super::maps::{Dsos, Extent};
 use super::record::{self, cpumode, RawRecord};
 use super::threads::{CommId, SpaceId, ThreadId, Threads};
 use rustc_hash::FxHashMap;
@@ -396,14 +396,14 @@ impl<'d> Samples<'d> {
         if let Some(id) = mmap.build_id {
             self.dsos.set_build_id(&name, id);
         }
-        let map = self.dsos.map(
-            &name,
-            self.threads.ns_pid(thread),
-            exec,
-            mmap.start,
-            mmap.len,
-            mmap.pgoff,
-        );
+        let extent = Extent {
+            start: mmap.start,
+            len: mmap.len,
+            pgoff: mmap.pgoff,
+        };
+        let map = self
+            .dsos
+            .map(&name, self.threads.ns_pid(thread), exec, extent);
         self.threads.insert_map(thread, map);
     }
 
