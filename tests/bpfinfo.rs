@@ -241,10 +241,15 @@ fn lines_of(info: &BpfInfo, ip: u64, kind: IpKind) -> Option<u32> {
 }
 
 /// The stacks of the fixture's samples as `perf script -F ip,sym` prints them, innermost
-/// first, as `(ip, symbol)`; `None` without perf.
+/// first, as `(ip, symbol)`; `None` without perf. Kernel frames are named from the kallsyms
+/// excerpt recorded with the fixture, not from the running kernel's.
 fn perf_script_stacks() -> Option<Vec<Vec<(u64, String)>>> {
+    let mut kallsyms = std::ffi::OsString::from("--kallsyms=");
+    kallsyms.push(fixture_path().with_extension("data.kallsyms"));
     let out = Command::new("perf")
-        .args(["script", "-f", "-F", "ip,sym", "-i"])
+        .args(["script", "-f", "-F", "ip,sym"])
+        .arg(kallsyms)
+        .arg("-i")
         .arg(fixture_path())
         .output()
         .ok()?;

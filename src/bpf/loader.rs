@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -308,16 +308,10 @@ fn program_info(prog: &Program<'_>) -> anyhow::Result<ProgramInfo> {
 
 /// The program's kernel id and tag (hex, as in `bpf_prog_<tag>_<name>`), from bpf_prog_info.
 fn kernel_id_and_tag(fd: BorrowedFd<'_>) -> anyhow::Result<(u32, String)> {
-    let mut info = libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes with no output arrays requested.
-    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
-    if ret < 0 {
-        let err = std::io::Error::from_raw_os_error(-ret);
-        anyhow::bail!("reading a loaded program's bpf_prog_info failed: {err}");
-    }
-    let tag = info.tag.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((info.id, tag))
+    let info = super::ids::prog_info(fd, false)
+        .context("reading a loaded program's bpf_prog_info failed")?
+        .info;
+    Ok((info.id, super::ids::hex_tag(&info.tag)))
 }
 
 /// A little-endian-agnostic read of up to 8 native-endian bytes (4-byte ids, 8-byte counters).

@@ -355,7 +355,7 @@ pub struct HookArgs {
     pub seconds: Option<u64>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct OverheadArgs {
     #[command(flatten)]
     pub lock: LockArgs,

@@ -25,8 +25,16 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     crate::perf::trust::drop_relative_path_entries();
+    // Options that name no measurement are refused before waiting for another run's lock.
+    let overhead = match cli.command {
+        Command::Overhead(ref args) => Some(overhead_options((**args).clone())?),
+        _ => None,
+    };
     let lock = root_run_lock(&cli.command)?;
     recover_stale(lock.is_some());
+    if let Some(options) = overhead {
+        return commands::overhead::run(&options);
+    }
     match cli.command {
         Command::Bench(a) if a.serve => commands::bench::serve(&a.into()),
         Command::Bench(a) => commands::bench::run(&a.into()),
@@ -34,7 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(a) => commands::record::run(&record_options(a)),
         Command::Flame(a) => commands::flame::run(&a.into()),
         Command::Hook(a) => commands::hook::run(&a.into(), lock),
-        Command::Overhead(a) => commands::overhead::run(&overhead_options(*a)?),
+        Command::Overhead(_) => unreachable!("overhead ran above"),
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
         Command::Diff(a) => commands::diff::run(&a.into()),

@@ -10,7 +10,6 @@ use super::runner::{BenchRun, Served};
 use crate::signals::Interrupts;
 use crate::stats::LoadOrder;
 use anyhow::Result;
-use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// How often the progress line on a terminal is redrawn.
@@ -28,9 +27,8 @@ pub struct MachineRig<'a> {
     pub maps: Vec<RoundMaps>,
     ints: &'a Interrupts,
     start: Instant,
-    terminal: bool,
+    progress_line: crate::perf::script::ProgressLine,
     last_shown: Instant,
-    shown: bool,
     /// The treatment's loader, kept running for a block of rounds.
     held: Option<Engaged<'static>>,
 }
@@ -58,9 +56,8 @@ impl<'a> MachineRig<'a> {
             maps: Vec::new(),
             ints,
             start,
-            terminal: std::io::stderr().is_terminal(),
+            progress_line: crate::perf::script::ProgressLine::new(),
             last_shown: start,
-            shown: false,
             held: None,
         })
     }
@@ -168,21 +165,13 @@ impl Rig for MachineRig<'_> {
     }
 
     fn shows_progress(&mut self) -> bool {
-        self.terminal && self.last_shown.elapsed() >= PROGRESS_EVERY
+        self.progress_line.enabled() && self.last_shown.elapsed() >= PROGRESS_EVERY
     }
 
     fn progress(&mut self, status: &Progress) {
         self.last_shown = Instant::now();
-        self.shown = true;
-        crate::out::err_text(&format!("\r{}   ", progress_line(status)));
-    }
-}
-
-impl Drop for MachineRig<'_> {
-    fn drop(&mut self) {
-        if self.shown {
-            crate::out::err_text("\n");
-        }
+        self.progress_line
+            .draw(&format!("{}   ", progress_line(status)));
     }
 }
 

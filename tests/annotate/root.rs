@@ -484,6 +484,9 @@ fn record_two_loads(data: &Path, all_cpus: bool, first_before: bool) -> Vec<Vec<
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    // The holds are timed from the bench's start: perf's own start takes a varying time,
+    // which would otherwise all fall into the first load's hold.
+    wait_for_grandchild(perf.id(), bin);
     let second = std::time::Duration::from_millis(1000);
     for _ in 0..2 {
         if held.is_none() {
@@ -495,6 +498,30 @@ fn record_two_loads(data: &Path, all_cpus: bool, first_before: bool) -> Vec<Vec<
     }
     perf.wait().unwrap();
     loads
+}
+
+/// Wait until a grandchild of `ancestor` (perf, then `timeout`) runs the binary `exe`.
+fn wait_for_grandchild(ancestor: u32, exe: &str) {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split(' ').nth(1)?.parse().ok()
+    };
+    let runs_exe = |pid: u32| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|path| path == Path::new(exe))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let started = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .any(|pid| runs_exe(pid) && parent_of(pid).and_then(parent_of) == Some(ancestor));
+        if started {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the bench did not start under perf within 10 s");
 }
 
 /// `hook`, its program ids added to `loads`, their addresses printed.
