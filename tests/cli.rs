@@ -630,9 +630,13 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     for data in ["all.data", "pid.data"] {
         assert_the_workload_ran_the_hook(d.path(), data);
     }
+    // The kernel's PID_MAX_LIMIT: in --pid's range, and never a process (pids stay below
+    // pid_max, which is at most that).
     let r = run(ebpf_prof(
-        &["record", "--pid", "999999999", "--allow-no-bpf"],
+        &["record", "--pid", "4194304", "--allow-no-bpf"],
         d.path(),
     ));
-    usage_error(&r, "no process 999999999");
+    usage_error(&r, "no process 4194304");
+    let r = run(ebpf_prof(&["record", "--pid", "999999999"], d.path()));
+    usage_error(&r, "--pid 999999999 is out of range: give 1 to 4194304");
 }
