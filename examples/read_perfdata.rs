@@ -45,7 +45,7 @@ fn main() {
         input.display(),
         p.samples,
         p.skipped_samples,
-        p.stack_samples.len(),
+        p.folded.stacks.len(),
         p.event.as_deref().unwrap_or("?"),
         p.total_period
     );
@@ -54,7 +54,7 @@ fn main() {
         (p.samples + p.skipped_samples) as f64 / wall.max(1e-9)
     );
     if let Some(o) = out {
-        if let Err(e) = std::fs::write(&o, &p.folded) {
+        if let Err(e) = std::fs::write(&o, p.folded.to_text()) {
             eprintln!("error: cannot write {}: {e}", o.display());
             std::process::exit(1);
         }

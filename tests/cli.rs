@@ -640,3 +640,24 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     let r = run(ebpf_prof(&["record", "--pid", "999999999"], d.path()));
     usage_error(&r, "--pid 999999999 is out of range: give 1 to 4194304");
 }
+
+/// `--folded` of a folded file writes the stacks that were read, as every other output is made
+/// from them: comments, blank and malformed lines left out, a fractional count read as
+/// inferno reads it; `report` counts the same weight.
+#[test]
+fn folded_output_of_a_folded_input_is_the_stacks_read() {
+    let d = tempfile::tempdir().unwrap();
+    let text = "# a comment\na;b 3\n\nnot a stack\na;c 2.9\n";
+    std::fs::write(d.path().join("f.folded"), text).unwrap();
+    let r = run(ebpf_prof(&["flame", "--folded", "f.folded"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert_eq!(r.stdout(), "a;b 3\na;c 2\n");
+    assert!(
+        r.stderr().contains("2 line(s) are not folded stacks"),
+        "{r:?}"
+    );
+    let r = run(ebpf_prof(&["report", "--json", "f.folded"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let report: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(report["total_weight"], 5, "{report}");
+}

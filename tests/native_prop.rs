@@ -255,7 +255,7 @@ fn fold(bytes: Vec<u8>, kallsyms: Option<&std::path::Path>) -> Result<String, St
         ..SymbolOptions::default()
     };
     fold_data(&data, &opts)
-        .map(|p| p.folded)
+        .map(|p| p.folded.to_text())
         .map_err(|e| e.to_string())
 }
 
@@ -481,5 +481,6 @@ fn regression_two_loads_at_one_place_are_named_by_their_bpf_event() {
     };
     let named = fold_data_with(&data, &opts, with).unwrap();
     assert_eq!(named, fold_data(&data, &opts).unwrap());
-    assert!(named.folded.contains(KSYM), "{}", named.folded);
+    let text = named.folded.to_text();
+    assert!(text.contains(KSYM), "{text}");
 }

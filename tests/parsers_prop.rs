@@ -6,7 +6,8 @@
 use ebpf_prof::bench::{parse_samples, write_samples};
 use ebpf_prof::host::{cpu, kallsyms, security};
 use ebpf_prof::perf::version::{kernel_major_minor, parse_perf_version};
-use ebpf_prof::profile::folded::{self, Folded};
+use ebpf_prof::profile::folded;
+use ebpf_prof::profile::stacks::Stacks;
 use ebpf_prof::runrecord::{samples_written, RunRecord};
 use proptest::prelude::*;
 
@@ -73,8 +74,9 @@ proptest! {
     #[test]
     fn perf_script_text_collapses_or_errors(s in mutated(SCRIPT)) {
         if let Ok(out) = folded::collapse_perf_script(s.as_bytes()) {
-            let f = Folded::parse(&String::from_utf8_lossy(&out));
-            prop_assert_eq!(f.skipped, 0, "the collapser's own output parses");
+            if let Ok(f) = Stacks::parse(&String::from_utf8_lossy(&out)) {
+                prop_assert_eq!(f.skipped, 0, "the collapser's own output parses");
+            }
         }
         let _ = folded::detect(s.as_bytes());
     }
@@ -82,7 +84,7 @@ proptest! {
     #[test]
     fn folded_round_trips(stacks in proptest::collection::vec((proptest::collection::vec("[a-z_\\[\\]0-9]{1,12}", 1..6), 1u64..1_000_000), 0..20)) {
         let text: String = stacks.iter().map(|(f, c)| format!("{} {c}\n", f.join(";"))).collect();
-        let f = Folded::parse(&text);
+        let f = Stacks::parse(&text).unwrap();
         prop_assert_eq!(f.skipped, 0);
         prop_assert_eq!(f.to_text(), text);
         prop_assert_eq!(f.total(), stacks.iter().map(|s| s.1).sum::<u64>());
@@ -90,8 +92,9 @@ proptest! {
 
     #[test]
     fn folded_arbitrary_text(s in "(.{0,40}\n){0,8}", bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-        let f = Folded::parse(&s);
-        prop_assert!(f.stacks.len() + f.skipped <= s.lines().count());
+        if let Ok(f) = Stacks::parse(&s) {
+            prop_assert!(f.stacks.len() + f.skipped <= s.lines().count());
+        }
         let _ = folded::detect(&bytes);
         let _ = folded::sanitize(&String::from_utf8_lossy(&bytes));
     }
@@ -218,22 +221,21 @@ proptest! {
             subtitle: None,
             count_name: "samples".into(),
         };
-        let _ = ebpf_prof::flame::render(&a, &opts, Vec::new());
-        let _ = ebpf_prof::flame::render_diff(&a, &b, "t", "samples", Vec::new());
         // Past this point the loader's contract holds: every input's counts add up below 2^64
-        // (`checked_total`, run on every profile loaded; docs/bad-input.md rows 39-43).
-        if folded::checked_total(&a).is_err() || folded::checked_total(&b).is_err() {
+        // (checked as each profile is parsed; docs/bad-input.md rows 39-43).
+        let (Ok(parsed), Ok(other)) = (Stacks::parse(&a), Stacks::parse(&b)) else {
             return Ok(());
-        }
-        let parsed = Folded::parse(&a);
+        };
+        let _ = ebpf_prof::flame::render(&parsed, &opts, Vec::new());
+        let _ = ebpf_prof::flame::render_diff(&parsed, &other, "t", "samples", Vec::new());
         let _ = ebpf_prof::flame::export::pprof(&parsed, &ebpf_prof::flame::export::Weights::SAMPLES, "t");
         let _ = ebpf_prof::flame::export::speedscope(&parsed, "samples", "t");
         // report's reading and diff --text of the same.
-        let d = ebpf_prof::report::delta::deltas(&parsed, &Folded::parse(&b));
+        let d = ebpf_prof::report::delta::deltas(&parsed, &other);
         let _ = ebpf_prof::report::delta::table(&d, 5);
         let _ = ebpf_prof::report::delta::json(&d, 5);
         let p = ebpf_prof::profile::Profile {
-            folded: a.clone(),
+            stacks: parsed,
             record: None,
             kind: folded::InputKind::Folded,
             samples: None,

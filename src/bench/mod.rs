@@ -25,7 +25,7 @@ use crate::stats::Summary;
 use anyhow::Result;
 use buffer::SampleBuffer;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use op::{Op, OpKind};
 pub use operation::Operation;
@@ -119,7 +119,26 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
             opts.warmup_fraction
         )));
     }
+    if let OpKind::Openat(path) | OpKind::Read(path) = &opts.op {
+        check_operand(path)?;
+    }
     Ok(())
+}
+
+/// The file an operation opens must be a regular file or a directory: opening a FIFO
+/// would block the loop before its first operation, and a device may act on being opened.
+fn check_operand(path: &Path) -> Result<()> {
+    // A path that cannot be read is reported by the operation's own first try.
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_file() || meta.is_dir() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--path {} is not a regular file or a directory (a FIFO, a socket or a device): give a file such as /etc/hostname",
+        path.display()
+    )))
 }
 
 /// Run the loop(s): prepare the working set and the operation (errors out before the loop if

@@ -30,8 +30,10 @@ impl WorkingSet {
             std::fs::read_dir(dir).map_err(|e| usage(format!("--dir {}: {e}", dir.display())))?;
         let mut files: Vec<PathBuf> = rd
             .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
+            // Regular files only, links not followed: the files are opened as root, and a link
+            // in a directory someone else writes to could name a device.
+            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+            .map(|entry| entry.path())
             .collect();
         files.sort();
         if files.len() < n {

@@ -139,7 +139,7 @@ fn write_svg(path: &Path, profile: &Profile, rec: &Recorded, hook: &str) -> Resu
         count_name: rec.record.count_unit().into(),
     };
     let mut svg = Vec::new();
-    render(&profile.folded, &opts, &mut svg)?;
+    render(&profile.stacks, &opts, &mut svg)?;
     write_file(path, &svg, Existing::Replace)
 }
 

@@ -5,7 +5,7 @@
 
 use crate::out;
 use crate::perf::PerfChoice;
-use crate::profile::{self, folded::Folded};
+use crate::profile;
 use crate::report::delta;
 use crate::runfiles::{write_file, Existing};
 use anyhow::Result;
@@ -39,7 +39,7 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
     });
     let (base, hooked) = (base?, hooked?);
     let bytes = if opts.text || opts.json {
-        let d = delta::deltas(&Folded::parse(&base.folded), &Folded::parse(&hooked.folded));
+        let d = delta::deltas(&base.stacks, &hooked.stacks);
         match opts.json {
             true => delta::json(&d, opts.top)?.into_bytes(),
             false => delta::table(&d, opts.top).into_bytes(),
@@ -54,7 +54,7 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
             )
         });
         let mut svg = Vec::new();
-        crate::flame::render_diff(&base.folded, &hooked.folded, &title, count_name, &mut svg)?;
+        crate::flame::render_diff(&base.stacks, &hooked.stacks, &title, count_name, &mut svg)?;
         svg
     };
     match &opts.output {

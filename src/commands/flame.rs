@@ -7,6 +7,7 @@ use crate::flame::export::{self, Format};
 use crate::flame::{render, FlameOptions, LEGEND};
 use crate::out::say;
 use crate::perf::PerfChoice;
+use crate::profile::stacks::Stacks;
 use crate::profile::{self, Profile};
 use crate::runfiles::{write_file, Existing};
 use anyhow::Result;
@@ -51,7 +52,7 @@ pub fn run(opts: &FlameOptionsCli) -> Result<()> {
         profile::load(&opts.input, opts.kallsyms.as_deref(), &opts.perf)?
     };
     if opts.bpf_only {
-        p.folded = keep_bpf_only(&p.folded, &opts.input)?;
+        p.stacks = keep_bpf_only(&p.stacks, &opts.input)?;
     }
     let bytes = encode(format, opts, &p)?;
     match output {
@@ -101,16 +102,15 @@ fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>
         unit,
         per_stack: p.sampled.per_stack.as_deref(),
     };
-    let parsed = || crate::profile::folded::Folded::parse(&p.folded);
     match format {
-        Format::Folded => Ok(p.folded.clone().into_bytes()),
+        Format::Folded => Ok(p.stacks.to_text().into_bytes()),
         Format::Svg => {
             let mut svg = Vec::new();
-            render(&p.folded, &flame_options(opts, p), &mut svg)?;
+            render(&p.stacks, &flame_options(opts, p), &mut svg)?;
             Ok(svg)
         }
-        Format::Pprof => export::pprof(&parsed(), &weights, &flame_options(opts, p).title),
-        Format::Speedscope => export::speedscope(&parsed(), unit, &flame_options(opts, p).title),
+        Format::Pprof => export::pprof(&p.stacks, &weights, &flame_options(opts, p).title),
+        Format::Speedscope => export::speedscope(&p.stacks, unit, &flame_options(opts, p).title),
     }
 }
 
@@ -155,15 +155,15 @@ fn subtitle(p: &Profile) -> Option<String> {
 }
 
 /// `--bpf-only`: the stacks through BPF code, from their attach point.
-fn keep_bpf_only(folded: &str, input: &Path) -> Result<String> {
-    let cut = crate::report::filter::bpf_only(&crate::profile::folded::Folded::parse(folded));
+fn keep_bpf_only(stacks: &Stacks, input: &Path) -> Result<Stacks> {
+    let cut = crate::report::filter::bpf_only(stacks);
     if cut.stacks.is_empty() {
         return Err(usage(format!(
             "no stack in {} passes through a BPF program: nothing to draw with --bpf-only (`ebpf-prof report` says why)",
             input.display()
         )));
     }
-    Ok(cut.to_text())
+    Ok(cut)
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! where less), with frames that the base profile does not have at all marked `(new)`: a
 //! whole new BPF subtree is otherwise drawn in the palest red, as if it changed little.
 
-use crate::profile::folded::{parse_line, sanitize};
+use crate::profile::folded::sanitize;
+use crate::profile::stacks::Stacks;
 use anyhow::{Context, Result};
 use inferno::{differential, flamegraph};
 use std::collections::HashSet;
@@ -12,19 +13,18 @@ use std::io::Write;
 /// The label appended to a frame the base profile has nowhere on that path.
 pub(crate) const NEW: &str = " (new)";
 
-/// Render the differential graph of `base` → `hooked` (folded texts) into `out`. Only the
-/// lines that are folded stacks go to inferno (the loader warns about the others as skipped;
-/// inferno's merge would count some, a count with no stack say); counts that add up past 2^64
-/// in either are an error (inferno would add them unchecked).
+/// Render the differential graph of `base` → `hooked` into `out`; their stacks are written as
+/// text here, for inferno. Counts that add up past 2^64 in either are an error (inferno would
+/// add them unchecked).
 pub fn render_diff(
-    base: &str,
-    hooked: &str,
+    base: &Stacks,
+    hooked: &Stacks,
     title: &str,
     count_name: &str,
     out: impl Write,
 ) -> Result<()> {
-    let [base, hooked] = stacks_for_inferno([base, hooked])?;
-    let (base, hooked) = mark_new(&base, &hooked);
+    let shift = scale([base, hooked])?;
+    let (base, hooked) = mark_new(base, hooked, shift);
     let mut lines = Vec::new();
     let opts = differential::Options {
         normalize: true,
@@ -50,56 +50,61 @@ pub fn render_diff(
 /// by a power of two first, which keeps every share.
 const COUNT_LIMIT: u64 = 1 << 52;
 
-/// The folded stacks of `texts` (other lines dropped), each total checked, scaled below
-/// [`COUNT_LIMIT`] together.
-fn stacks_for_inferno(texts: [&str; 2]) -> Result<[String; 2]> {
-    use crate::profile::folded::{checked_total, Folded};
+/// The shift that brings both totals (each checked) below [`COUNT_LIMIT`] together.
+fn scale(profiles: [&Stacks; 2]) -> Result<u32> {
     let mut max = 0;
-    for text in texts {
-        max = max.max(checked_total(text).map_err(anyhow::Error::msg)?);
+    for stacks in profiles {
+        max = max.max(stacks.checked_total().map_err(anyhow::Error::msg)?);
     }
-    let mut parsed = texts.map(Folded::parse);
-    let shift = (u64::BITS - max.leading_zeros()).saturating_sub(COUNT_LIMIT.trailing_zeros());
-    for folded in &mut parsed {
-        folded.stacks.iter_mut().for_each(|s| s.count >>= shift);
-    }
-    Ok(parsed.map(|folded| folded.to_text()))
+    Ok((u64::BITS - max.leading_zeros()).saturating_sub(COUNT_LIMIT.trailing_zeros()))
 }
 
-/// The hooked stacks with every frame whose path (root to that frame) the base never has
-/// labelled [`NEW`], and the base as it is.
-fn mark_new(base: &str, hooked: &str) -> (String, String) {
+/// The folded text of the base, and of the hooked stacks with every frame whose path (root to
+/// that frame) the base never has labelled [`NEW`]; counts shifted right by `shift`.
+fn mark_new(base: &Stacks, hooked: &Stacks, shift: u32) -> (String, String) {
     let mut seen: HashSet<String> = HashSet::new();
-    for stack in base.lines().filter_map(parse_line) {
+    let mut base_text = String::new();
+    for stack in &base.stacks {
         let mut path = String::new();
-        for frame in &stack.frames {
+        let names: Vec<&str> = base
+            .frames_of(stack)
+            .into_iter()
+            .map(|frame| frame.name.as_str())
+            .collect();
+        for name in &names {
             path.push(';');
-            path.push_str(frame);
+            path.push_str(name);
             seen.insert(path.clone());
         }
+        push_line(&mut base_text, &names.join(";"), stack.count >> shift);
     }
-    let mut out = String::with_capacity(hooked.len());
-    for stack in hooked.lines().filter_map(parse_line) {
+    let mut out = String::new();
+    for stack in &hooked.stacks {
         let mut path = String::new();
         let mut new = false;
-        let frames: Vec<String> = stack
-            .frames
-            .iter()
+        let frames: Vec<String> = hooked
+            .frames_of(stack)
+            .into_iter()
             .map(|frame| {
                 path.push(';');
-                path.push_str(frame);
+                path.push_str(&frame.name);
                 new = new || !seen.contains(&path);
-                if new {
-                    format!("{frame}{NEW}")
-                } else {
-                    frame.clone()
+                match new {
+                    true => format!("{}{NEW}", frame.name),
+                    false => frame.name.clone(),
                 }
             })
             .collect();
-        out.push_str(&frames.join(";"));
-        out.push_str(&format!(" {}\n", stack.count));
+        push_line(&mut out, &frames.join(";"), stack.count >> shift);
     }
-    (base.to_string(), out)
+    (base_text, out)
+}
+
+fn push_line(out: &mut String, stack: &str, count: u64) {
+    out.push_str(stack);
+    out.push(' ');
+    out.push_str(&count.to_string());
+    out.push('\n');
 }
 
 #[cfg(test)]
@@ -111,7 +116,8 @@ mod tests {
         let base = "b;sys_[k];open_[k] 60\nb;sys_[k];close_[k] 40\n";
         let hooked = "b;sys_[k];open_[k] 60\nb;sys_[k];close_[k] 40\nb;sys_[k];trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook 100\n";
         let mut svg = Vec::new();
-        render_diff(base, hooked, "t", "samples", &mut svg).unwrap();
+        let [base, hooked] = [base, hooked].map(|text| Stacks::parse(text).unwrap());
+        render_diff(&base, &hooked, "t", "samples", &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         assert!(svg.contains("bpf_prog_0123456789abcdef_hook (new)"));
         assert!(svg.contains("trace_call_bpf_[k] (new)"));
@@ -121,7 +127,9 @@ mod tests {
 
     #[test]
     fn only_the_first_new_frame_and_those_below_are_marked() {
-        let (_, h) = mark_new("a;b 1\n", "a;b;c 2\na;x;b 1\n");
+        let [base, hooked] =
+            ["a;b 1\n", "a;b;c 2\na;x;b 1\n"].map(|text| Stacks::parse(text).unwrap());
+        let (_, h) = mark_new(&base, &hooked, 0);
         assert_eq!(h, "a;b;c (new) 2\na;x (new);b (new) 1\n");
     }
 }

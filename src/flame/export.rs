@@ -14,8 +14,9 @@
 //!
 //! Both keep the sample weights of the folded stacks (ns for cpu-clock, cycles, or counts).
 
-use crate::profile::folded::{bare, Folded};
+use crate::profile::folded::bare;
 use crate::profile::frames::{display, kind, Kind};
+use crate::profile::stacks::Stacks;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -58,13 +59,13 @@ fn unit_names(count_unit: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// What the counts of folded stacks weigh, for the exporters.
+/// What the counts of the stacks weigh, for the exporters.
 #[derive(Debug, Clone, Copy)]
 pub struct Weights<'a> {
     /// The unit of each stack's count: `ns`, `cycles` or `events` (sample periods), or
     /// `samples` (each count is a number of samples).
     pub unit: &'a str,
-    /// Samples behind each folded stack, in their order, when the reader counted them.
+    /// Samples behind each stack, in their order, when the reader counted them.
     pub per_stack: Option<&'a [u64]>,
 }
 
@@ -188,7 +189,7 @@ impl Strings {
 }
 
 /// The samples behind each stack, when they were counted for every one of them.
-fn per_stack<'w>(folded: &Folded, weights: &Weights<'w>) -> Option<&'w [u64]> {
+fn per_stack<'w>(folded: &Stacks, weights: &Weights<'w>) -> Option<&'w [u64]> {
     weights
         .per_stack
         .filter(|n| weights.unit != "samples" && n.len() == folded.stacks.len())
@@ -196,7 +197,7 @@ fn per_stack<'w>(folded: &Folded, weights: &Weights<'w>) -> Option<&'w [u64]> {
 
 /// Go's CPU-profile convention: `samples/count` and the weight (`cpu/nanoseconds` for a
 /// clock event) when both are known, the weight as the period type, and the mean period.
-fn sample_types(p: &mut proto::Profile, s: &mut Strings, folded: &Folded, weights: &Weights) {
+fn sample_types(p: &mut proto::Profile, s: &mut Strings, folded: &Stacks, weights: &Weights) {
     let (ty, unit) = unit_names(weights.unit);
     let weight = proto::ValueType {
         r#type: s.id(ty),
@@ -216,11 +217,11 @@ fn sample_types(p: &mut proto::Profile, s: &mut Strings, folded: &Folded, weight
     p.period_type = Some(weight);
 }
 
-/// The name of the command most of the weight is in: the folded stacks' heaviest root.
-fn main_command(folded: &Folded) -> &str {
+/// The name of the command most of the weight is in: the stacks' heaviest root.
+fn main_command(folded: &Stacks) -> &str {
     let mut by_root: HashMap<&str, u64> = HashMap::new();
     for st in &folded.stacks {
-        if let Some(root) = st.frames.first() {
+        if let Some(root) = names(folded, st).first() {
             *by_root.entry(root).or_default() += st.count;
         }
     }
@@ -230,18 +231,18 @@ fn main_command(folded: &Folded) -> &str {
         .map_or("[user]", |(root, _)| root)
 }
 
-/// Build the pprof profile of folded stacks weighed as `weights` says.
-pub fn pprof_profile(folded: &Folded, weights: &Weights, comment: &str) -> proto::Profile {
+/// Build the pprof profile of the stacks, weighed as `weights` says.
+pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto::Profile {
     let mut s = Strings::default();
     let mut p = proto::Profile::default();
     sample_types(&mut p, &mut s, folded, weights);
-    let names = [
+    let names_of_mappings = [
         main_command(folded),
         "[kernel.kallsyms]",
         "[bpf]",
         "[unknown]",
     ];
-    for (id, name) in (1..).zip(names) {
+    for (id, name) in (1..).zip(names_of_mappings) {
         p.mapping.push(proto::Mapping {
             id,
             filename: s.id(name),
@@ -252,7 +253,8 @@ pub fn pprof_profile(folded: &Folded, weights: &Weights, comment: &str) -> proto
     let mut locations: HashMap<&str, u64> = HashMap::new();
     let counts = per_stack(folded, weights);
     for (i, st) in folded.stacks.iter().enumerate() {
-        let Some((comm, frames)) = st.frames.split_first() else {
+        let names = names(folded, st);
+        let Some((comm, frames)) = names.split_first() else {
             continue;
         };
         let weight = i64::try_from(st.count).unwrap_or(i64::MAX);
@@ -268,8 +270,8 @@ pub fn pprof_profile(folded: &Folded, weights: &Weights, comment: &str) -> proto
             }],
             ..Default::default()
         };
-        for f in frames.iter().rev() {
-            let id = match locations.get(f.as_str()) {
+        for &f in frames.iter().rev() {
+            let id = match locations.get(f) {
                 Some(&id) => id,
                 None => new_location(&mut p, &mut s, f, &mut locations),
             };
@@ -313,7 +315,7 @@ fn new_location<'f>(
 }
 
 /// The gzipped pprof bytes of folded stacks.
-pub fn pprof(folded: &Folded, weights: &Weights, comment: &str) -> Result<Vec<u8>> {
+pub fn pprof(folded: &Stacks, weights: &Weights, comment: &str) -> Result<Vec<u8>> {
     use prost::Message;
     let raw = pprof_profile(folded, weights, comment).encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -323,16 +325,15 @@ pub fn pprof(folded: &Folded, weights: &Weights, comment: &str) -> Result<Vec<u8
 }
 
 /// The speedscope JSON of folded stacks.
-pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u8>> {
+pub fn speedscope(folded: &Stacks, count_unit: &str, name: &str) -> Result<Vec<u8>> {
     let mut frames: Vec<serde_json::Value> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let (mut samples, mut weights) = (Vec::new(), Vec::new());
     for st in &folded.stacks {
-        let ids: Vec<usize> = st
-            .frames
-            .iter()
+        let ids: Vec<usize> = names(folded, st)
+            .into_iter()
             .map(|f| {
-                *index.entry(f.as_str()).or_insert_with(|| {
+                *index.entry(f).or_insert_with(|| {
                     frames.push(speedscope_frame(f));
                     frames.len() - 1
                 })
@@ -370,6 +371,12 @@ pub fn speedscope(folded: &Folded, count_unit: &str, name: &str) -> Result<Vec<u
     Ok(out)
 }
 
+/// The frame names of a stack, root first.
+fn names<'s>(folded: &'s Stacks, stack: &crate::profile::stacks::Stack) -> Vec<&'s str> {
+    let frames = folded.frames_of(stack).into_iter();
+    frames.map(|frame| frame.name.as_str()).collect()
+}
+
 fn speedscope_frame(f: &str) -> serde_json::Value {
     match kind(f) {
         Kind::Program | Kind::Glue | Kind::Kernel => {
@@ -391,7 +398,7 @@ mod tests {
 
     #[test]
     fn pprof_round_trips_with_bpf_frames_marked() {
-        let f = Folded::parse(FOLDED);
+        let f = Stacks::parse(FOLDED).unwrap();
         let per_stack = [3, 5, 2];
         let weights = Weights {
             unit: "ns",
@@ -445,7 +452,7 @@ mod tests {
     /// not counted is the only type, named for its unit.
     #[test]
     fn pprof_of_sample_counts_or_uncounted_weights_has_one_type() {
-        let f = Folded::parse(FOLDED);
+        let f = Stacks::parse(FOLDED).unwrap();
         let p = pprof_profile(&f, &Weights::SAMPLES, "");
         let st = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!(p.sample_type.len(), 1);
@@ -466,7 +473,7 @@ mod tests {
 
     #[test]
     fn speedscope_is_the_sampled_schema() {
-        let f = Folded::parse(FOLDED);
+        let f = Stacks::parse(FOLDED).unwrap();
         let v: serde_json::Value =
             serde_json::from_slice(&speedscope(&f, "ns", "t").unwrap()).unwrap();
         let prof = &v["profiles"][0];

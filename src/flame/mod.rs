@@ -13,9 +13,11 @@ pub use diff::render_diff;
 
 use crate::profile::folded::{bare, sanitize};
 use crate::profile::frames::{kind, Kind};
+use crate::profile::stacks::Stacks;
 use anyhow::{Context, Result};
 use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
@@ -31,13 +33,19 @@ fn hash(text: &str) -> u32 {
 
 /// The colour of a frame: a hue for its kind, a shade from its name.
 pub fn colour(frame: &str) -> Color {
+    shade(frame, kind(frame))
+}
+
+/// The colour of a frame named `frame` of kind `kind`; a source-line frame of `--lines` takes
+/// the BPF hue.
+fn shade(frame: &str, kind: Kind) -> Color {
     let hashed = hash(bare(frame));
     let first = (hashed & 0xff) as u8;
     let second = ((hashed >> 8) & 0xff) as u8;
     let kind = if lines::is_line_frame(frame) {
         Kind::Program
     } else {
-        kind(frame)
+        kind
     };
     match kind {
         Kind::Program | Kind::Glue => Color {
@@ -67,32 +75,23 @@ pub struct FlameOptions {
     pub count_name: String,
 }
 
-/// Render folded text as an SVG into `out`. Counts that add up past 2^64 are an error (inferno
-/// would add them unchecked).
-pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> {
-    crate::profile::folded::checked_total(folded).map_err(anyhow::Error::msg)?;
-    let clean = sanitize(folded);
-    let labels = short_labels(&clean);
+/// Render stacks as an SVG into `out`: the one place they are written as text for inferno,
+/// each frame under its label. Counts that add up past 2^64 are an error (inferno would add
+/// them unchecked).
+pub fn render(stacks: &Stacks, opts: &FlameOptions, out: impl Write) -> Result<()> {
+    stacks.checked_total().map_err(anyhow::Error::msg)?;
+    let labels = labels(stacks);
     let mut palette = PaletteMap::default();
-    let mut relabelled = String::with_capacity(clean.len());
-    for line in clean.lines() {
-        let (stack, count) = line.rsplit_once(' ').unwrap_or((line, ""));
-        let frames: Vec<&str> = stack
-            .split(';')
-            .map(|frame| {
-                let label = labels.get(frame).map_or(frame, String::as_str);
-                if palette.get(label).is_none() {
-                    palette.insert(label, colour(frame));
-                }
-                label
-            })
-            .collect();
-        relabelled.push_str(&frames.join(";"));
-        relabelled.push(' ');
-        relabelled.push_str(count);
-        relabelled.push('\n');
+    for label in labels.iter().flatten() {
+        if palette.get(&label.text).is_none() {
+            palette.insert(&label.text, label.colour);
+        }
     }
-    let clean = relabelled;
+    let text = stacks.to_text_labelled(|id, _| {
+        labels[id.index()]
+            .as_ref()
+            .map_or("", |label| label.text.as_str())
+    });
     let mut options = Options::default();
     options.colors = Palette::Basic(BasicPalette::Hot);
     options.title = sanitize(&opts.title).into_owned();
@@ -104,45 +103,80 @@ pub fn render(folded: &str, opts: &FlameOptions, out: impl Write) -> Result<()> 
     };
     options.deterministic = true;
     options.palette_map = Some(&mut palette);
-    flamegraph::from_lines(&mut options, clean.lines(), out)
-        .context("cannot render the flame graph")
+    flamegraph::from_lines(&mut options, text.lines(), out).context("cannot render the flame graph")
+}
+
+/// What a frame is drawn as.
+struct Label {
+    /// Its text, without the characters XML cannot hold.
+    text: String,
+    colour: Color,
+}
+
+/// For each frame of the table that a stack uses, by id, what it is drawn as.
+fn labels(stacks: &Stacks) -> Vec<Option<Label>> {
+    let mut used: Vec<Option<(Cow<'_, str>, Kind)>> = Vec::new();
+    for stack in &stacks.stacks {
+        for &id in &stack.frames {
+            if used.len() <= id.index() {
+                used.resize(id.index() + 1, None);
+            }
+            if used[id.index()].is_none() {
+                let frame = stacks.frame(id);
+                used[id.index()] = Some((sanitize(&frame.name), frame.kind));
+            }
+        }
+    }
+    let short = short_labels(
+        used.iter()
+            .flatten()
+            .map(|(name, kind)| (name.as_ref(), *kind)),
+    );
+    used.into_iter()
+        .map(|frame| {
+            let (name, kind) = frame?;
+            Some(Label {
+                text: short
+                    .get(name.as_ref())
+                    .cloned()
+                    .unwrap_or_else(|| name.to_string()),
+                colour: shade(&name, kind),
+            })
+        })
+        .collect()
 }
 
 /// Labels for BPF program frames: `bpf_prog_<tag>_<name>` drawn as `<name>` when no other
 /// program of that name (another tag) is in the profile — the 16 hex digits add nothing then,
 /// and a program's colour already says what it is. A kernel frame nobody could name is drawn
 /// as perf prints it, `[unknown]`, instead of inferno's `[[kernel.kallsyms]]`. Other frames
-/// keep their names.
-fn short_labels(folded: &str) -> HashMap<String, String> {
+/// keep their names. From and to names with what XML cannot hold dropped, each with its kind.
+fn short_labels<'f>(frames: impl Iterator<Item = (&'f str, Kind)>) -> HashMap<String, String> {
     let mut tags: HashMap<String, HashSet<String>> = HashMap::new();
-    let mut frames: HashMap<String, String> = HashMap::new();
+    let mut programs: HashMap<String, String> = HashMap::new();
     let mut unnamed = HashMap::new();
-    for line in folded.lines() {
-        let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
-        for frame in stack.split(';') {
-            if bare(frame) == crate::profile::frames::UNNAMED_KERNEL {
-                unnamed.insert(
-                    frame.to_string(),
-                    frame.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
-                );
-            }
+    for (name, kind) in frames {
+        let bare_name = bare(name);
+        if bare_name == crate::profile::frames::UNNAMED_KERNEL {
+            unnamed.insert(
+                name.to_string(),
+                name.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
+            );
         }
-        for frame in stack
-            .split(';')
-            .filter(|frame| kind(frame) == Kind::Program)
-        {
-            if let Some(symbol) = crate::host::kallsyms::ProgSymbol::parse(bare(frame)) {
-                let name = symbol.name.to_string();
-                tags.entry(name.clone())
-                    .or_default()
-                    .insert(symbol.tag.to_string());
-                frames.insert(frame.to_string(), name);
-            }
+        if kind != Kind::Program {
+            continue;
+        }
+        if let Some(symbol) = crate::host::kallsyms::ProgSymbol::parse(bare_name) {
+            let program = symbol.name.to_string();
+            tags.entry(program.clone())
+                .or_default()
+                .insert(symbol.tag.to_string());
+            programs.insert(name.to_string(), program);
         }
     }
-    frames
+    programs
         .into_iter()
-        .filter(|(_, name)| tags.get(name).is_some_and(|t| t.len() == 1))
+        .filter(|(_, program)| tags.get(program).is_some_and(|t| t.len() == 1))
         .chain(unnamed)
         .collect()
 }
@@ -150,20 +184,32 @@ fn short_labels(folded: &str) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::stacks::Frame;
+
+    fn labels_of(folded: &str) -> HashMap<String, String> {
+        let parsed = Stacks::parse(folded).unwrap();
+        let frames: Vec<&Frame> = parsed
+            .stacks
+            .iter()
+            .flat_map(|stack| parsed.frames_of(stack))
+            .collect();
+        short_labels(frames.iter().map(|frame| (frame.name.as_str(), frame.kind)))
+    }
 
     #[test]
     fn program_labels_drop_the_tag_unless_two_programs_share_a_name() {
         let folded = "b;trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook 5\n\
                       b;trace_call_bpf_[k];bpf_prog_1111111111111111_twin 2\n\
                       b;trace_call_bpf_[k];bpf_prog_2222222222222222_twin 3\n";
-        let l = short_labels(folded);
+        let parsed = Stacks::parse(folded).unwrap();
+        let l = labels_of(folded);
         assert_eq!(
             l.get("bpf_prog_0123456789abcdef_hook").map(String::as_str),
             Some("hook")
         );
         assert!(!l.contains_key("bpf_prog_1111111111111111_twin"), "{l:?}");
         let mut svg = Vec::new();
-        render(folded, &FlameOptions::default(), &mut svg).unwrap();
+        render(&parsed, &FlameOptions::default(), &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         assert!(
             svg.contains(">hook<") || svg.contains("hook ("),
@@ -171,7 +217,7 @@ mod tests {
             &svg[..400]
         );
         assert!(svg.contains("bpf_prog_2222222222222222_twin"));
-        let unnamed = short_labels("b;[[kernel.kallsyms]]_[k];bpf_prog_0123456789abcdef_hook 5\n");
+        let unnamed = labels_of("b;[[kernel.kallsyms]]_[k];bpf_prog_0123456789abcdef_hook 5\n");
         assert_eq!(
             unnamed.get("[[kernel.kallsyms]]_[k]").map(String::as_str),
             Some("[unknown]_[k]"),
@@ -195,7 +241,7 @@ mod tests {
             "bench;<script>alert(1)</script>_[k];a\x1b[31m&b 5\nbench;do_syscall_64_[k] 3\n";
         let mut out = Vec::new();
         render(
-            folded,
+            &Stacks::parse(folded).unwrap(),
             &FlameOptions {
                 title: "t <x>".into(),
                 ..Default::default()

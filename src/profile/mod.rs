@@ -1,7 +1,7 @@
-//! Reading profiles into the folded stacks that `flame`, `report` and `diff` share: a
-//! perf.data (through `perf script` and inferno's collapser), `perf script` text, or folded
-//! stacks, told apart by content; with the run record (`INPUT.json`) beside it. Parse once, in
-//! one place.
+//! Reading profiles into the typed stacks ([`stacks::Stacks`]) that `flame`, `report`, `diff`
+//! and the exports share: a perf.data (by the built-in reader, or through `perf script` and
+//! inferno's collapser), `perf script` text, or folded stacks, told apart by content; with the
+//! run record (`INPUT.json`) beside it. Each input is parsed once, here.
 
 pub mod folded;
 pub mod frames;
@@ -9,6 +9,7 @@ mod input;
 pub mod kernel_symbols;
 pub mod perfdata;
 pub mod scan;
+pub mod stacks;
 
 pub use input::{open_regular, read_sidecar, Role};
 
@@ -21,6 +22,7 @@ use crate::runrecord::RunRecord;
 use anyhow::{Context, Result};
 use folded::InputKind;
 use kernel_symbols::KernelSymbols;
+use stacks::Stacks;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -28,10 +30,10 @@ use std::path::Path;
 /// A rewrite of `perf script`'s text on its way to the collapser (`flame --lines`).
 pub type ScriptRewrite<'r, 'a> = &'r dyn Fn(Box<dyn Read + 'a>) -> Box<dyn Read + 'a>;
 
-/// A profile turned into folded stacks, with what is known of its run.
+/// A profile read into typed stacks, with what is known of its run.
 #[derive(Debug, Clone)]
 pub struct Profile {
-    pub folded: String,
+    pub stacks: Stacks,
     pub record: Option<RunRecord>,
     pub kind: InputKind,
     /// The number of samples, counted in the profile (perf.data by the built-in reader or perf
@@ -44,17 +46,17 @@ pub struct Profile {
     pub sampled: Sampled,
 }
 
-/// What a perf.data says of its samples beyond the folded text: known without a run record.
+/// What a perf.data says of its samples beyond the stacks: known without a run record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sampled {
     /// The sampled event, from the file's own attr (`cpu-clock:k`).
     pub event: Option<String>,
-    /// Samples behind each line of the folded text, in line order.
+    /// Samples behind each stack, in the order of [`Profile::stacks`].
     pub per_stack: Option<Vec<u64>>,
 }
 
 impl Profile {
-    /// The unit of the folded counts: the run record's event, else the file's own, else
+    /// The unit of the stacks' counts: the run record's event, else the file's own, else
     /// samples (folded stacks count samples) or unknown periods.
     pub fn count_unit(&self) -> &'static str {
         match (&self.record, &self.sampled.event, self.kind) {
@@ -66,14 +68,38 @@ impl Profile {
     }
 }
 
-/// Folded text and what is known of its samples.
+/// Stacks read from an input and what is known of their samples.
 struct Collapsed {
-    text: String,
+    stacks: Stacks,
     samples: Option<u64>,
     sampled: Sampled,
 }
 
-/// Load any supported input as folded stacks. `kallsyms` names the kallsyms to resolve kernel
+impl Collapsed {
+    /// Stacks whose samples are counted (`perf script` text), or not (folded stacks).
+    fn counted(stacks: Stacks, samples: Option<u64>) -> Collapsed {
+        Collapsed {
+            stacks,
+            samples,
+            sampled: Sampled::default(),
+        }
+    }
+
+    /// The built-in reader's stacks, with each one's samples and the file's event.
+    fn native(folded: perfdata::FoldedStacks, samples: u64, event: Option<String>) -> Collapsed {
+        let per_stack = folded.stacks.iter().map(|stack| stack.samples).collect();
+        Collapsed {
+            stacks: typed(folded),
+            samples: Some(samples),
+            sampled: Sampled {
+                event,
+                per_stack: Some(per_stack),
+            },
+        }
+    }
+}
+
+/// Load any supported input as typed stacks. `kallsyms` names the kallsyms to resolve kernel
 /// frames with (`--kallsyms`); without it, one of the recording's kernel build is looked for
 /// ([`kernel_symbols`]).
 pub fn load(input: &Path, kallsyms: Option<&Path>, perf: &PerfChoice) -> Result<Profile> {
@@ -141,7 +167,7 @@ fn load_inner<'a>(
         _ => KernelSymbols::for_named_input(input, kallsyms)?,
     };
     let Collapsed {
-        text,
+        stacks,
         samples,
         sampled,
     } = match kind {
@@ -158,16 +184,12 @@ fn load_inner<'a>(
             )))
         }
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
-        InputKind::Folded => Collapsed {
-            text: read_folded(input, head, file)?,
-            samples: None,
-            sampled: Sampled::default(),
-        },
+        InputKind::Folded => Collapsed::counted(read_folded(input, head, file)?, None),
     };
-    check_has_samples(input, &text)?;
+    check_has_samples(input, &stacks)?;
     crate::failpoint::hit("profile:loaded");
     Ok(Profile {
-        folded: text,
+        stacks,
         record,
         kind,
         samples,
@@ -176,16 +198,18 @@ fn load_inner<'a>(
     })
 }
 
-/// Folded stacks with no stack, or whose counts are all 0, are refused naming the input.
-fn check_has_samples(input: &Path, text: &str) -> Result<()> {
-    if text.trim().is_empty() {
+/// Stacks with no stack, whose counts are all 0 or add up past 2^64 are refused naming the
+/// input.
+fn check_has_samples(input: &Path, stacks: &Stacks) -> Result<()> {
+    if stacks.stacks.is_empty() && stacks.skipped == 0 {
         return Err(usage(format!(
             "{} holds no samples with call chains (was it recorded with -g?)",
             input.display()
         )));
     }
-    let total =
-        folded::checked_total(text).map_err(|why| usage(format!("{}: {why}", input.display())))?;
+    let total = stacks
+        .checked_total()
+        .map_err(|why| usage(format!("{}: {why}", input.display())))?;
     if total == 0 {
         return Err(usage(format!(
             "{} holds no samples: every stack's count is 0",
@@ -195,19 +219,24 @@ fn check_has_samples(input: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// The rest of a folded file after its head; malformed lines are skipped, with a warning that
-/// names the first.
-fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<String> {
+/// A folded file, its head and the rest, parsed; malformed lines are skipped, with a warning
+/// that names the first.
+fn read_folded(input: &Path, head: Vec<u8>, mut file: File) -> Result<Stacks> {
     let mut all = head;
     file.read_to_end(&mut all)?;
-    let text = String::from_utf8_lossy(&all).into_owned();
-    if let Some((line, n)) = folded::first_malformed(&text) {
+    let text = String::from_utf8_lossy(&all);
+    if let Some((line, n)) = stacks::first_malformed(&text) {
         say(format!(
             "warning: {}: {n} line(s) are not folded stacks (`frame;frame COUNT`) and were skipped, the first is line {line}",
             input.display()
         ));
     }
-    Ok(text)
+    parse_folded(input, &text)
+}
+
+/// Folded text parsed, or the line that makes it no profile.
+fn parse_folded(input: &Path, text: &str) -> Result<Stacks> {
+    Stacks::parse(text).map_err(|why| usage(format!("{}: {why}", input.display())))
 }
 
 /// perf.data's header against its length: a recording that did not finish is said to be one.
@@ -233,11 +262,8 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<Collapsed> {
         )));
     }
     let out = out.with_context(|| input.display().to_string())?;
-    Ok(Collapsed {
-        text: String::from_utf8_lossy(&out).into_owned(),
-        samples: Some(tally.samples.get()),
-        sampled: Sampled::default(),
-    })
+    let stacks = parse_folded(input, &String::from_utf8_lossy(&out))?;
+    Ok(Collapsed::counted(stacks, Some(tally.samples.get())))
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -294,16 +320,10 @@ fn collapse_perf_data<'a>(
         };
         match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
             perfdata::Native::Folded {
-                text,
+                stacks,
                 samples,
-                sampled,
-            } => {
-                return Ok(Collapsed {
-                    text,
-                    samples: Some(samples),
-                    sampled,
-                })
-            }
+                event,
+            } => return Ok(Collapsed::native(stacks, samples, event)),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
                 input.display()
@@ -329,6 +349,15 @@ fn collapse_perf_data<'a>(
         Err(e) if crate::error::exit_code(&e) == 2 => Err(e),
         c => finished.and(c),
     }
+}
+
+/// The built-in reader's stacks as the typed profile: each name classified once.
+fn typed(folded: perfdata::FoldedStacks) -> Stacks {
+    let stacks = folded
+        .stacks
+        .into_iter()
+        .map(|stack| (stack.frames, stack.count));
+    Stacks::from_table(folded.names, stacks)
 }
 
 /// Root reading a file that is not root's: perf's ownership check would refuse it ("File

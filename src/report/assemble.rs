@@ -5,7 +5,7 @@ use super::kinds::{self, Category};
 use super::resolve::{self, Resolver};
 use super::walk::{self, Tally};
 use super::*;
-use crate::profile::folded::Folded;
+use crate::profile::stacks::Stacks;
 use std::collections::{BTreeSet, HashMap};
 
 /// Median folded count below which counts are taken for sample counts: a period-weighted stack
@@ -13,12 +13,15 @@ use std::collections::{BTreeSet, HashMap};
 const SAMPLE_COUNT_MEDIAN: u64 = 1000;
 
 pub(super) fn build(input: &Input<'_>) -> Report {
-    let (folded, outcomes) = match input.kallsyms {
-        Some(syms) => resolve::resolve(input.folded, &Resolver::new(syms)),
-        None => (input.folded.clone(), Vec::new()),
+    let resolved = input
+        .kallsyms
+        .map(|syms| resolve::resolve(input.stacks, &Resolver::new(syms)));
+    let (stacks, outcomes) = match &resolved {
+        Some((stacks, outcomes)) => (stacks, outcomes.as_slice()),
+        None => (input.stacks, &[][..]),
     };
-    let t = walk::tally(&folded.stacks);
-    let (samples, samples_source) = samples(&folded, input.record, input.counted);
+    let t = walk::tally(stacks);
+    let (samples, samples_source) = samples(stacks, input.record, input.counted);
     let bpf = bpf_share(&t, samples, samples_source);
     let breakdown = breakdown(&t);
     let kernel_functions = kernel_functions(&t, input.top);
@@ -80,7 +83,7 @@ fn count_unit(input: &Input, source: SamplesSource) -> String {
 }
 
 fn samples(
-    folded: &Folded,
+    folded: &Stacks,
     record: Option<&RunRecord>,
     counted: Option<u64>,
 ) -> (Option<u64>, SamplesSource) {
@@ -329,10 +332,10 @@ fn warnings(r: &Report, t: &Tally, input: &Input<'_>) -> Vec<String> {
         w.push(did_not_run(ran));
     }
     w.extend(input.kernel_symbols_note.iter().map(|n| n.to_string()));
-    if input.folded.skipped > 0 {
+    if input.stacks.skipped > 0 {
         w.push(format!(
             "{} malformed folded lines were skipped",
-            input.folded.skipped
+            input.stacks.skipped
         ));
     }
     if t.no_kernel > t.total / 2 {

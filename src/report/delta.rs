@@ -3,8 +3,8 @@
 //! (the same normalisation the differential flame graph uses). Sorted by the move in self share,
 //! as `perf diff` does: that is where the extra time goes; inclusive moves are shown beside.
 
-use crate::profile::folded::{bare, Folded};
-use crate::profile::frames::{self, display, Kind};
+use crate::profile::frames::{display, Kind};
+use crate::profile::stacks::Stacks;
 use crate::stats::pct;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,19 +32,31 @@ struct Shares {
     total: u64,
 }
 
-fn shares(folded: &Folded) -> Shares {
+fn shares(stacks: &Stacks) -> Shares {
     let mut tally = Shares::default();
-    for st in &folded.stacks {
+    for st in &stacks.stacks {
         crate::report::add(&mut tally.total, st.count);
-        let names: BTreeSet<String> = st.frames.iter().map(|x| display(x)).collect();
+        let frames = stacks.frames_of(st);
+        let names: BTreeSet<String> = frames.iter().map(|frame| frame.display()).collect();
         for name in names {
             crate::report::add(tally.incl.entry(name).or_default(), st.count);
         }
-        if let Some(leaf) = st.frames.last() {
-            crate::report::add(tally.own.entry(display(leaf)).or_default(), st.count);
+        if let Some(leaf) = frames.last() {
+            crate::report::add(tally.own.entry(leaf.display()).or_default(), st.count);
         }
     }
     tally
+}
+
+/// The names of the BPF code frames of a profile, as a person reads them.
+fn bpf_names(stacks: &Stacks, into: &mut BTreeSet<String>) {
+    for stack in &stacks.stacks {
+        for frame in stacks.frames_of(stack) {
+            if matches!(frame.kind, Kind::Program | Kind::Glue) {
+                into.insert(display(frame.bare()));
+            }
+        }
+    }
 }
 
 fn round2(value: f64) -> f64 {
@@ -52,17 +64,12 @@ fn round2(value: f64) -> f64 {
 }
 
 /// Every function of either profile, biggest move in self share first.
-pub fn deltas(base: &Folded, hooked: &Folded) -> Vec<Delta> {
+pub fn deltas(base: &Stacks, hooked: &Stacks) -> Vec<Delta> {
     let right = shares(base);
     let hooked_shares = shares(hooked);
-    let bpf: BTreeSet<String> = hooked
-        .stacks
-        .iter()
-        .chain(&base.stacks)
-        .flat_map(|s| &s.frames)
-        .filter(|f| matches!(frames::kind(f), Kind::Program | Kind::Glue))
-        .map(|f| display(bare(f)))
-        .collect();
+    let mut bpf = BTreeSet::new();
+    bpf_names(hooked, &mut bpf);
+    bpf_names(base, &mut bpf);
     let names: BTreeSet<&String> = right.incl.keys().chain(hooked_shares.incl.keys()).collect();
     let mut out: Vec<Delta> = names
         .into_iter()
@@ -145,10 +152,11 @@ mod tests {
 
     #[test]
     fn moves_are_of_each_profiles_own_total() {
-        let base = Folded::parse("b;sys_[k];open_[k] 60\nb;sys_[k];close_[k] 40\n");
-        let hooked = Folded::parse(
+        let base = Stacks::parse("b;sys_[k];open_[k] 60\nb;sys_[k];close_[k] 40\n").unwrap();
+        let hooked = Stacks::parse(
             "b;sys_[k];open_[k] 120\nb;sys_[k];close_[k] 80\nb;sys_[k];trace_call_bpf_[k];bpf_prog_0123456789abcdef_hook 200\n",
-        );
+        )
+        .unwrap();
         let d = deltas(&base, &hooked);
         assert_eq!(d[0].name, "hook");
         assert!(d[0].bpf);

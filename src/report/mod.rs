@@ -25,7 +25,7 @@ mod walk;
 
 use crate::host::kallsyms::{self, Symbol};
 use crate::out::say;
-use crate::profile::folded::Folded;
+use crate::profile::stacks::Stacks;
 use crate::profile::{read_sidecar, Profile};
 use crate::runrecord::RunRecord;
 use crate::stats::pct;
@@ -48,13 +48,14 @@ pub fn report_on(
     top: usize,
     own_code_line: Option<String>,
 ) -> anyhow::Result<Report> {
-    let folded = Folded::parse(&p.folded);
+    let stacks = &p.stacks;
     // The snapshot only names frames left as bare addresses: a perf.data without any is not
     // read twice (its reader named every kernel frame from the snapshot already).
-    let bare = folded.stacks.iter().any(|s| {
-        s.frames
+    let bare = stacks.stacks.iter().any(|stack| {
+        stack
+            .frames
             .iter()
-            .any(|f| crate::profile::frames::address(f).is_some())
+            .any(|&id| crate::profile::frames::address(&stacks.frame(id).name).is_some())
     });
     let symbols = &p.kernel_symbols;
     let syms = match &symbols.path {
@@ -63,7 +64,7 @@ pub fn report_on(
     };
     Ok(build(&Input {
         name: input.display().to_string(),
-        folded: &folded,
+        stacks,
         record: p.record.as_ref(),
         kallsyms: syms.as_deref(),
         kernel_symbols_note: symbols.note.as_deref(),
@@ -99,7 +100,7 @@ pub const MIN_BPF_SAMPLES: u64 = 400;
 pub struct Input<'a> {
     /// How to name the input in the report (its path).
     pub name: String,
-    pub folded: &'a Folded,
+    pub stacks: &'a Stacks,
     /// The run's `perf.data.json`, when it sits beside the input.
     pub record: Option<&'a RunRecord>,
     /// The run's kallsyms snapshot, to name unresolved addresses.

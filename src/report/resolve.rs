@@ -15,8 +15,8 @@
 //!   left unresolved and only the nearest symbol below it is reported.
 
 use crate::host::kallsyms::Symbol;
-use crate::profile::folded::{Folded, Stack};
-use std::collections::BTreeMap;
+use crate::profile::stacks::{FrameId, Stack, Stacks};
+use std::collections::{BTreeMap, HashMap};
 
 /// Size of a trampoline or dispatcher image (one page on x86-64).
 const GLUE_IMAGE: u64 = 4096;
@@ -116,25 +116,28 @@ pub struct Outcome {
 }
 
 /// Rename every unresolved frame that carries an address the snapshot places inside a symbol.
-/// Returns the renamed stacks and what happened to each distinct unresolved frame name.
-pub(crate) fn resolve(folded: &Folded, resolver: &Resolver) -> (Folded, Vec<Outcome>) {
+/// Returns the renamed stacks and what happened to each distinct unresolved frame name. Each
+/// distinct frame is looked up once.
+pub(crate) fn resolve(stacks: &Stacks, resolver: &Resolver) -> (Stacks, Vec<Outcome>) {
     let mut seen: BTreeMap<String, Outcome> = BTreeMap::new();
-    let stacks = folded
-        .stacks
-        .iter()
-        .map(|stack| Stack {
-            frames: stack
-                .frames
-                .iter()
-                .map(|f| rename(f, resolver, &mut seen))
-                .collect(),
+    let mut out = Stacks::default();
+    out.skipped = stacks.skipped;
+    let mut renamed: HashMap<FrameId, FrameId> = HashMap::new();
+    for stack in &stacks.stacks {
+        let frames = stack
+            .frames
+            .iter()
+            .map(|&id| {
+                *renamed.entry(id).or_insert_with(|| {
+                    out.intern(&rename(&stacks.frame(id).name, resolver, &mut seen))
+                })
+            })
+            .collect();
+        out.stacks.push(Stack {
+            frames,
             count: stack.count,
-        })
-        .collect();
-    let out = Folded {
-        stacks,
-        skipped: folded.skipped,
-    };
+        });
+    }
     (out, seen.into_values().collect())
 }
 
@@ -220,18 +223,23 @@ ffffffffc1000000 t some_module_fn\t[some_mod]
 
     #[test]
     fn renames_frames_in_stacks() {
-        let f = Folded::parse(
+        let f = Stacks::parse(
             "bench;trace_call_bpf_[k];[unknown <ffffffffc0025cd2>];[unknown <ffffffffc0025ec0>] 3\nbench;[unknown] 1\n",
-        );
+        )
+        .unwrap();
         let (out, outcomes) = resolve(&f, &Resolver::new(&parse(SNAP)));
+        let names = |stack: usize| -> Vec<String> {
+            let frames = out.frames_of(&out.stacks[stack]);
+            frames.iter().map(|frame| frame.name.clone()).collect()
+        };
         assert_eq!(
-            out.stacks[0].frames[2..],
+            names(0)[2..],
             [
                 "bpf_prog_ced0c9407c526ed9_enforce_access_policy",
                 "bpf_prog_01d3040eaf485f66_path_check_callback"
             ]
         );
-        assert_eq!(out.stacks[1].frames[1], "[unknown]");
+        assert_eq!(names(1)[1], "[unknown]");
         assert_eq!(outcomes.len(), 2);
         assert!(outcomes.iter().all(|o| o.symbol.is_some()));
     }

@@ -26,7 +26,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
     let syms = snap.map(parse);
     build(&Input {
         name: "fixture".into(),
-        folded: &Folded::parse(folded),
+        stacks: &Stacks::parse(folded).unwrap(),
         record,
         kallsyms: syms.as_deref(),
         kernel_symbols_note: None,
@@ -409,4 +409,41 @@ fn an_attach_points_share_of_its_ancestors_never_passes_100() {
         (p.name.as_str(), p.hook_share),
         ("perf_trace_sys_enter", 80.0)
     );
+}
+
+/// Each run parses its input once: loading a folded file or `perf script` text parses it, a
+/// perf.data is not parsed as text at all, and the report, the flame graphs, the exports and
+/// `--folded` are all made from the loaded stacks.
+#[test]
+fn a_run_parses_its_input_once() {
+    use crate::profile::stacks::PARSES;
+    let fixture = |name: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name)
+    };
+    let inputs = [
+        ("folded/sample-hook.folded", 1),
+        ("perf-script/openat-hook.txt", 1),
+        ("perf-data/hook-lines.data", 0),
+    ];
+    for (name, parses) in inputs {
+        PARSES.with(|count| count.set(0));
+        let path = fixture(name);
+        let p = crate::profile::load(&path, None, &Default::default()).unwrap();
+        assert!(report_on(&p, &path, 5, None).unwrap().total_weight > 0);
+        let opts = crate::flame::FlameOptions::default();
+        crate::flame::render(&p.stacks, &opts, Vec::new()).unwrap();
+        crate::flame::render(&filter::bpf_only(&p.stacks), &opts, Vec::new()).unwrap();
+        crate::flame::render_diff(&p.stacks, &p.stacks, "t", "samples", Vec::new()).unwrap();
+        let weights = crate::flame::export::Weights {
+            unit: "ns",
+            per_stack: p.sampled.per_stack.as_deref(),
+        };
+        crate::flame::export::pprof(&p.stacks, &weights, "t").unwrap();
+        crate::flame::export::speedscope(&p.stacks, "ns", "t").unwrap();
+        assert!(!delta::deltas(&p.stacks, &p.stacks).is_empty());
+        assert!(!p.stacks.to_text().is_empty());
+        assert_eq!(PARSES.with(|count| count.get()), parses, "{name}");
+    }
 }

@@ -15,8 +15,8 @@
 //! the attach point is kept with that program.
 
 use super::kinds::{self, Category};
-use crate::profile::folded::{bare, Stack};
-use crate::profile::frames::{self, display, Kind};
+use crate::profile::frames::{self, Kind};
+use crate::profile::stacks::{Frame, Stacks};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The attach point of a stack whose kernel call chain stops at its BPF part: a sample in a
@@ -39,41 +39,38 @@ pub(crate) struct Segment {
 }
 
 /// The bare name of the frame above frame `index`, or "" for the first frame.
-fn parent(frames: &[String], index: usize) -> &str {
+fn parent<'f>(frames: &[&'f Frame], index: usize) -> &'f str {
     index
         .checked_sub(1)
-        .map_or("", |above| bare(&frames[above]))
+        .map_or("", |above| frames[above].bare())
 }
 
-fn is_code(frame: &str) -> bool {
-    matches!(
-        frames::kind(frame),
-        Kind::Program | Kind::Glue | Kind::Unresolved
-    )
+fn is_code(frame: &Frame) -> bool {
+    matches!(frame.kind, Kind::Program | Kind::Glue | Kind::Unresolved)
 }
 
 /// The key of an unresolved frame in a [`GlueSet`]: its parent's bare name and its own.
-fn glue_key(frames: &[String], index: usize) -> (String, String) {
+fn glue_key(frames: &[&Frame], index: usize) -> (String, String) {
     (
         parent(frames, index).to_string(),
-        bare(&frames[index]).to_string(),
+        frames[index].bare().to_string(),
     )
 }
 
 /// Unresolved frames that sit right above BPF frames (through other glue) in some stack.
-pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
+pub fn glue_frames(stacks: &Stacks) -> GlueSet {
     let mut glue = GlueSet::new();
-    for stack in stacks {
-        let frames = &stack.frames;
+    for stack in &stacks.stacks {
+        let frames = stacks.frames_of(stack);
         for index in 0..frames.len() {
-            if frames::kind(&frames[index]) != Kind::Unresolved {
+            if frames[index].kind != Kind::Unresolved {
                 continue;
             }
             let below_glue = frames[index..]
                 .iter()
-                .find(|frame| !matches!(frames::kind(frame), Kind::Unresolved | Kind::Glue));
-            if below_glue.is_some_and(|frame| frames::kind(frame) == Kind::Program) {
-                glue.insert(glue_key(frames, index));
+                .find(|frame| !matches!(frame.kind, Kind::Unresolved | Kind::Glue));
+            if below_glue.is_some_and(|frame| frame.kind == Kind::Program) {
+                glue.insert(glue_key(&frames, index));
             }
         }
     }
@@ -81,16 +78,16 @@ pub fn glue_frames(stacks: &[Stack]) -> GlueSet {
 }
 
 /// The BPF part of a stack, if it has one.
-pub fn segment(frames: &[String], glue: &GlueSet) -> Option<Segment> {
-    let start = (0..frames.len()).find(|&index| match frames::kind(&frames[index]) {
+pub fn segment(frames: &[&Frame], glue: &GlueSet) -> Option<Segment> {
+    let start = (0..frames.len()).find(|&index| match frames[index].kind {
         Kind::Program | Kind::Glue => true,
         Kind::Unresolved => glue.contains(&glue_key(frames, index)),
         _ => false,
     })?;
     let code_end = (start..frames.len())
-        .find(|&index| !is_code(&frames[index]))
+        .find(|&index| !is_code(frames[index]))
         .unwrap_or(frames.len());
-    let entry = (start..code_end).find(|&index| frames::kind(&frames[index]) == Kind::Program);
+    let entry = (start..code_end).find(|&index| frames[index].kind == Kind::Program);
     Some(Segment {
         start,
         entry,
@@ -99,23 +96,24 @@ pub fn segment(frames: &[String], glue: &GlueSet) -> Option<Segment> {
 }
 
 /// Sub-functions seen more often below a program than as entries: name → that program.
-fn homes(stacks: &[Stack], glue: &GlueSet) -> HashMap<String, String> {
+fn homes(stacks: &Stacks, glue: &GlueSet) -> HashMap<String, String> {
     let mut as_entry: HashMap<String, u64> = HashMap::new();
     let mut below: HashMap<String, HashMap<String, u64>> = HashMap::new();
-    for stack in stacks {
+    for stack in &stacks.stacks {
+        let frames = stacks.frames_of(stack);
         let Some(Segment {
             entry: Some(entry),
             code_end,
             ..
-        }) = segment(&stack.frames, glue)
+        }) = segment(&frames, glue)
         else {
             continue;
         };
-        let prog = display(&stack.frames[entry]);
+        let prog = frames[entry].display();
         crate::report::add(as_entry.entry(prog.clone()).or_default(), stack.count);
-        for frame in &stack.frames[entry + 1..code_end] {
+        for frame in &frames[entry + 1..code_end] {
             let slot = below
-                .entry(display(frame))
+                .entry(frame.display())
                 .or_default()
                 .entry(prog.clone())
                 .or_default();
@@ -215,19 +213,20 @@ pub struct Tally {
 }
 
 /// Tally all stacks.
-pub fn tally(stacks: &[Stack]) -> Tally {
+pub fn tally(stacks: &Stacks) -> Tally {
     let glue = glue_frames(stacks);
     let homes = homes(stacks, &glue);
     let mut tally = Tally::default();
-    for stack in stacks {
+    for stack in &stacks.stacks {
         crate::report::add(&mut tally.total, stack.count);
-        let names: BTreeSet<&str> = stack.frames.iter().map(|frame| bare(frame)).collect();
+        let frames = stacks.frames_of(stack);
+        let names: BTreeSet<&str> = frames.iter().map(|frame| frame.bare()).collect();
         for name in names {
             crate::report::add(tally.incl.entry(name.to_string()).or_default(), stack.count);
         }
-        let segment = segment(&stack.frames, &glue);
+        let segment = segment(&frames, &glue);
         let seen = SeenStack {
-            frames: &stack.frames,
+            frames: &frames,
             weight: stack.count,
             segment,
         };
@@ -242,14 +241,14 @@ pub fn tally(stacks: &[Stack]) -> Tally {
 
 /// One stack as the tallies see it: its frames, its weight and its BPF part.
 struct SeenStack<'a> {
-    frames: &'a [String],
+    frames: &'a [&'a Frame],
     weight: u64,
     segment: Option<Segment>,
 }
 
 /// For each attach point, its heaviest parent and grandparent and the weight of the stacks
 /// through both it and each of them.
-fn ancestors(tally: &mut Tally, stacks: &[Stack]) {
+fn ancestors(tally: &mut Tally, stacks: &Stacks) {
     for (name, attach) in tally.attach.iter_mut() {
         let heaviest = attach
             .lineage
@@ -263,9 +262,13 @@ fn ancestors(tally: &mut Tally, stacks: &[Stack]) {
                 return None;
             }
             let weight = stacks
+                .stacks
                 .iter()
                 .filter(|stack| {
-                    let has = |wanted: &str| stack.frames.iter().any(|f| bare(f) == wanted);
+                    let has = |wanted: &str| {
+                        let mut names = stack.frames.iter().map(|&id| stacks.frame(id).bare());
+                        names.any(|name| name == wanted)
+                    };
                     has(name) && has(ancestor)
                 })
                 .map(|stack| stack.count)
@@ -281,7 +284,7 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
     let weight = stack.weight;
     crate::report::add(&mut tally.bpf, weight);
     let attach_name = match segment.start.checked_sub(1) {
-        Some(above) if frames::kind(&frames[above]) == Kind::Kernel => display(&frames[above]),
+        Some(above) if frames[above].kind == Kind::Kernel => frames[above].display(),
         _ => CALLER_LOST.to_string(),
     };
     let attach = tally.attach.entry(attach_name.clone()).or_default();
@@ -291,7 +294,7 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
             segment
                 .start
                 .checked_sub(back)
-                .map_or_else(String::new, |index| display(&frames[index]))
+                .map_or_else(String::new, |index| frames[index].display())
         };
         crate::report::add(
             attach.lineage.entry((name(2), name(3))).or_default(),
@@ -302,11 +305,11 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
     attach.via.extend(
         frames[segment.start..code_stop]
             .iter()
-            .map(|frame| display(frame)),
+            .map(|frame| frame.display()),
     );
     if let Some(entry) = segment.entry {
         crate::report::add(&mut tally.programs, weight);
-        let name = display(&frames[entry]);
+        let name = frames[entry].display();
         let home = homes.get(&name).cloned().unwrap_or_else(|| name.clone());
         attach.programs.insert(home.clone());
         let place = Entry {
@@ -317,7 +320,7 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
         program(tally, stack, segment, &place);
     }
     kernel_functions(tally, stack, segment.code_end);
-    let below = frames[segment.code_end..].iter().map(|frame| bare(frame));
+    let below = frames[segment.code_end..].iter().map(|frame| frame.bare());
     let slot = tally
         .categories
         .entry(kinds::of_sample(below, segment.entry.is_some()))
@@ -339,12 +342,12 @@ struct Entry<'a> {
 fn program(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, entry: &Entry<'_>) {
     let frames = stack.frames;
     let weight = stack.weight;
-    let rehomed = display(&frames[entry.at]) != entry.home;
+    let rehomed = frames[entry.at].display() != entry.home;
     let prog = tally.progs.entry(entry.home.to_string()).or_default();
     crate::report::add(&mut prog.incl, weight);
     prog.attach.insert(entry.attach.to_string());
     if !rehomed {
-        prog.tags.extend(frames::tag(&frames[entry.at]));
+        prog.tags.extend(frames::tag(&frames[entry.at].name));
     }
     let leaf_in_code = segment.code_end == frames.len();
     // The program's self time: samples in its own code, not in its sub-functions'.
@@ -353,7 +356,7 @@ fn program(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, entry: &E
     }
     let mut seen = BTreeSet::new();
     for index in entry.at..segment.code_end {
-        let name = display(&frames[index]);
+        let name = frames[index].display();
         let function = prog.functions.entry(name.clone()).or_default();
         if seen.insert(name) {
             crate::report::add(&mut function.incl, weight);
@@ -372,7 +375,7 @@ fn program(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, entry: &E
         let depth = index - entry.at;
         function.depth = Some(function.depth.map_or(depth, |seen| seen.min(depth)));
         if index > entry.at {
-            let caller = display(&frames[index - 1]);
+            let caller = frames[index - 1].display();
             crate::report::add(function.callers.entry(caller).or_default(), weight);
         }
     }
@@ -383,14 +386,14 @@ fn kernel_functions(tally: &mut Tally, stack: &SeenStack<'_>, from: usize) {
     let weight = stack.weight;
     let mut seen = BTreeSet::new();
     for index in from..frames.len() {
-        if frames::kind(&frames[index]) != Kind::Kernel {
+        if frames[index].kind != Kind::Kernel {
             continue;
         }
-        let name = display(&frames[index]);
+        let name = frames[index].display();
         let kfunc = tally.kfuncs.entry(name.clone()).or_default();
         if seen.insert(name) {
             crate::report::add(&mut kfunc.incl, weight);
-            let caller = display(&frames[index - 1]);
+            let caller = frames[index - 1].display();
             crate::report::add(kfunc.callers.entry(caller).or_default(), weight);
         }
         if index + 1 == frames.len() {
@@ -404,7 +407,7 @@ fn unresolved(tally: &mut Tally, stack: &SeenStack<'_>, glue: &GlueSet) {
     let weight = stack.weight;
     let Some(kernel_from) = frames
         .iter()
-        .position(|frame| !matches!(frames::kind(frame), Kind::Other | Kind::Unresolved))
+        .position(|frame| !matches!(frame.kind, Kind::Other | Kind::Unresolved))
     else {
         crate::report::add(&mut tally.no_kernel, weight);
         return;
@@ -412,11 +415,11 @@ fn unresolved(tally: &mut Tally, stack: &SeenStack<'_>, glue: &GlueSet) {
     let mut seen = BTreeSet::new();
     let mut under_runner = false;
     for index in kernel_from..frames.len() {
-        if frames::kind(&frames[index]) != Kind::Unresolved {
+        if frames[index].kind != Kind::Unresolved {
             continue;
         }
         let key = (
-            bare(&frames[index]).to_string(),
+            frames[index].bare().to_string(),
             display_parent(frames, index),
         );
         let role = role_of(frames, index, stack.segment, glue);
@@ -431,13 +434,13 @@ fn unresolved(tally: &mut Tally, stack: &SeenStack<'_>, glue: &GlueSet) {
     }
 }
 
-fn display_parent(frames: &[String], index: usize) -> String {
+fn display_parent(frames: &[&Frame], index: usize) -> String {
     index
         .checked_sub(1)
-        .map_or_else(String::new, |above| display(&frames[above]))
+        .map_or_else(String::new, |above| frames[above].display())
 }
 
-fn role_of(frames: &[String], index: usize, segment: Option<Segment>, glue: &GlueSet) -> Role {
+fn role_of(frames: &[&Frame], index: usize, segment: Option<Segment>, glue: &GlueSet) -> Role {
     match segment {
         Some(seg) if index >= seg.start && index < seg.code_end => {
             let before_entry = seg.entry.is_none_or(|entry| index < entry);

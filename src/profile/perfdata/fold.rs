@@ -1,7 +1,8 @@
-//! Folded stacks from a perf.data file, the same text `folded::collapse_perf_script` makes of
-//! `perf script` output: one line `comm;root;…;leaf COUNT` per distinct stack, counts summed
-//! from sample periods, lines sorted as inferno sorts them. Frame names are formatted once
-//! per distinct frame; stacks are aggregated as vectors of interned ids.
+//! Folded stacks from a perf.data file, the stacks `folded::collapse_perf_script` makes of
+//! `perf script` output: one `comm;root;…;leaf COUNT` per distinct stack, counts summed from
+//! sample periods, in the order inferno sorts its lines. Frame names are formatted once per
+//! distinct frame; stacks are aggregated as vectors of interned ids and stay so: text is made
+//! only when asked for ([`FoldedStacks::to_text`]).
 
 use super::error::PerfDataError;
 use super::file::PerfData;
@@ -35,22 +36,62 @@ impl Default for FoldOptions {
 /// A recording folded, with what callers want to know about it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FoldedProfile {
-    /// The folded text, as `folded::collapse_perf_script` returns it.
-    pub folded: String,
+    /// The folded stacks, in the order of `folded::collapse_perf_script`'s lines.
+    pub folded: FoldedStacks,
     /// The sampled event kept (`cpu-clock:k`), when the file names it.
     pub event: Option<String>,
     /// Samples behind the folded lines.
     pub samples: u64,
     /// Sum of the counts (sample periods: ns for cpu-clock, cycles for cycles).
     pub total_period: u64,
-    /// Samples behind each line of `folded`, in line order.
-    pub stack_samples: Vec<u64>,
     /// Samples left out: of another event, or with no frame to show.
     pub skipped_samples: u64,
     /// The kallsyms file kernel frames were named from.
     pub kallsyms: Option<PathBuf>,
     /// Things the caller may want to tell the user (one line each).
     pub warnings: Vec<String>,
+}
+
+/// Distinct stacks over a table of frame names: each name once (no name holds a `;`), each
+/// stack the indices of its names, the command first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldedStacks {
+    pub names: Vec<String>,
+    pub stacks: Vec<FoldedStack>,
+}
+
+/// One distinct stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldedStack {
+    /// Indices into [`FoldedStacks::names`], the command first.
+    pub frames: Vec<u32>,
+    /// Sum of the sample periods.
+    pub count: u64,
+    /// Samples behind it.
+    pub samples: u64,
+}
+
+impl FoldedStacks {
+    /// The folded text: the same `perf script | inferno-collapse-perf` prints.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for stack in &self.stacks {
+            push_joined(&mut out, &self.names, &stack.frames);
+            out.push(' ');
+            out.push_str(&stack.count.to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn push_joined(out: &mut String, names: &[String], frames: &[u32]) {
+    for (at, &id) in frames.iter().enumerate() {
+        if at > 0 {
+            out.push(';');
+        }
+        out.push_str(&names[id as usize]);
+    }
 }
 
 /// Fold the recording at `path` without running perf.
@@ -169,8 +210,7 @@ pub fn fold_data_with(
 /// Stacks as id vectors: `[comm text, frame texts root first…]` → (count, samples).
 #[derive(Default)]
 struct Aggregator<'d> {
-    texts: Vec<String>,
-    text_ids: FxHashMap<String, u32>,
+    texts: Names,
     /// Text of each frame by [`FrameId`] (ids are dense): outside java, then inside.
     frame_texts: [Vec<Option<Option<u32>>>; 2],
     comm_texts: FxHashMap<(u32, i32), Option<u32>>,
@@ -182,14 +222,8 @@ struct Aggregator<'d> {
 }
 
 impl Aggregator<'_> {
-    fn text_id(&mut self, s: String) -> u32 {
-        if let Some(&id) = self.text_ids.get(&s) {
-            return id;
-        }
-        let id = self.texts.len() as u32;
-        self.texts.push(s.clone());
-        self.text_ids.insert(s, id);
-        id
+    fn text_id(&mut self, text: String) -> u32 {
+        self.texts.id(&text)
     }
 
     fn comm(&mut self, s: &ResolvedSample<'_>) -> Option<u32> {
@@ -245,6 +279,7 @@ impl Aggregator<'_> {
         };
         let java = self
             .texts
+            .table
             .get(comm as usize)
             .is_some_and(|c| c.starts_with("java"));
         let mut key = std::mem::take(&mut self.key);
@@ -273,40 +308,93 @@ impl Aggregator<'_> {
     }
 
     fn finish(self) -> FoldedProfile {
-        let mut lines: Vec<(String, u64, u64)> = self
-            .stacks
+        // A frame inferno splits on `->` is one text with a `;` in it: its parts become
+        // frames of their own, as they are once the text is read back.
+        let mut names = Names::default();
+        let parts: Vec<Vec<u32>> = self
+            .texts
+            .table
             .iter()
-            .map(|(k, &(count, n))| {
-                let parts: Vec<&str> = k
+            .map(|text| text.split(';').map(|part| names.id(part)).collect())
+            .collect();
+        let mut stacks: Vec<FoldedStack> = self
+            .stacks
+            .into_iter()
+            .map(|(key, (count, samples))| FoldedStack {
+                frames: key
                     .iter()
-                    .map(|&t| self.texts.get(t as usize).map_or("", String::as_str))
-                    .collect();
-                (parts.join(";"), count, n)
+                    .flat_map(|&text| parts[text as usize].iter().copied())
+                    .collect(),
+                count,
+                samples,
             })
             .collect();
-        lines.sort();
-        // Two id vectors can spell the same text (a frame inferno split on `->`): merge them
+        stacks.sort_by(|left, right| {
+            text_order(&names.table, &left.frames, &right.frames)
+                .then(left.count.cmp(&right.count))
+                .then(left.samples.cmp(&right.samples))
+        });
+        // Two id vectors can spell the same stack (a frame inferno split on `->`): merge them
         // as inferno's map of strings would.
-        lines.dedup_by(|b, a| {
-            let same = a.0 == b.0;
+        stacks.dedup_by(|later, kept| {
+            let same = later.frames == kept.frames;
             if same {
-                a.1 = a.1.saturating_add(b.1);
-                a.2 += b.2;
+                kept.count = kept.count.saturating_add(later.count);
+                kept.samples += later.samples;
             }
             same
         });
         let mut p = FoldedProfile::default();
-        let mut out = String::with_capacity(lines.iter().map(|l| l.0.len() + 12).sum());
-        for (stack, count, n) in lines {
-            out.push_str(&stack);
-            out.push(' ');
-            out.push_str(&count.to_string());
-            out.push('\n');
-            p.samples += n;
-            p.total_period = p.total_period.saturating_add(count);
-            p.stack_samples.push(n);
+        for stack in &stacks {
+            p.samples += stack.samples;
+            p.total_period = p.total_period.saturating_add(stack.count);
         }
-        p.folded = out;
+        p.folded = FoldedStacks {
+            names: names.table,
+            stacks,
+        };
         p
     }
+}
+
+/// Frame names, each once.
+#[derive(Default)]
+struct Names {
+    table: Vec<String>,
+    ids: FxHashMap<String, u32>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.table.len() as u32;
+        self.table.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+}
+
+/// How the folded lines of two stacks sort (as strings, byte by byte), without writing them.
+fn text_order(names: &[String], left: &[u32], right: &[u32]) -> std::cmp::Ordering {
+    let shared = left
+        .iter()
+        .zip(right)
+        .take_while(|(one, other)| one == other)
+        .count();
+    let after = shared > 0;
+    joined_bytes(names, &left[shared..], after).cmp(joined_bytes(names, &right[shared..], after))
+}
+
+/// The bytes of frames' names joined by `;`, with a `;` first when `after` other frames.
+fn joined_bytes<'n>(
+    names: &'n [String],
+    frames: &'n [u32],
+    after: bool,
+) -> impl Iterator<Item = u8> + 'n {
+    frames.iter().enumerate().flat_map(move |(at, &id)| {
+        let separator = (at > 0 || after).then_some(b';');
+        separator.into_iter().chain(names[id as usize].bytes())
+    })
 }

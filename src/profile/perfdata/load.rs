@@ -1,10 +1,11 @@
 //! The native reader as the profile loader uses it: fold an opened perf.data into the same
-//! text `perf script | inferno` gives, or say why `perf script` must read it instead
+//! stacks `perf script | inferno` gives, or say why `perf script` must read it instead
 //! (pipe-mode, compressed or directory recordings, another architecture), or refuse a broken
 //! file in one line naming it.
 
 use super::error::PerfDataError;
 use super::file::PerfData;
+use super::fold::FoldedStacks;
 use super::resolve::SymbolOptions;
 use crate::error::usage;
 use crate::out::say;
@@ -15,12 +16,12 @@ use std::path::Path;
 /// What reading natively gave.
 #[derive(Debug)]
 pub enum Native {
-    /// The folded stacks, the samples `perf script` would print (every event's), and what
-    /// the file says of the folded event's samples.
+    /// The folded stacks, the samples `perf script` would print (every event's), and the
+    /// sampled event the file's attr names.
     Folded {
-        text: String,
+        stacks: FoldedStacks,
         samples: u64,
-        sampled: crate::profile::Sampled,
+        event: Option<String>,
     },
     /// A valid recording this reader does not handle: why (read it with `perf script`).
     Fallback(String),
@@ -49,11 +50,8 @@ pub fn fold_file(
             }
             Ok(Native::Folded {
                 samples: p.samples + p.skipped_samples,
-                text: p.folded,
-                sampled: crate::profile::Sampled {
-                    event: p.event,
-                    per_stack: Some(p.stack_samples),
-                },
+                stacks: p.folded,
+                event: p.event,
             })
         }
         Err(e) => refuse(input, e),

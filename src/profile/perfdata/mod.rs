@@ -72,7 +72,7 @@ pub use error::PerfDataError;
 pub use file::PerfData;
 pub use fold::{
     fold, fold_data, fold_data_observed, fold_data_with, Decorate, FoldHooks, FoldOptions,
-    FoldedProfile, Observer,
+    FoldedProfile, FoldedStack, FoldedStacks, Observer,
 };
 pub use header::{feature, incomplete, is_perf_data, read_at};
 pub(crate) use kernel::KERNEL_DSO;
