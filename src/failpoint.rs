@@ -6,6 +6,8 @@
 //! - `stop:NAME`: the run stops itself (SIGSTOP) at NAME, so a test can act at that exact point
 //!   — plant a symlink between the rotation of old files and perf's start, SIGKILL it during
 //!   the stats rounds — and then SIGCONT (or kill) it; nothing else happens;
+//! - `abort:NAME`: the run aborts at NAME (SIGABRT, no unwinding), as a panic where it cannot
+//!   unwind would; the next start must put things back as after a SIGKILL;
 //! - `flag:NAME`: [`flag`] returns true for NAME, to force a path the machine would not take
 //!   (the pre-5.8 sysctl fallback of run statistics on a kernel that has `BPF_ENABLE_STATS`).
 
@@ -18,7 +20,8 @@ fn entries() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Panic here if `EBPF_PROF_FAILPOINT` lists `name`; stop this process if it lists `stop:name`.
+/// Panic here if `EBPF_PROF_FAILPOINT` lists `name`; stop this process if it lists `stop:name`;
+/// abort it if it lists `abort:name`.
 pub fn hit(name: &str) {
     for e in entries() {
         if e == name {
@@ -27,6 +30,9 @@ pub fn hit(name: &str) {
         if e.strip_prefix("stop:") == Some(name) {
             // SAFETY: raise has no preconditions; SIGSTOP stops the process until SIGCONT.
             unsafe { libc::raise(libc::SIGSTOP) };
+        }
+        if e.strip_prefix("abort:") == Some(name) {
+            std::process::abort();
         }
     }
 }

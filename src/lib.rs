@@ -12,6 +12,7 @@ pub mod error;
 pub mod failpoint;
 pub mod flame;
 pub mod host;
+pub mod input;
 pub mod out;
 pub mod overhead;
 pub mod perf;

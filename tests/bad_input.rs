@@ -195,6 +195,10 @@ fn output_files(d: &Path) {
         .iter()
         .find(|h| h.0 == "on_execve");
     write(&d.join("on_execve.bpf.o"), execve.unwrap().2);
+    write(
+        &d.join("badbtf.bpf.o"),
+        common::object_with_a_bad_btf_string(),
+    );
     // A perf others can replace: a copy in a world-writable directory.
     let open = d.join("open");
     std::fs::create_dir(&open).unwrap();

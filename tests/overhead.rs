@@ -600,7 +600,7 @@ fn bad_input_is_refused_before_measuring() {
     let cases: &[(&[&str], &str)] = &[
         (&[], "nothing to measure"),
         (&["--compare", "hook.bpf.o"], "needs --load"),
-        (&["--load", "missing.bpf.o"], "is not a file"),
+        (&["--load", "missing.bpf.o"], "cannot read missing.bpf.o"),
         (&["--load", "hook.bpf.o", "--attach-cmd", "x"], "not both"),
         (&["--load", "hook.bpf.o", "--rounds", "1"], "at least 2"),
         (
@@ -629,7 +629,7 @@ fn bad_input_is_refused_before_measuring() {
         let before_root_check = [
             "nothing",
             "needs",
-            "not a file",
+            "cannot read",
             "not both",
             "at least 2",
             "--target-ns",

@@ -18,9 +18,9 @@ use libbpf_rs::{
 use super::diagnose::{self, ProgMeta};
 use super::libbpf_log::Capture;
 use super::{ObjectSource, ProgramInfo};
-use crate::error::usage;
 use crate::host::mounts::{self, tracefs_visible, with_private_mount};
 use crate::host::Host;
+use crate::input::{open_regular, read_whole, Role};
 
 /// A loaded object whose auto-attachable programs are attached; dropping it detaches and
 /// unloads everything. [`Attached::detach`] and [`Attached::attach_again`] take the programs
@@ -168,11 +168,16 @@ impl ObjectSource<'_> {
     fn bytes(&self) -> anyhow::Result<Cow<'_, [u8]>> {
         match self {
             ObjectSource::Bytes { bytes, .. } => Ok(Cow::Borrowed(bytes)),
-            ObjectSource::Path(path) => std::fs::read(path)
-                .map(Cow::Owned)
-                .map_err(|e| usage(format!("cannot read BPF object {}: {e}", path.display()))),
+            ObjectSource::Path(path) => read_whole(path, Role::BpfObject).map(Cow::Owned),
         }
     }
+}
+
+/// Refuse, before anything changes, a `--load`/`--compare` path that is no regular file of a
+/// plausible size (a FIFO would block the open, a device be read until memory runs out): the
+/// check every command that takes a BPF object makes, the one reading it makes too.
+pub(crate) fn check_object(path: &Path) -> anyhow::Result<()> {
+    open_regular(path, Role::BpfObject, false).map(drop)
 }
 
 /// Open (parse, not load) `bytes` as libbpf does, with a clear error for what is no object.

@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Overhead(ref args) => Some(overhead_options((**args).clone())?),
         _ => None,
     };
+    check_object_before_the_lock(&cli.command)?;
     let lock = root_run_lock(&cli.command)?;
     recover_stale(lock.is_some());
     if let Some(options) = overhead {
@@ -58,6 +59,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::out::stdout_bytes(&buf)
         }
     }
+}
+
+/// A `--load` that is no object file (a FIFO, a device) is refused before waiting for another
+/// run's lock: no run should wait for what will be refused anyway.
+fn check_object_before_the_lock(command: &Command) -> anyhow::Result<()> {
+    let load = match command {
+        Command::Record(a) => a.load.as_deref(),
+        Command::Hook(a) => a.load.as_deref(),
+        _ => None,
+    };
+    load.map_or(Ok(()), crate::bpf::check_object)
 }
 
 /// As root, the commands that change the machine run one at a time (see `host::lock`).

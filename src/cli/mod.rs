@@ -88,10 +88,10 @@ pub(super) fn recover_stale(locked: bool) {
     };
     let host = crate::host::Host::live();
     let lines = crate::host::recovery::recover(&host);
-    for line in lines
-        .into_iter()
-        .chain(crate::runfiles::pending::recover(&host))
-    {
+    for line in lines.into_iter().chain(crate::runfiles::pending::recover(
+        &host,
+        crate::profile::perfdata::unfinished,
+    )) {
         crate::out::say(line);
     }
 }

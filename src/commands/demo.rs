@@ -107,12 +107,7 @@ struct Cost<'a> {
 /// written into the demo's directory.
 fn object(opts: &DemoOptions) -> Result<PathBuf> {
     if let Some(p) = &opts.load {
-        if !p.is_file() {
-            return Err(usage(format!(
-                "{} is not a file: give the path of a compiled BPF object (.bpf.o)",
-                p.display()
-            )));
-        }
+        crate::bpf::check_object(p)?;
         return Ok(p.clone());
     }
     let object = opts.dir.join("hook.bpf.o");

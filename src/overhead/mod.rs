@@ -278,12 +278,7 @@ impl Subject {
 /// The two arms, base first, and the mode.
 fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
     for object in o.subject.objects() {
-        if !object.is_file() {
-            return Err(usage(format!(
-                "{} is not a file: give the path of a compiled BPF object (.bpf.o)",
-                object.display()
-            )));
-        }
+        crate::bpf::check_object(object)?;
     }
     let spec = |object: &PathBuf| ArmSpec::Object(object.clone());
     let (base, treat) = match &o.subject {

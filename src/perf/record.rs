@@ -140,8 +140,8 @@ pub struct RecordOutcome {
 fn wait_forwarding(
     child: &mut std::process::Child,
     ints: &Interrupts,
+    start: usize,
 ) -> Result<(ExitStatus, bool)> {
-    let start = ints.count();
     let mut forwarded = 0;
     let mut aborted = false;
     let mut deadline = None;
@@ -192,6 +192,9 @@ pub fn run(
     ints: &Interrupts,
 ) -> Result<RecordOutcome> {
     use std::os::unix::process::CommandExt;
+    // Counted from before the start, so that a signal that arrives while perf starts is passed
+    // on to it too.
+    let start = ints.count();
     let argv = plan.argv();
     let mut cmd = Command::new(&argv[0]);
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
@@ -221,8 +224,7 @@ pub fn run(
             s
         })
     });
-    let start = ints.count();
-    let (status, aborted) = wait_forwarding(&mut child, ints)?;
+    let (status, aborted) = wait_forwarding(&mut child, ints, start)?;
     let stderr = err_reader.and_then(|h| h.join().ok()).unwrap_or_default();
     Ok(RecordOutcome {
         status,

@@ -18,9 +18,9 @@
 //! A kallsyms whose addresses are all zero (read by a user while `kernel.kptr_restrict` hides
 //! them) is never a source.
 
-use super::input::{open_regular, Role};
 use crate::error::usage;
 use crate::host::{kallsyms, notes, Host};
+use crate::input::{open_regular, Role};
 use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use anyhow::Result;

@@ -5,13 +5,12 @@
 
 pub mod folded;
 pub mod frames;
-mod input;
 pub mod kernel_symbols;
 pub mod perfdata;
 pub mod scan;
 pub mod stacks;
 
-pub use input::{open_regular, read_sidecar, Role};
+pub use crate::input::{open_regular, read_sidecar, Role};
 
 use crate::error::usage;
 use crate::out::say;
@@ -151,7 +150,7 @@ fn load_inner<'a>(
     how: Collapse<'_, 'a, '_>,
 ) -> Result<Profile> {
     let (mut file, len) = open_regular(input, Role::Profile, false)?;
-    let head = input::head(&mut file)?;
+    let head = crate::input::head(&mut file)?;
     let kind = folded::detect(&head).map_err(|why| {
         usage(format!(
             "{} is neither a perf.data file, `perf script` output nor folded stacks: {why}",

@@ -188,6 +188,7 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
 /// the output directory, the benchmark, perf.
 fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
     require_privileges(host)?;
+    check_perf_options(opts)?;
     let filter = opts.filter.as_deref().map(filter_regex).transpose()?;
     let cpu = opts
         .cpu
@@ -202,6 +203,9 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
                 "no process {pid}: give the pid of a running process"
             )));
         }
+    }
+    if let Load::Object(object) = &opts.load {
+        bpf::check_object(object)?;
     }
     let files = RunFiles::new(&opts.output);
     files.check_writable()?;
@@ -298,6 +302,23 @@ fn bench_for(
     }
     let ran = fires::check(&matched.shown, &command, (prep.cpu, opts.priority), &chosen)?;
     Ok((command, Some(ran)))
+}
+
+/// What perf would refuse only once it runs, or what would take the file away from the run's
+/// private directory: refused before anything changes.
+fn check_perf_options(opts: &RecordOptions) -> Result<()> {
+    if opts.freq == 0 {
+        return Err(usage(
+            "-F 0: perf samples at a frequency of at least 1 Hz; give e.g. -F 997",
+        ));
+    }
+    let output = |a: &String| a.starts_with("-o") || a.starts_with("--output");
+    if let Some(arg) = opts.perf_args.iter().find(|a| output(a)) {
+        return Err(usage(format!(
+            "--perf-arg {arg}: the recording's file is ebpf-prof record's own -o, not perf's"
+        )));
+    }
+    Ok(())
 }
 
 fn require_privileges(host: &Host) -> Result<()> {
@@ -458,9 +479,10 @@ fn base_record(
     }
 }
 
-/// Rotate old files, then, in a private directory beside the target (see
-/// `runfiles::handover`): snapshot kallsyms, run perf, write the run record; then hand every
-/// file to the invoking user and move it into place, replacing nothing.
+/// In a private directory beside the target (see `runfiles::handover`): snapshot kallsyms,
+/// run perf, write the run record; then, only once perf has finished its file, move the
+/// previous recording aside to `.old`, hand every file to the invoking user and move it into
+/// place, replacing nothing.
 fn run_perf(
     host: &Host,
     plan: &RecordPlan,
@@ -468,23 +490,17 @@ fn run_perf(
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    if files.rotate()? {
-        say(format!(
-            "moved the previous {} and its sidecars to {}",
-            files.data.display(),
-            files.old().data.display()
-        ));
-    }
     let mut private = PrivateDir::beside(&files.data)?;
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
     crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
-    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec);
+    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec)
+        .and_then(|()| put_in_place(files, &mut private, &names));
     crate::runfiles::pending::clear(host);
     result
 }
 
-/// Snapshot kallsyms, run perf, write the run record, all in `private`; then hand them over.
+/// Snapshot kallsyms, run perf, write the run record, all in `private`.
 fn perf_in_private(
     host: &Host,
     plan: &RecordPlan,
@@ -494,17 +510,12 @@ fn perf_in_private(
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    crate::failpoint::hit("record:after-rotate");
     let work = RunFiles::new(private.work_path(&names[0].0));
-    let mut snap = private.create(&names[2].0, 0o600)?;
-    // A full disk names the file the user knows, not the private directory's copy.
-    snap.write_all(kallsyms::read_text(host)?.as_bytes())
-        .map_err(|e| write_error(&names[2].1, &e))?;
+    write_in_private(private, &names[2], kallsyms::read_text(host)?.as_bytes())?;
     let bench = plan.scope == Scope::Bench;
-    let samples = match bench {
-        true => Some(private.create(&names[1].0, 0o644)?),
-        false => None,
-    };
+    let samples = bench
+        .then(|| private.create(&names[1].0, 0o644))
+        .transpose()?;
     if !bench {
         say(match plan.scope.duration() {
             Some(d) => format!("profiling for {d} s"),
@@ -516,6 +527,10 @@ fn perf_in_private(
         output: work.data.clone(),
         ..plan.clone()
     };
+    // A signal that came before perf could be told of it ends the run here, with nothing
+    // recorded and nothing moved.
+    crate::failpoint::hit("record:before-perf");
+    ints.check()?;
     let out = perf_record::run(&work_plan, samples, ints)?;
     rec.perf_exit = out.status.code();
     // Ctrl-C is how an open-ended whole-box or per-process recording ends: not an interruption.
@@ -535,15 +550,44 @@ fn perf_in_private(
         .stderr
         .replace(&*work.data.to_string_lossy(), &files.data.to_string_lossy());
     if !out.status.success() && !rec.interrupted && !stopped_by_user {
-        return Err(perf_failure(plan, &out, &shown));
+        return Err(perf_failure(plan, &files.data, &out, &shown));
     }
     crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
     finish_record(plan, &work, files, rec);
-    let mut json = private.create(&names[3].0, 0o600)?;
-    json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())
-        .map_err(|e| write_error(&names[3].1, &e))?;
-    private.hand_over(names, Owner::from_sudo_env())
+    write_in_private(
+        private,
+        &names[3],
+        serde_json::to_string_pretty(rec)?.as_bytes(),
+    )
+}
+
+/// Write one file of the family in the private directory; a full disk names the file the user
+/// knows (`name.1`), not the private directory's copy.
+fn write_in_private(
+    private: &PrivateDir,
+    name: &(OsString, PathBuf, u32),
+    bytes: &[u8],
+) -> Result<()> {
+    let mut file = private.create(&name.0, 0o600)?;
+    file.write_all(bytes).map_err(|e| write_error(&name.1, &e))
+}
+
+/// Once perf has finished its file: the previous recording aside, the new one in its place.
+fn put_in_place(
+    files: &RunFiles,
+    private: &mut PrivateDir,
+    names: &[(OsString, PathBuf, u32)],
+) -> Result<()> {
+    let unfinished = crate::profile::perfdata::unfinished;
+    if private.replace_family(names, Owner::from_sudo_env(), unfinished)? {
+        say(format!(
+            "moved the previous {} and its sidecars to {}",
+            files.data.display(),
+            files.old().data.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Each file of the family: its name in the private directory, its target, its mode. Those
@@ -599,6 +643,7 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, shown: &RunFiles, rec: &mu
 /// quoting perf's stderr (`stderr`, with the paths the user knows).
 fn perf_failure(
     plan: &RecordPlan,
+    target: &std::path::Path,
     out: &perf_record::RecordOutcome,
     stderr: &str,
 ) -> anyhow::Error {
@@ -620,7 +665,8 @@ fn perf_failure(
         false => String::new(),
     };
     child(format!(
-        "the recording failed ({code}){full}; perf.data removed. Command: {}\nperf/benchmark stderr: {}",
+        "the recording failed ({code}){full}; nothing was moved into place, {} is as it was. Command: {}\nperf/benchmark stderr: {}",
+        target.display(),
         plan.argv()
             .iter()
             .map(|a| a.to_string_lossy())

@@ -2,7 +2,7 @@
 //!
 //! perf opens its `-o` file itself, with `O_CREAT|O_TRUNC`, following links. Were that path in
 //! a directory another user can write, they could plant `perf.data → /etc/nologin` between the
-//! rotation of the old files and perf's start, and root would create or truncate the target.
+//! run's checks and perf's start, and root would create or truncate the target.
 //! So perf, and every sidecar, writes into a private directory this module creates beside the
 //! target (`.ebpf-prof-PID-XXXXXX`, mode 0700, root's: on the same file system, so the files can
 //! be moved, not copied). perf is given the directory as `/proc/PID/fd/N/perf.data`: the open
@@ -16,7 +16,7 @@
 //! files stay in the private directory, which is handed to the user, and the error says where.
 
 use super::Owner;
-use crate::error::check;
+use crate::error::{check, child};
 use anyhow::{bail, Context, Result};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -24,6 +24,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// Why perf's file is not whole (its header does not match its length), or `None`: the
+/// profile reader's check, which this module cannot name itself.
+pub(crate) type Unfinished = fn(&File) -> Option<String>;
 
 /// A 0700 directory of ours beside the target; removed with its contents when dropped, unless
 /// [`PrivateDir::hand_over`] had to leave files in it for the user.
@@ -152,12 +156,13 @@ impl PrivateDir {
         Ok(())
     }
 
-    /// Give one file its mode and owner through its own fd; a missing file is skipped.
-    fn settle(&self, name: &OsStr, mode: u32, owner: Option<Owner>) -> Result<()> {
+    /// Open `name` in here without following a link or waiting on a FIFO, checked to be a
+    /// regular file; `None` when there is no such file.
+    fn open_member(&self, name: &OsStr) -> Result<Option<File>> {
         let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
         let fd = match open_fd(Some(&self.fd), &cstr(name.as_bytes())?, flags, 0) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("cannot open {}", self.shown.join(name).display()))
@@ -167,6 +172,93 @@ impl PrivateDir {
         if !f.metadata()?.is_file() {
             bail!("{} is not a regular file", self.shown.join(name).display());
         }
+        Ok(Some(f))
+    }
+
+    /// Put the recording made in here in place of the previous one. Only when `unfinished`
+    /// finds its first file (perf.data) whole does the family now at the targets move aside to
+    /// `.old` (see [`PrivateDir::rotate`]); then this one is handed over. A run that failed or
+    /// was cut short leaves the previous recording and its `.old` as they were. Returns whether
+    /// a previous recording moved.
+    pub(crate) fn replace_family(
+        &mut self,
+        files: &[(OsString, PathBuf, u32)],
+        owner: Option<Owner>,
+        unfinished: Unfinished,
+    ) -> Result<bool> {
+        let Some((data_name, data, _)) = files.first() else {
+            return Ok(false);
+        };
+        let why = match self.open_member(data_name)? {
+            Some(file) => unfinished(&file),
+            None => Some("perf wrote no file".to_string()),
+        };
+        if let Some(why) = why {
+            return Err(child(format!(
+                "perf did not finish {} ({why}); the previous recording, if any, was left as it was",
+                data.display()
+            )));
+        }
+        let rotated = self.rotate(files)?;
+        crate::failpoint::hit("record:after-rotate");
+        self.hand_over(files, owner)?;
+        Ok(rotated)
+    }
+
+    /// Move the family at the targets aside to their `.old` names (perf's convention for
+    /// perf.data, extended to the sidecars), by name relative to the parent's fd, so a link is
+    /// moved as a link and never followed. Nothing moves unless a perf.data is there: an `.old`
+    /// is replaced only by a newer recording, and an `.old` sidecar is removed only when the
+    /// `.old` perf.data it went with has just been replaced (it would pair with the wrong data).
+    fn rotate(&self, files: &[(OsString, PathBuf, u32)]) -> Result<bool> {
+        let target_name = |t: &Path| t.file_name().unwrap_or_default().to_os_string();
+        let Some(data) = files.first().map(|f| target_name(&f.1)) else {
+            return Ok(false);
+        };
+        if !self.in_parent(&cstr(data.as_bytes())?) {
+            return Ok(false);
+        }
+        for (_, target, _) in files {
+            let name = target_name(target);
+            let old = super::old_name(&data, &name);
+            let (from, to) = (cstr(name.as_bytes())?, cstr(old.as_bytes())?);
+            let parent = self.parent.as_raw_fd();
+            if self.in_parent(&from) {
+                // SAFETY: both names are NUL-terminated and outlive the call; the fd is open.
+                if unsafe { libc::renameat(parent, from.as_ptr(), parent, to.as_ptr()) } != 0 {
+                    return Err(last_err()).with_context(|| {
+                        format!("cannot move {} aside to {:?}", target.display(), old)
+                    });
+                }
+            } else if self.in_parent(&to) {
+                // SAFETY: as above; unlinkat with flags 0 removes a link, never its target.
+                unsafe { libc::unlinkat(parent, to.as_ptr(), 0) };
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether anything (a file, a link) has `name` in the parent directory.
+    fn in_parent(&self, name: &CString) -> bool {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `name` is NUL-terminated, `stat` is written by the call before any read (and
+        // not read at all here); the fd is an open directory.
+        let r = unsafe {
+            libc::fstatat(
+                self.parent.as_raw_fd(),
+                name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        r == 0
+    }
+
+    /// Give one file its mode and owner through its own fd; a missing file is skipped.
+    fn settle(&self, name: &OsStr, mode: u32, owner: Option<Owner>) -> Result<()> {
+        let Some(f) = self.open_member(name)? else {
+            return Ok(());
+        };
         f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         if let Some(o) = owner {
             o.give_file(&f, &self.shown.join(name))?;
@@ -207,13 +299,22 @@ impl PrivateDir {
         Ok(())
     }
 
-    /// Leave what is left here for the user, and say so.
-    fn keep(&mut self, taken: &Path, owner: Option<Owner>) -> anyhow::Error {
+    /// Keep the directory and what is in it for `owner`: each file given its mode and owner,
+    /// then the directory itself. Nothing in it is removed when it is dropped.
+    pub(crate) fn leave(&mut self, files: &[(OsString, PathBuf, u32)], owner: Option<Owner>) {
         self.kept = true;
+        for (name, _, mode) in files {
+            let _ = self.settle(name, *mode, owner);
+        }
         let f = self.fd.try_clone().map(File::from);
         if let (Some(o), Ok(f)) = (owner, f) {
             let _ = o.give_file(&f, &self.shown);
         }
+    }
+
+    /// Leave what is left here for the user, and say so.
+    fn keep(&mut self, taken: &Path, owner: Option<Owner>) -> anyhow::Error {
+        self.leave(&[], owner);
         check(format!(
             "{} appeared during the run and was left alone (nothing is replaced): the recording is in {}; move it yourself",
             taken.display(),
@@ -247,6 +348,9 @@ impl PrivateDir {
 /// that nobody else can enter.
 fn open_private(parent: OwnedFd, shown: PathBuf) -> Result<PrivateDir> {
     let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
+    // Named by where it is, not by the way this process's working directory reached it: a
+    // killed run's note is read by a run started anywhere.
+    let shown = absolute(&parent).map_or(shown, |dir| dir.join(OsStr::from_bytes(name.as_bytes())));
     let fd = open_fd(
         Some(&parent),
         &name,
@@ -277,6 +381,12 @@ impl Drop for PrivateDir {
             self.remove();
         }
     }
+}
+
+/// Where the open directory `dir` is, as the kernel knows it (an absolute path).
+fn absolute(dir: &OwnedFd) -> Option<PathBuf> {
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
+    path.is_absolute().then_some(path)
 }
 
 /// Give the file or directory at `path` to `owner` through an fd opened without following a

@@ -97,17 +97,27 @@ fn dropping_without_a_hand_over_leaves_nothing() {
     assert!(!f.data.exists());
 }
 
+fn whole(_: &File) -> Option<String> {
+    None
+}
+
+fn cut_short(_: &File) -> Option<String> {
+    Some("its data size is 0".into())
+}
+
 #[test]
 fn rotation_never_follows_links() {
     let d = tempfile::tempdir().unwrap();
     let victim = d.path().join("victim");
     std::fs::write(&victim, "keep").unwrap();
-    let f = RunFiles::new(d.path().join("perf.data"));
+    let (f, list) = family(d.path());
     std::fs::write(&f.data, "old").unwrap();
     std::os::unix::fs::symlink(&victim, f.old().data).unwrap();
     std::os::unix::fs::symlink(&victim, f.old().json()).unwrap();
     std::os::unix::fs::symlink(&victim, f.json()).unwrap();
-    assert!(f.rotate().unwrap());
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    assert!(p.replace_family(&list, None, whole).unwrap());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "old");
     // The planted json link moved as a link, not through it.
@@ -115,6 +125,66 @@ fn rotation_never_follows_links() {
         .unwrap()
         .file_type()
         .is_symlink());
+    assert_eq!(std::fs::read_to_string(&f.data).unwrap(), "data");
+}
+
+#[test]
+fn rotation_moves_the_family_and_drops_stale_old_sidecars() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, list) = family(d.path());
+    std::fs::write(&f.data, "previous").unwrap();
+    std::fs::write(f.old().samples(), "stale").unwrap();
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    assert!(p.replace_family(&list, None, whole).unwrap());
+    assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "previous");
+    assert!(
+        !f.old().samples().exists(),
+        "a stale sidecar would pair with the wrong data"
+    );
+    assert_eq!(std::fs::read_to_string(f.samples()).unwrap(), "data");
+}
+
+#[test]
+fn regression_an_old_recording_without_a_newer_one_is_never_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, list) = family(d.path());
+    std::fs::write(f.old().data, "the only recording").unwrap();
+    std::fs::write(f.old().json(), "{}").unwrap();
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    assert!(!p.replace_family(&list, None, whole).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(f.old().data).unwrap(),
+        "the only recording"
+    );
+    assert_eq!(std::fs::read_to_string(f.old().json()).unwrap(), "{}");
+    assert_eq!(std::fs::read_to_string(&f.data).unwrap(), "data");
+}
+
+#[test]
+fn regression_a_recording_perf_did_not_finish_displaces_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, list) = family(d.path());
+    std::fs::write(&f.data, "previous").unwrap();
+    std::fs::write(f.old().data, "older").unwrap();
+    let untouched = || {
+        assert_eq!(std::fs::read_to_string(&f.data).unwrap(), "previous");
+        assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "older");
+        assert!(private_dirs(d.path()).is_empty());
+    };
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    fill(&p, &list);
+    let e = p.replace_family(&list, None, cut_short).unwrap_err();
+    assert_eq!(crate::error::exit_code(&e), 3, "{e:#}");
+    assert!(e.to_string().contains("its data size is 0"), "{e:#}");
+    drop(p);
+    untouched();
+    let mut p = PrivateDir::beside(&f.data).unwrap();
+    let e = p.replace_family(&list, None, whole).unwrap_err();
+    assert!(e.to_string().contains("perf wrote no file"), "{e:#}");
+    drop(p);
+    untouched();
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod handover;
 mod output;
 pub mod pending;
 
+pub(crate) use handover::Unfinished;
 pub use handover::{give_path, PrivateDir};
 pub use output::{write_error, write_file, Existing, Output};
 
@@ -82,25 +83,20 @@ impl RunFiles {
         }
         Ok(())
     }
+}
 
-    /// Move an existing family aside to `.old` (perf's convention for perf.data, extended to the
-    /// sidecars), replacing a previous `.old` family. Returns whether anything moved.
-    pub fn rotate(&self) -> Result<bool> {
-        let old = self.old();
-        let mut moved = false;
-        for (cur, prev) in self.all().into_iter().zip(old.all()) {
-            if std::fs::symlink_metadata(&cur).is_ok() {
-                std::fs::rename(&cur, &prev).with_context(|| {
-                    format!("cannot move {} to {}", cur.display(), prev.display())
-                })?;
-                moved = true;
-            } else if std::fs::symlink_metadata(&prev).is_ok() {
-                // A stale sidecar of an older family must not pair with the new .old data.
-                let _ = std::fs::remove_file(&prev);
-            }
-        }
-        Ok(moved)
-    }
+/// The name `member` of the family of `data` (perf.data, perf.data.json, …) takes when the
+/// family moves aside: `perf.data.old`, `perf.data.old.json`, … (as [`RunFiles::old`]).
+pub(crate) fn old_name(data: &std::ffi::OsStr, member: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let rest = member
+        .as_bytes()
+        .strip_prefix(data.as_bytes())
+        .unwrap_or_default();
+    let mut old = data.to_os_string();
+    old.push(".old");
+    old.push(std::ffi::OsStr::from_bytes(rest));
+    old
 }
 
 /// Make `dir` for the user's files, or take it as it is when it is a directory the user could
@@ -216,21 +212,12 @@ mod tests {
     }
 
     #[test]
-    fn rotate_moves_family_and_drops_stale_old_sidecars() {
-        let d = tempfile::tempdir().unwrap();
-        let f = RunFiles::new(d.path().join("perf.data"));
-        std::fs::write(&f.data, "new").unwrap();
-        std::fs::write(f.json(), "{}").unwrap();
-        std::fs::write(f.old().samples(), "stale").unwrap();
-        assert!(f.rotate().unwrap());
-        assert_eq!(std::fs::read_to_string(f.old().data).unwrap(), "new");
-        assert!(f.old().json().exists());
-        assert!(
-            !f.old().samples().exists(),
-            "stale sidecar would pair with the wrong data"
-        );
-        assert!(!f.data.exists());
-        assert!(!f.rotate().unwrap());
+    fn old_names_are_those_of_the_old_family() {
+        let f = RunFiles::new("/tmp/x/perf.data");
+        for (member, old) in f.all().iter().zip(f.old().all()) {
+            let name = old_name(f.data.file_name().unwrap(), member.file_name().unwrap());
+            assert_eq!(name, old.file_name().unwrap());
+        }
     }
 
     #[test]

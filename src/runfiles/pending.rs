@@ -5,7 +5,7 @@
 //! the sysctl recovery, hands a dead run's files over as the run would have: by fd, with their
 //! modes, replacing nothing. The note is read with the same suspicion as the sysctl state.
 
-use super::{Owner, PrivateDir};
+use super::{Owner, PrivateDir, Unfinished};
 use crate::host::recovery::{dir_problem, read_checked, start_time, write_state_file, STATE_DIR};
 use crate::host::Host;
 use anyhow::{Context, Result};
@@ -19,9 +19,9 @@ pub struct Pending {
     pub pid: u32,
     /// /proc/PID/stat start time, so a recycled pid is not mistaken for the owner.
     pub start_time: Option<u64>,
-    /// The private directory.
+    /// The private directory, by its absolute path.
     pub dir: PathBuf,
-    /// Each file: its name in `dir`, its target, its mode.
+    /// Each file: its name in `dir`, its target (absolute), its mode.
     pub files: Vec<(OsString, PathBuf, u32)>,
     /// Who gets the files (the user who ran sudo).
     pub owner: Option<Owner>,
@@ -31,7 +31,9 @@ fn note_path(host: &Host, pid: u32) -> PathBuf {
     host.path(STATE_DIR).join(format!("{pid}.files"))
 }
 
-/// Write this process's note before perf starts.
+/// Write this process's note before perf starts. `dir` is the private directory by its
+/// absolute path ([`PrivateDir::shown`]); each target is noted by its absolute path too, in
+/// the directory `dir` is in, so a run started from anywhere finds them.
 pub fn save(
     host: &Host,
     dir: &Path,
@@ -39,11 +41,16 @@ pub fn save(
     owner: Option<Owner>,
 ) -> Result<()> {
     let pid = std::process::id();
+    let beside = super::parent_dir(dir);
+    let absolute = |target: &Path| beside.join(target.file_name().unwrap_or_default());
     let note = Pending {
         pid,
         start_time: start_time(host, pid),
         dir: dir.to_path_buf(),
-        files: files.to_vec(),
+        files: files
+            .iter()
+            .map(|(name, target, mode)| (name.clone(), absolute(target), *mode))
+            .collect(),
         owner,
     };
     write_state_file(
@@ -64,8 +71,10 @@ fn alive(host: &Host, p: &Pending) -> bool {
         && (p.start_time.is_none() || start_time(host, p.pid) == p.start_time)
 }
 
-/// Hand over the files of every dead run's note; one line per note.
-pub fn recover(host: &Host) -> Vec<String> {
+/// Hand over the files of every dead run's note; one line per note. `unfinished` is the
+/// profile reader's check of perf's file: only a whole recording moves the previous one aside.
+/// A note stays until its recording was handed over (or is gone), so a later run can try again.
+pub fn recover(host: &Host, unfinished: Unfinished) -> Vec<String> {
     let dir = host.path(STATE_DIR);
     if dir_problem(&dir).is_some() {
         return Vec::new(); // host::recovery::recover has said why
@@ -81,36 +90,62 @@ pub fn recover(host: &Host) -> Vec<String> {
     for path in notes {
         let read = read_checked(&path)
             .and_then(|b| serde_json::from_slice::<Pending>(&b).context("not a note of ours"));
-        match read {
+        let (line, settled) = match read {
             Ok(p) if alive(host, &p) => continue,
-            Ok(p) => lines.push(hand_over(&p)),
-            Err(e) => lines.push(format!(
-                "warning: ignored {}: {e:#}; remove it by hand",
-                path.display()
-            )),
+            Ok(p) => hand_over(&p, unfinished),
+            Err(e) => (
+                format!(
+                    "warning: ignored {}: {e:#}; remove it by hand",
+                    path.display()
+                ),
+                false,
+            ),
+        };
+        lines.push(line);
+        if settled {
+            let _ = std::fs::remove_file(&path);
         }
-        let _ = std::fs::remove_file(&path);
     }
     let _ = std::fs::remove_dir(&dir);
     lines
 }
 
-/// Move a dead run's files into place; the line that says what happened.
-fn hand_over(p: &Pending) -> String {
-    let moved = PrivateDir::reopen(&p.dir).and_then(|mut d| d.hand_over(&p.files, p.owner));
+/// Move a dead run's files into place; the line that says what happened, and whether the note
+/// is settled (the files were moved, or left for the user in their directory, or are gone).
+fn hand_over(p: &Pending, unfinished: Unfinished) -> (String, bool) {
     let data = p
         .files
         .first()
         .map_or_else(String::new, |f| f.1.display().to_string());
-    match moved {
-        Ok(()) => format!(
-            "moved the recording of ebpf-prof pid {} (killed before it could) into place: {data} and its sidecars",
-            p.pid
+    let who = format!("the recording of ebpf-prof pid {} (killed)", p.pid);
+    let mut private = match PrivateDir::reopen(&p.dir) {
+        Ok(d) => d,
+        Err(_) if std::fs::symlink_metadata(&p.dir).is_err() && p.dir.is_absolute() => {
+            let line = format!(
+                "warning: {who} is gone: {} no longer exists",
+                p.dir.display()
+            );
+            return (line, true);
+        }
+        Err(e) => {
+            let line =
+                format!("warning: {who} was not moved into place: {e:#}; the next run tries again");
+            return (line, false);
+        }
+    };
+    match private.replace_family(&p.files, p.owner, unfinished) {
+        Ok(_) => (
+            format!("moved the recording of ebpf-prof pid {} (killed before it could) into place: {data} and its sidecars", p.pid),
+            true,
         ),
-        Err(e) => format!(
-            "warning: the recording of ebpf-prof pid {} (killed) was not moved into place: {e:#}",
-            p.pid
-        ),
+        Err(e) => {
+            private.leave(&p.files, p.owner);
+            let line = format!(
+                "warning: {who} was not moved into place: {e:#}; it is in {}",
+                private.shown().display()
+            );
+            (line, true)
+        }
     }
 }
 
@@ -159,10 +194,18 @@ mod tests {
         (d, host, out, note)
     }
 
+    fn whole(_: &std::fs::File) -> Option<String> {
+        None
+    }
+
+    fn cut_short(_: &std::fs::File) -> Option<String> {
+        Some("its data size is 0".into())
+    }
+
     #[test]
     fn a_killed_runs_recording_is_moved_into_place_by_the_next_start() {
         let (d, host, out, note) = killed_run();
-        let lines = recover(&host);
+        let lines = recover(&host, whole);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].starts_with("moved the recording of ebpf-prof pid 999999"),
@@ -183,18 +226,64 @@ mod tests {
 
     #[test]
     fn a_note_pointing_at_a_directory_others_can_enter_moves_nothing() {
-        let (_d, host, out, note) = killed_run();
+        let (d, host, out, note) = killed_run();
         std::fs::set_permissions(&note.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let lines = recover(&host);
+        let lines = recover(&host, whole);
         assert!(lines[0].contains("was not moved into place"), "{lines:?}");
         assert!(!out.join("perf.data").exists());
+        assert!(
+            d.path().join(STATE_DIR).join("999999.files").exists(),
+            "the note stays while its recording is not handed over"
+        );
+    }
+
+    #[test]
+    fn a_killed_runs_recording_moves_the_previous_one_aside() {
+        let (_d, host, out, _) = killed_run();
+        std::fs::write(out.join("perf.data"), "previous").unwrap();
+        let lines = recover(&host, whole);
+        assert!(lines[0].starts_with("moved the recording"), "{lines:?}");
+        let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap();
+        assert_eq!(read("perf.data.old"), "previous");
+        assert_eq!(read("perf.data"), "data");
+    }
+
+    #[test]
+    fn a_recording_perf_did_not_finish_is_left_in_its_directory() {
+        let (d, host, out, note) = killed_run();
+        std::fs::write(out.join("perf.data"), "previous").unwrap();
+        let lines = recover(&host, cut_short);
+        assert!(lines[0].contains("its data size is 0"), "{lines:?}");
+        assert!(lines[0].contains("it is in"), "{lines:?}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("perf.data")).unwrap(),
+            "previous"
+        );
+        assert!(!out.join("perf.data.old").exists());
+        assert!(note.dir.join("perf.data").is_file(), "kept, not removed");
+        assert!(!d.path().join(STATE_DIR).join("999999.files").exists());
+    }
+
+    #[test]
+    fn regression_a_note_whose_directory_cannot_be_reached_is_kept() {
+        let (d, host, _out, note) = killed_run();
+        let relative = Pending {
+            dir: PathBuf::from("./.ebpf-prof-999999-abcdef"),
+            ..note
+        };
+        let state = d.path().join(STATE_DIR).join("999999.files");
+        let bytes = serde_json::to_vec(&relative).unwrap();
+        write_state_file(&host, &state, &bytes).unwrap();
+        let lines = recover(&host, whole);
+        assert!(lines[0].contains("the next run tries again"), "{lines:?}");
+        assert!(state.exists());
     }
 
     #[test]
     fn a_live_runs_note_is_left_alone() {
         let (d, host, out, _) = killed_run();
         std::fs::create_dir_all(d.path().join("proc/999999")).unwrap();
-        assert!(recover(&host).is_empty());
+        assert!(recover(&host, whole).is_empty());
         assert!(!out.join("perf.data").exists());
     }
 }

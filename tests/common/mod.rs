@@ -2,6 +2,8 @@
 //! that need root (skipped with a reason outside CI, a failure under CI=true).
 #![allow(dead_code)]
 
+pub mod runs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -203,4 +205,22 @@ pub fn need_tool(path: &str, package: &str) -> bool {
     );
     eprintln!("SKIP: {path} is missing (apt-get install {package})");
     false
+}
+
+/// The sample hook the verifier rejects, with one byte of a source line in its BTF string
+/// table made invalid UTF-8: the verifier log libbpf prints quotes that line.
+pub fn object_with_a_bad_btf_string() -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let mut bytes = ebpf_prof::bpf::SAMPLE_HOOK_REJECTED.to_vec();
+    let at = {
+        let elf = object::File::parse(&*bytes).unwrap();
+        let btf = elf.section_by_name(".BTF").unwrap();
+        let (start, _) = btf.file_range().unwrap();
+        let line = b"return *value";
+        let data = btf.data().unwrap();
+        let found = data.windows(line.len()).position(|w| w == line).unwrap();
+        start as usize + found + 1
+    };
+    bytes[at] = 0xff;
+    bytes
 }

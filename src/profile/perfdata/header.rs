@@ -232,6 +232,21 @@ pub fn incomplete(
     feature_sections_fit(&bytes, endian, len)
 }
 
+/// [`incomplete`] for an open file: why the recording in it did not finish, or `None` when its
+/// header agrees with its length. An empty or unreadable file did not finish either.
+pub fn unfinished(file: &std::fs::File) -> Option<String> {
+    let len = match file.metadata() {
+        Ok(m) if m.len() > 0 => m.len(),
+        Ok(_) => return Some("the file is empty".into()),
+        Err(e) => return Some(format!("cannot read it: {e}")),
+    };
+    let head_len = len.min(HEADER_SIZE) as usize;
+    let Some(head) = read_at(file, 0, head_len) else {
+        return Some("cannot read its header".into());
+    };
+    incomplete(&head, len, |offset, count| read_at(file, offset, count))
+}
+
 /// Whether each `{offset, size}` of the feature table lies inside a file of `len` bytes.
 fn feature_sections_fit(table: &[u8], endian: Endian, len: u64) -> Option<String> {
     let mut cursor = Cursor::new(table, endian);

@@ -74,7 +74,7 @@ pub use fold::{
     fold, fold_data, fold_data_observed, fold_data_with, Decorate, FoldHooks, FoldOptions,
     FoldedProfile, FoldedStack, FoldedStacks, Observer,
 };
-pub use header::{feature, incomplete, is_perf_data, read_at};
+pub use header::{feature, incomplete, is_perf_data, read_at, unfinished};
 pub(crate) use kernel::KERNEL_DSO;
 pub use load::{fold_file, Native};
 pub use raw::{for_each_sample, RawSample};

@@ -1,5 +1,5 @@
 //! Opening what the user gives to read — a profile and its sidecars (`INPUT.json`,
-//! `INPUT.kallsyms`) — without hanging or reading forever: opened with `O_NONBLOCK` (a FIFO
+//! `INPUT.kallsyms`), a BPF object to load — without hanging or reading forever: opened with `O_NONBLOCK` (a FIFO
 //! does not block the open), `fstat`ed, and refused unless a regular file; sidecars are never
 //! followed through a symlink and are read up to a size cap. Found with a FIFO as `INPUT.json`
 //! (hung `report`) and `INPUT.json → /dev/zero` (read 530 MB).
@@ -21,6 +21,8 @@ pub enum Role {
     RunRecord,
     /// `INPUT.kallsyms` or `--kallsyms`, a snapshot of /proc/kallsyms.
     Kallsyms,
+    /// A compiled BPF object (`--load`, `--compare`): read whole into memory, so capped.
+    BpfObject,
 }
 
 impl Role {
@@ -30,16 +32,18 @@ impl Role {
             Role::Profile => "give a perf.data file written by `ebpf-prof record` (or `perf script` output, or folded stacks)",
             Role::RunRecord => "remove it, or put there the perf.data.json written by `ebpf-prof record`",
             Role::Kallsyms => "give the kallsyms snapshot written by `ebpf-prof record` (perf.data.kallsyms)",
+            Role::BpfObject => "give the path of a compiled BPF object (.bpf.o)",
         }
     }
 
     /// The largest file read for this role: a kallsyms snapshot is ~5 MB, a run record a few
-    /// KB; a profile has no cap.
+    /// KB, a BPF object with its debug info a few MB; a profile has no cap.
     pub fn cap(self) -> u64 {
         match self {
             Role::Profile => u64::MAX,
             Role::RunRecord => 16 << 20,
             Role::Kallsyms => 256 << 20,
+            Role::BpfObject => 128 << 20,
         }
     }
 
@@ -96,6 +100,18 @@ pub fn open_regular(path: &Path, role: Role, nofollow: bool) -> Result<(File, u6
             Ok((file, n))
         }
     }
+}
+
+/// The bytes of a file the user names as a whole input of `role` (a BPF object): checked by
+/// [`open_regular`] (never waited on as a FIFO, never read endlessly from a device), then read up
+/// to the role's cap.
+pub(crate) fn read_whole(path: &Path, role: Role) -> Result<Vec<u8>> {
+    let (file, len) = open_regular(path, role, false)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(role.cap())
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(bytes)
 }
 
 /// Blocking reads again for a regular file (O_NONBLOCK was only for the open).
