@@ -33,6 +33,8 @@ need util-linux     command -v taskset chrt runuser unshare
 # Real, unmodified programs from a public tools collection, for tests/real_tools.rs.
 need libbpf-tools    test -x /usr/sbin/syscount -a -x /usr/sbin/opensnoop
 need bsdutils       command -v script
+# A real reader of the pprof export, for tests/real_profiles.rs (`go tool pprof`).
+need golang-go      command -v go
 perf_ok() { command -v perf && perf --version; }
 need "$(perf_pkg)"  perf_ok
 

@@ -59,12 +59,17 @@ pub fn stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let r = out.write_all(bytes).and_then(|()| out.flush());
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot write to standard output: {}; redirect it to a file or a pipe with room",
-            plain(&e)
-        )),
+        Err(e) => Err(stdout_error(&e)),
         Ok(()) => Ok(()),
     }
+}
+
+/// A failed write to stdout (closed, or a full disk behind it), as one line.
+pub fn stdout_error(e: &std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "cannot write to standard output: {}; redirect it to a file or a pipe with room",
+        plain(e)
+    )
 }
 
 /// An OS error without Rust's "(os error N)" tail.

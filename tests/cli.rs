@@ -255,7 +255,10 @@ fn bench_bad_input() {
         &run(ebpf_prof(&["bench", "--warmup-fraction", "1.5"], d.path())),
         "warmup",
     );
-    usage_error(&run(ebpf_prof(&["bench", "-n", "0"], d.path())), "-n");
+    usage_error(
+        &run(ebpf_prof(&["bench", "-n", "0"], d.path())),
+        "--iterations 0",
+    );
     let r = run(ebpf_prof(&["bench", "-n", "lots"], d.path()));
     assert_eq!(r.code(), Some(2), "{r:?}");
 }
@@ -627,11 +630,15 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     for data in ["all.data", "pid.data"] {
         assert_the_workload_ran_the_hook(d.path(), data);
     }
+    // The kernel's PID_MAX_LIMIT: in --pid's range, and never a process (pids stay below
+    // pid_max, which is at most that).
     let r = run(ebpf_prof(
-        &["record", "--pid", "999999999", "--allow-no-bpf"],
+        &["record", "--pid", "4194304", "--allow-no-bpf"],
         d.path(),
     ));
-    usage_error(&r, "no process 999999999");
+    usage_error(&r, "no process 4194304");
+    let r = run(ebpf_prof(&["record", "--pid", "999999999"], d.path()));
+    usage_error(&r, "--pid 999999999 is out of range: give 1 to 4194304");
 }
 
 /// `--folded` of a folded file writes the stacks that were read, as every other output is made

@@ -54,7 +54,10 @@ fn regression_failing_records_keep_the_only_perf_data() {
     }
     let r = record(d.path(), &["-F", "0"]);
     assert_eq!(r.code(), Some(2), "{r:?}");
-    assert!(r.stderr().contains("error: -F 0:"), "{r:?}");
+    assert!(
+        r.stderr().contains("error: --freq 0 is out of range"),
+        "{r:?}"
+    );
     only_recording_kept(d.path(), &r);
     let r = record(
         d.path(),

@@ -652,3 +652,53 @@ fn unsafe_root() -> bool {
     // SAFETY: no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// perf's version-mismatch warning was printed at every step of one run (`--profile` looks
+/// perf up once per arm): it is printed once. The perf is a wrapper that reports another
+/// version, so the warning shows on any machine.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn regression_perf_version_warning_is_printed_once_a_run() {
+    if !need_root("regression_perf_version_warning_is_printed_once_a_run") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let perf = d.path().join("perf");
+    let real = ebpf_prof::perf::PerfChoice::default()
+        .find(true)
+        .unwrap()
+        .path;
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in --version) echo 'perf version 1.0'; exit 0 ;; esac\nexec {} \"$@\"\n",
+        real.display()
+    );
+    std::fs::write(&perf, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&perf, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = [
+        "overhead",
+        "--aa",
+        "--rounds",
+        "2",
+        "-n",
+        "100",
+        "--profile",
+        "prof",
+    ];
+    let mut c = ebpf_prof(&args, d.path());
+    c.env("PERF", &perf);
+    let r = run(c);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert_eq!(
+        r.stderr()
+            .matches("does not match the running kernel")
+            .count(),
+        1,
+        "{r:?}"
+    );
+    assert!(
+        d.path().join("prof/treat.data").exists(),
+        "both arms recorded: {r:?}"
+    );
+}

@@ -228,7 +228,7 @@ proptest! {
         };
         let _ = ebpf_prof::flame::render(&parsed, &opts, Vec::new());
         let _ = ebpf_prof::flame::render_diff(&parsed, &other, "t", "samples", Vec::new());
-        let _ = ebpf_prof::flame::export::pprof(&parsed, "samples", "t");
+        let _ = ebpf_prof::flame::export::pprof(&parsed, &ebpf_prof::flame::export::Weights::SAMPLES, "t");
         let _ = ebpf_prof::flame::export::speedscope(&parsed, "samples", "t");
         // report's reading and diff --text of the same.
         let d = ebpf_prof::report::delta::deltas(&parsed, &other);
@@ -240,6 +240,7 @@ proptest! {
             kind: folded::InputKind::Folded,
             samples: None,
             kernel_symbols: Default::default(),
+            sampled: Default::default(),
         };
         let none = std::path::Path::new("/nonexistent/x.folded");
         if let Ok(r) = ebpf_prof::report::report_on(&p, none, 5, None) {

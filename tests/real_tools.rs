@@ -16,7 +16,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,18 +25,9 @@ const OPENSNOOP: &str = "/usr/sbin/opensnoop";
 /// BPF_F_NO_PREALLOC in `bpf_map_info.map_flags`.
 const NO_PREALLOC: u64 = 1;
 
-/// Whether the real tool is installed: outside CI a missing one skips with a reason, under
-/// CI=true it fails (the test command's deps step installs libbpf-tools).
+/// Whether the real tool is installed (see `common::need_tool`).
 fn have_tool(path: &str) -> bool {
-    if Path::new(path).is_file() {
-        return true;
-    }
-    assert!(
-        !under_ci(),
-        "{path} is missing and CI=true: scripts/install-deps.sh installs libbpf-tools"
-    );
-    eprintln!("SKIP: {path} is missing (apt-get install libbpf-tools)");
-    false
+    common::need_tool(path, "libbpf-tools")
 }
 
 /// The command line that runs `tool` where libbpf finds tracepoint ids: in a mount namespace

@@ -103,6 +103,13 @@ fn one_signal_finishes_and_restores(sig: i32) {
     let err = stderr_of(d.path());
     assert_eq!(st.code(), Some(128 + sig), "{err}");
     assert!(err.contains("interrupted by"), "{err}");
+    // The note on the samples file named it by the private directory's fd
+    // (`/proc/PID/fd/N/perf.data.samples`); it names the file the user has.
+    assert!(!err.contains("/proc/"), "{err}");
+    assert!(
+        !err.contains("samples file") || err.contains("(perf.data.samples: "),
+        "{err}"
+    );
     assert!(perf_can_read(d.path()), "perf.data must be finished: {err}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.path().join("perf.data.json")).unwrap()).unwrap();

@@ -30,6 +30,14 @@ use std::path::{Path, PathBuf};
 pub use op::{Op, OpKind};
 pub use operation::Operation;
 
+/// The most iterations of one loop: its samples are one mlocked buffer of 8 bytes each
+/// (800 MB at the most), filled at about a microsecond an iteration.
+pub const MAX_ITERATIONS: usize = 100_000_000;
+/// The most files of an openat working set: each is made (or opened) before the loop.
+pub const MAX_PATHS: usize = 100_000;
+/// The most loops at once, one per CPU: the kernel's largest CPU count (`CONFIG_NR_CPUS`).
+pub const MAX_WORKERS: usize = 8192;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -90,11 +98,13 @@ pub fn now_ns() -> u64 {
 
 /// Validate options before anything runs.
 pub fn validate(opts: &BenchOptions) -> Result<()> {
-    if opts.iterations == 0 {
-        return Err(usage("-n must be at least 1"));
+    if !(1..=MAX_ITERATIONS).contains(&opts.iterations) {
+        return Err(usage(format!("-n must be from 1 to {MAX_ITERATIONS}")));
     }
-    if opts.paths == 0 || opts.workers == 0 {
-        return Err(usage("--paths and --workers must be at least 1"));
+    if !(1..=MAX_PATHS).contains(&opts.paths) || !(1..=MAX_WORKERS).contains(&opts.workers) {
+        return Err(usage(format!(
+            "--paths must be from 1 to {MAX_PATHS}, --workers from 1 to {MAX_WORKERS}"
+        )));
     }
     let openat = matches!(opts.op, OpKind::Openat(_));
     if !openat && (opts.paths > 1 || opts.dir.is_some()) {

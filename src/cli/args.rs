@@ -1,9 +1,34 @@
 //! The arguments of each subcommand (clap derive), with their help text.
 
 use super::oparg::{OpArg, OpParser};
-use super::parse_duration;
+use super::ranges::{Real, Time, Whole};
+use crate::bench::{MAX_ITERATIONS, MAX_PATHS, MAX_WORKERS};
 use clap::Args;
 use std::path::PathBuf;
+
+/// `-n` of the built-in bench (bench, record, overhead, demo).
+const ITERATIONS: Whole<usize> = Whole::new(1, MAX_ITERATIONS as u64, "iterations of the loop");
+/// `--paths`: the files of the openat working set.
+const PATHS: Whole<usize> = Whole::new(1, MAX_PATHS as u64, "files of the working set");
+/// `--workers`: loops at once, one per CPU.
+const WORKERS: Whole<usize> = Whole::new(1, MAX_WORKERS as u64, "loops at once, one per CPU");
+/// `-F`: perf's sampling frequency; perf lowers it to kernel.perf_event_max_sample_rate.
+const FREQ: Whole<u32> = Whole::new(1, 1_000_000, "samples a second");
+/// `--cpu`: a CPU number below the kernel's largest CPU count; whether it is online is
+/// checked when the run starts.
+const CPU: Whole<u32> = Whole::new(0, MAX_WORKERS as u64 - 1, "a CPU number, as lscpu lists");
+/// `--priority`: the SCHED_FIFO priorities.
+const PRIORITY: Whole<u8> = Whole::new(1, 99, "a SCHED_FIFO priority");
+/// `--pid`: a process id (the kernel's PID_MAX_LIMIT on 64-bit).
+const PID: Whole<u32> = Whole::new(1, 4_194_304, "a process id");
+/// `--top`: rows to list.
+const TOP: Whole<usize> = Whole::new(1, 1_000_000, "rows to list");
+/// `--max-p50-ns`, `--max-p99-ns`: a limit on the delta, up to a second.
+const GATE_NS: Real = Real::closed(0.0, 1e9, "ns the hook may add");
+/// `--max-p50-pct`, `--max-p99-pct`: a limit on the delta, up to 100 times the baseline.
+const GATE_PCT: Real = Real::closed(0.0, 10_000.0, "percent the hook may add");
+/// A week, in seconds (`hook --seconds`).
+const WEEK_S: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -47,19 +72,19 @@ pub struct BenchArgs {
     #[arg(long, default_value = "/etc/hostname")]
     pub path: PathBuf,
     /// Iterations, warm-up included.
-    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
+    #[arg(short = 'n', long = "iterations", default_value_t = 100_000, value_parser = ITERATIONS)]
     pub iterations: usize,
     /// Leading fraction of samples dropped as warm-up.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = Real::to_below(0.0, 1.0, "0.1 drops the first 10%"))]
     pub warmup_fraction: f64,
     /// Cycle over N distinct files (made in a private temp dir, removed after).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = PATHS)]
     pub paths: usize,
     /// Take the N files from this directory instead (never modified).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Run K loops at once, each pinned to its own CPU of the allowed set.
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = WORKERS)]
     pub workers: usize,
     /// Leave the timed operation out, keep what the loop does outside the span (for counting
     /// how often a hook runs outside it).
@@ -124,19 +149,19 @@ pub struct RecordArgs {
     #[arg(short, long, default_value = "cycles:k")]
     pub event: String,
     /// Sampling frequency (Hz).
-    #[arg(short = 'F', long, default_value_t = 997)]
+    #[arg(short = 'F', long, default_value_t = 997, value_parser = FREQ)]
     pub freq: u32,
     /// CPU to pin the benchmark to (default: an isolated CPU, else the highest online one).
-    #[arg(long)]
+    #[arg(long, value_parser = CPU)]
     pub cpu: Option<u32>,
     /// SCHED_FIFO priority for the benchmark (1..99).
-    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    #[arg(long, default_value_t = 99, value_parser = PRIORITY)]
     pub priority: u8,
     /// Run the benchmark without chrt (where SCHED_FIFO is refused: containers, RT limits).
     #[arg(long)]
     pub no_fifo: bool,
     /// Iterations of the built-in bench (when no command is given).
-    #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
+    #[arg(short = 'n', long = "iterations", default_value_t = 200_000, value_parser = ITERATIONS)]
     pub iterations: usize,
     /// Operation of the built-in bench [default: auto, the one that fires the --load object's
     /// programs; openat without --load].
@@ -160,10 +185,10 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with_all = ["pid", "command"])]
     pub all_cpus: bool,
     /// Profile this running process (no bench): for --duration, or until Ctrl-C.
-    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    #[arg(long, value_name = "PID", conflicts_with = "command", value_parser = PID)]
     pub pid: Option<u32>,
     /// How long --all-cpus or --pid records: 30s, 2m, 500ms, or seconds.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = Time::DAY)]
     pub duration: Option<f64>,
     /// Extra argument for perf record (repeatable), placed before `--`.
     #[arg(long = "perf-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -254,7 +279,7 @@ pub struct AnnotateArgs {
     #[arg(long)]
     pub json: bool,
     /// How many lines to show per function, hottest first.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = TOP)]
     pub top: usize,
     /// Show the JIT-ed instructions of each line with their shares (x86-64).
     #[arg(long)]
@@ -276,7 +301,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// How many kernel functions and unresolved frames to list.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = TOP)]
     pub top: usize,
     /// The kallsyms snapshot to name kernel frames and bare addresses (default: INPUT.kallsyms).
     #[arg(long)]
@@ -306,7 +331,7 @@ pub struct DiffArgs {
     #[arg(long)]
     pub json: bool,
     /// Rows of the --text table.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = TOP)]
     pub top: usize,
     /// Title of the graph.
     #[arg(long)]
@@ -324,8 +349,9 @@ pub struct HookArgs {
     /// BPF object to load (default: the bundled sample hook for this kernel).
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
-    /// Detach after this many seconds instead of waiting for Ctrl-C.
-    #[arg(long)]
+    /// Detach after this many seconds instead of waiting for Ctrl-C (0: at once, to check
+    /// that the object loads and attaches).
+    #[arg(long, value_parser = Whole::<u64>::new(0, WEEK_S, "a week at the most; without --seconds the hook stays attached until Ctrl-C"))]
     pub seconds: Option<u64>,
 }
 
@@ -349,20 +375,21 @@ pub struct OverheadArgs {
     /// Loads of the objects to spread the rounds over: each is loaded afresh, two objects in
     /// both orders, and the intervals are taken across loads [default: 12; with --attach-cmd,
     /// as many starts of the loader as the budget holds with blocks of about 20 rounds].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_name = "N", value_parser = Whole::<u32>::new(1, 1000, "loads of the objects"))]
     pub loads: Option<u32>,
     /// Run exactly N pairs of rounds (default: as many as --max-time holds).
-    #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["target_ns", "max_time"],
+          value_parser = Whole::<usize>::new(2, crate::overhead::MAX_PAIRS as u64, "pairs of rounds; the interval needs two; --max-time measures longer"))]
     pub rounds: Option<usize>,
     /// Stop early once the p50 interval is at most N ns wide (looked at after each load from the fourth; with one load, once every quantile's interval can reach the level, then every half as many pairs again).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = Real::above_to(0.0, 1e9, "the width in ns of the p50 interval that ends the run"))]
     pub target_ns: Option<f64>,
     /// Time budget of the rounds: 12s, 1m, 500ms (no pair starts that would end past it).
-    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = Time::DAY)]
     pub max_time: Option<f64>,
     /// Iterations per round of the built-in bench [default: 250 with --compare, --aa or
     /// --attach-cmd, 2000 with --load against nothing attached].
-    #[arg(short = 'n', long = "iterations")]
+    #[arg(short = 'n', long = "iterations", value_parser = ITERATIONS)]
     pub iterations: Option<usize>,
     /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
     #[arg(long, value_parser = OpParser::WITH_AUTO)]
@@ -375,23 +402,23 @@ pub struct OverheadArgs {
     #[arg(long)]
     pub side_cost: bool,
     /// How long to wait for the --attach-cmd loader to load its programs: 30s, 2m.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, value_name = "TIME", value_parser = Time::HOUR, default_value = "30s")]
     pub attach_timeout: f64,
     /// Start the --attach-cmd loader in a mount namespace of its own with tracefs (and debugfs)
     /// mounted there, as libbpf-based tools need where the system has not mounted them.
     #[arg(long)]
     pub attach_tracefs: bool,
     /// CPU to pin to (default: an isolated CPU, else the highest online one).
-    #[arg(long)]
+    #[arg(long, value_parser = CPU)]
     pub cpu: Option<u32>,
     /// SCHED_FIFO priority (1..99).
-    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    #[arg(long, default_value_t = 99, value_parser = PRIORITY)]
     pub priority: u8,
     /// Run without chrt.
     #[arg(long)]
     pub no_fifo: bool,
     /// Extra attached rounds with BPF run stats on (0 to skip).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = Whole::<usize>::new(0, 1000, "extra rounds; 0 skips them"))]
     pub stats_rounds: usize,
     /// Print every figure as JSON.
     #[arg(long)]
@@ -403,22 +430,22 @@ pub struct OverheadArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Exit 1 when the p50 delta is confidently above N ns.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = GATE_NS)]
     pub max_p50_ns: Option<f64>,
     /// Exit 1 when the p99 delta is confidently above N ns.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = GATE_NS)]
     pub max_p99_ns: Option<f64>,
     /// Exit 1 when the p50 delta is confidently above P percent.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = GATE_PCT)]
     pub max_p50_pct: Option<f64>,
     /// Exit 1 when the p99 delta is confidently above P percent.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = GATE_PCT)]
     pub max_p99_pct: Option<f64>,
     /// Distinct files the built-in openat bench cycles over (a working set).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = PATHS)]
     pub paths: usize,
     /// Loops of the built-in bench at once, each on its own CPU.
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = WORKERS)]
     pub workers: usize,
     /// Measure at each value: paths=1,10,100,1000,10000 or workers=1,2.
     #[arg(long, value_name = "PARAM=V,V,…")]
@@ -433,7 +460,7 @@ pub struct OverheadArgs {
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
     /// Also watch the maps of this loaded program (repeatable).
-    #[arg(long = "prog-id", value_name = "ID")]
+    #[arg(long = "prog-id", value_name = "ID", value_parser = Whole::<u32>::new(1, u32::MAX as u64, "a program id, as bpftool prog show lists"))]
     pub prog_ids: Vec<u32>,
     /// Also watch the maps of the loaded programs of this name (repeatable).
     #[arg(long = "prog-name", value_name = "NAME")]
@@ -443,7 +470,8 @@ pub struct OverheadArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Two-sided confidence of the intervals (0.95 for the conventional 95%).
-    #[arg(long, value_name = "C", default_value_t = crate::overhead::DEFAULT_CONFIDENCE)]
+    #[arg(long, value_name = "C", default_value_t = crate::overhead::DEFAULT_CONFIDENCE,
+          value_parser = Real::to_below(0.5, 1.0, "0.99 for 99% intervals"))]
     pub confidence: f64,
     /// Your benchmark and its arguments, with or without `--` before them (prints one latency
     /// in ns per line); everything from the command on is its own, flags included.
@@ -464,19 +492,19 @@ pub struct DemoArgs {
     #[arg(long, default_value = "ebpf-prof-demo")]
     pub dir: PathBuf,
     /// Iterations of the built-in bench.
-    #[arg(short = 'n', long = "iterations", default_value_t = 200_000)]
+    #[arg(short = 'n', long = "iterations", default_value_t = 200_000, value_parser = ITERATIONS)]
     pub iterations: usize,
     /// Sampling frequency (Hz); higher than record's 997 so a short demo has enough BPF samples.
-    #[arg(short = 'F', long, default_value_t = 4999)]
+    #[arg(short = 'F', long, default_value_t = 4999, value_parser = FREQ)]
     pub freq: u32,
     /// SCHED_FIFO priority for the benchmark (1..99).
-    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u8).range(1..=99))]
+    #[arg(long, default_value_t = 99, value_parser = PRIORITY)]
     pub priority: u8,
     /// Run the benchmark without chrt (where SCHED_FIFO is refused: containers, RT limits).
     #[arg(long)]
     pub no_fifo: bool,
     /// How long to measure what the hook costs (without perf): 6s, 1m.
-    #[arg(long, value_name = "TIME", default_value = "6s", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", default_value = "6s", value_parser = Time::HOUR)]
     pub cost_time: f64,
     /// Your BPF object instead of the bundled sample hook.
     #[arg(long, value_name = "OBJ.bpf.o")]

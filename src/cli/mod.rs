@@ -4,6 +4,7 @@
 mod args;
 mod convert;
 pub mod oparg;
+pub mod ranges;
 #[cfg(test)]
 mod tests;
 

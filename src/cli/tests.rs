@@ -165,3 +165,143 @@ fn bench_defaults() {
         (100_000, Some("/etc/hostname"))
     );
 }
+
+const SECURITY: &str = include_str!("../../docs/security.md");
+
+/// A row of the "Option ranges" table of docs/security.md.
+#[derive(Debug)]
+struct RangeRow {
+    commands: Vec<String>,
+    /// The long names of its options, without `--`.
+    options: Vec<String>,
+    range: String,
+}
+
+fn range_rows() -> Vec<RangeRow> {
+    let section = SECURITY
+        .split("## Option ranges")
+        .nth(1)
+        .expect("docs/security.md has an Option ranges section");
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with("| command |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(cells.len(), 4, "{line}");
+            RangeRow {
+                commands: cells[0].split(", ").map(String::from).collect(),
+                options: cells[1]
+                    .split(", ")
+                    .filter_map(|o| o.trim_matches('`').strip_prefix("--"))
+                    .map(String::from)
+                    .collect(),
+                range: cells[2].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The table names every option of every subcommand, and nothing that is not one.
+#[test]
+fn every_option_has_a_range_row() {
+    let rows = range_rows();
+    let cmd = Cli::command();
+    let mut missing = Vec::new();
+    let mut listed = std::collections::HashSet::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+            let Some(long) = arg.get_long() else { continue };
+            if ["help", "version"].contains(&long) {
+                continue;
+            }
+            let name = sub.get_name();
+            let row = rows.iter().any(|r| {
+                r.commands.iter().any(|c| c == name) && r.options.iter().any(|o| o == long)
+            });
+            if !row {
+                missing.push(format!("{name} --{long}"));
+            }
+            listed.insert((name.to_string(), long.to_string()));
+        }
+    }
+    assert!(missing.is_empty(), "options without a row: {missing:?}");
+    for r in &rows {
+        for c in &r.commands {
+            for o in &r.options {
+                assert!(
+                    listed.contains(&(c.clone(), o.clone())),
+                    "the table names {c} --{o}, which is no option"
+                );
+            }
+        }
+    }
+}
+
+/// Values a numeric range takes and refuses, from how the table writes it.
+fn values_of(range: &str) -> (Vec<String>, Vec<String>) {
+    let mut refused: Vec<String> = ["NaN", "inf", "-inf", "x"].map(String::from).to_vec();
+    if let Some((low, high)) = range.split_once(" to ") {
+        let (low, high): (u64, u64) = (low.parse().unwrap(), high.parse().unwrap());
+        refused.push(low.checked_sub(1).map_or("-1".into(), |n| n.to_string()));
+        refused.extend(high.checked_add(1).map(|n| n.to_string()));
+        return (vec![low.to_string(), high.to_string()], refused);
+    }
+    let (open, inner) = range.split_at(1);
+    let (inner, close) = inner.split_at(inner.len() - 1);
+    let (low, high) = inner.split_once(", ").unwrap();
+    let seconds = |t: &str| parse_duration(t).unwrap_or(0.0);
+    let (low_x, high_x): (f64, f64) = match high.parse::<f64>() {
+        Ok(h) => (low.parse().unwrap(), h),
+        Err(_) => (0.0, seconds(high)),
+    };
+    let (mut taken, mut below_above) = (Vec::new(), Vec::new());
+    let mut end = |x: f64, included: bool| match included {
+        true => taken.push(x.to_string()),
+        false => below_above.push(x.to_string()),
+    };
+    end(low_x, open == "[");
+    end(high_x, close == "]");
+    refused.extend(below_above);
+    refused.push((low_x - 1.0).to_string());
+    refused.push((high_x * 2.0 + 1.0).to_string());
+    (taken, refused)
+}
+
+/// Each numeric row's range is the parser's: its ends are taken or refused as written, and 0,
+/// one past the top, NaN, the infinities and −1 are refused where outside.
+#[test]
+fn option_ranges_table_is_enforced() {
+    let mut wrong = Vec::new();
+    for row in range_rows().iter().filter(|r| r.range != "—") {
+        let (taken, refused) = values_of(&row.range);
+        for (command, option) in row
+            .commands
+            .iter()
+            .flat_map(|c| row.options.iter().map(move |o| (c, o)))
+        {
+            let parses = |value: &str| {
+                let mut argv = vec!["ebpf-prof".to_string(), command.clone()];
+                if command == "diff" {
+                    argv.extend(["a".into(), "b".into()]);
+                }
+                argv.push(format!("--{option}={value}"));
+                Cli::try_parse_from(&argv).is_ok()
+            };
+            wrong.extend(
+                taken
+                    .iter()
+                    .filter(|v| !parses(v))
+                    .map(|v| format!("{command} --{option}={v} refused")),
+            );
+            wrong.extend(
+                refused
+                    .iter()
+                    .filter(|v| parses(v))
+                    .map(|v| format!("{command} --{option}={v} taken")),
+            );
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

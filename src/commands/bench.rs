@@ -21,7 +21,8 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     let stdout = std::io::stdout();
     match bench::write_samples(&mut stdout.lock(), &all) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other?,
+        Err(e) => return Err(crate::out::stdout_error(&e)),
+        Ok(()) => {}
     }
     if rs.iter().any(|r| !r.locked) {
         crate::out::err_text("ebpf-prof bench: note: the sample buffer could not be mlocked (RLIMIT_MEMLOCK); it is pre-faulted all the same\n");

@@ -97,7 +97,11 @@ pub fn destination(output: Option<&Path>, stdout_tty: bool, format: Format) -> R
 
 /// The profile in the chosen format.
 fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>> {
-    let unit = p.record.as_ref().map_or("samples", |r| r.count_unit());
+    let unit = p.count_unit();
+    let weights = export::Weights {
+        unit,
+        per_stack: p.sampled.per_stack.as_deref(),
+    };
     match format {
         Format::Folded => Ok(p.stacks.to_text().into_bytes()),
         Format::Svg => {
@@ -105,7 +109,7 @@ fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>
             render(&p.stacks, &flame_options(opts, p), &mut svg)?;
             Ok(svg)
         }
-        Format::Pprof => export::pprof(&p.stacks, unit, &flame_options(opts, p).title),
+        Format::Pprof => export::pprof(&p.stacks, &weights, &flame_options(opts, p).title),
         Format::Speedscope => export::speedscope(&p.stacks, unit, &flame_options(opts, p).title),
     }
 }

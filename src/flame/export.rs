@@ -37,23 +37,44 @@ impl Format {
     }
 }
 
-/// The mapping a frame's location belongs to, by the frame's kind.
+/// The mapping a frame's location belongs to, by the frame's kind. The command's own frames
+/// come first: pprof takes the first mapping for the profiled program's.
 fn mapping_of(frame: &str) -> (u64, &'static str) {
     match kind(frame) {
-        Kind::Program | Kind::Glue => (1, "[bpf]"),
+        Kind::Other => (1, "[user]"),
         Kind::Kernel => (2, "[kernel.kallsyms]"),
+        Kind::Program | Kind::Glue => (3, "[bpf]"),
         Kind::Unresolved => (4, "[unknown]"),
-        Kind::Other => (3, "[user]"),
     }
 }
 
-/// The sample unit pprof and speedscope name for a count unit (`ns`, `cycles`, `samples`).
+/// The sample type pprof and speedscope name for a count unit (`ns`, `cycles`, `events`,
+/// `samples`), as Go's CPU profiles do (`cpu`/`nanoseconds`).
 fn unit_names(count_unit: &str) -> (&'static str, &'static str) {
     match count_unit {
         "ns" => ("cpu", "nanoseconds"),
         "cycles" => ("cycles", "count"),
-        _ => ("samples", "count"),
+        "samples" => ("samples", "count"),
+        _ => ("events", "count"),
     }
+}
+
+/// What the counts of the stacks weigh, for the exporters.
+#[derive(Debug, Clone, Copy)]
+pub struct Weights<'a> {
+    /// The unit of each stack's count: `ns`, `cycles` or `events` (sample periods), or
+    /// `samples` (each count is a number of samples).
+    pub unit: &'a str,
+    /// Samples behind each stack, in their order, when the reader counted them.
+    pub per_stack: Option<&'a [u64]>,
+}
+
+impl Weights<'_> {
+    /// Counts that are numbers of samples.
+    pub const SAMPLES: Weights<'static> = Weights {
+        unit: "samples",
+        per_stack: None,
+    };
 }
 
 /// The messages of `profile.proto` this exporter fills.
@@ -61,6 +82,8 @@ pub mod proto {
     /// `perftools.profiles.Profile`.
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Profile {
+        #[prost(int64, tag = "12")]
+        pub period: i64,
         #[prost(message, repeated, tag = "1")]
         pub sample_type: Vec<ValueType>,
         #[prost(message, repeated, tag = "2")]
@@ -165,21 +188,61 @@ impl Strings {
     }
 }
 
-/// Build the pprof profile of folded stacks weighted in `count_unit`.
-pub fn pprof_profile(folded: &Stacks, count_unit: &str, comment: &str) -> proto::Profile {
-    let mut s = Strings::default();
-    let (ty, unit) = unit_names(count_unit);
-    let vt = proto::ValueType {
+/// The samples behind each stack, when they were counted for every one of them.
+fn per_stack<'w>(folded: &Stacks, weights: &Weights<'w>) -> Option<&'w [u64]> {
+    weights
+        .per_stack
+        .filter(|n| weights.unit != "samples" && n.len() == folded.stacks.len())
+}
+
+/// Go's CPU-profile convention: `samples/count` and the weight (`cpu/nanoseconds` for a
+/// clock event) when both are known, the weight as the period type, and the mean period.
+fn sample_types(p: &mut proto::Profile, s: &mut Strings, folded: &Stacks, weights: &Weights) {
+    let (ty, unit) = unit_names(weights.unit);
+    let weight = proto::ValueType {
         r#type: s.id(ty),
         unit: s.id(unit),
     };
-    let mut p = proto::Profile {
-        sample_type: vec![vt.clone()],
-        period_type: Some(vt),
-        ..Default::default()
-    };
-    for id in 1..=4u64 {
-        let name = ["[bpf]", "[kernel.kallsyms]", "[user]", "[unknown]"][id as usize - 1];
+    if let Some(counts) = per_stack(folded, weights) {
+        let samples: u64 = counts.iter().sum();
+        p.sample_type.push(proto::ValueType {
+            r#type: s.id("samples"),
+            unit: s.id("count"),
+        });
+        p.period = i64::try_from(folded.total().checked_div(samples).unwrap_or(0)).unwrap_or(0);
+    } else if weights.unit == "samples" {
+        p.period = 1;
+    }
+    p.sample_type.push(weight.clone());
+    p.period_type = Some(weight);
+}
+
+/// The name of the command most of the weight is in: the stacks' heaviest root.
+fn main_command(folded: &Stacks) -> &str {
+    let mut by_root: HashMap<&str, u64> = HashMap::new();
+    for st in &folded.stacks {
+        if let Some(root) = names(folded, st).first() {
+            *by_root.entry(root).or_default() += st.count;
+        }
+    }
+    by_root
+        .into_iter()
+        .max_by_key(|&(root, weight)| (weight, std::cmp::Reverse(root)))
+        .map_or("[user]", |(root, _)| root)
+}
+
+/// Build the pprof profile of the stacks, weighed as `weights` says.
+pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto::Profile {
+    let mut s = Strings::default();
+    let mut p = proto::Profile::default();
+    sample_types(&mut p, &mut s, folded, weights);
+    let names_of_mappings = [
+        main_command(folded),
+        "[kernel.kallsyms]",
+        "[bpf]",
+        "[unknown]",
+    ];
+    for (id, name) in (1..).zip(names_of_mappings) {
         p.mapping.push(proto::Mapping {
             id,
             filename: s.id(name),
@@ -188,13 +251,19 @@ pub fn pprof_profile(folded: &Stacks, count_unit: &str, comment: &str) -> proto:
     }
     let (comm_key, bpf_key) = (s.id("comm"), s.id("bpf"));
     let mut locations: HashMap<&str, u64> = HashMap::new();
-    for st in &folded.stacks {
+    let counts = per_stack(folded, weights);
+    for (i, st) in folded.stacks.iter().enumerate() {
         let names = names(folded, st);
         let Some((comm, frames)) = names.split_first() else {
             continue;
         };
+        let weight = i64::try_from(st.count).unwrap_or(i64::MAX);
+        let value = match counts {
+            Some(n) => vec![i64::try_from(n[i]).unwrap_or(i64::MAX), weight],
+            None => vec![weight],
+        };
         let mut sample = proto::Sample {
-            value: vec![i64::try_from(st.count).unwrap_or(i64::MAX)],
+            value,
             label: vec![proto::Label {
                 key: comm_key,
                 str: s.id(comm),
@@ -246,9 +315,9 @@ fn new_location<'f>(
 }
 
 /// The gzipped pprof bytes of folded stacks.
-pub fn pprof(folded: &Stacks, count_unit: &str, comment: &str) -> Result<Vec<u8>> {
+pub fn pprof(folded: &Stacks, weights: &Weights, comment: &str) -> Result<Vec<u8>> {
     use prost::Message;
-    let raw = pprof_profile(folded, count_unit, comment).encode_to_vec();
+    let raw = pprof_profile(folded, weights, comment).encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&raw)
         .context("cannot compress the pprof profile")?;
@@ -330,7 +399,12 @@ mod tests {
     #[test]
     fn pprof_round_trips_with_bpf_frames_marked() {
         let f = Stacks::parse(FOLDED).unwrap();
-        let gz = pprof(&f, "ns", "test").unwrap();
+        let per_stack = [3, 5, 2];
+        let weights = Weights {
+            unit: "ns",
+            per_stack: Some(&per_stack),
+        };
+        let gz = pprof(&f, &weights, "test").unwrap();
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_end(&mut raw)
@@ -338,10 +412,24 @@ mod tests {
         let p = proto::Profile::decode(&raw[..]).unwrap();
         let st = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!(st(0), "");
-        assert_eq!(st(p.sample_type[0].unit), "nanoseconds");
+        // Go's CPU-profile convention: samples/count, then the weight, which is the period's
+        // type; the period is the mean.
+        let types: Vec<(&str, &str)> = p
+            .sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect();
+        assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+        let period_type = p.period_type.as_ref().unwrap();
+        assert_eq!((st(period_type.r#type), p.period), ("cpu", 10));
         assert_eq!(p.sample.len(), 3);
-        let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
-        assert_eq!(total, 100);
+        let total = |i: usize| p.sample.iter().map(|s| s.value[i]).sum::<i64>();
+        assert_eq!((total(0), total(1)), (10, 100));
+        assert_eq!(
+            st(p.mapping[0].filename),
+            "bench",
+            "the command's mapping first"
+        );
         // The first sample: leaf first, the BPF program in the [bpf] mapping, labelled.
         let s0 = &p.sample[0];
         let loc = |id: u64| &p.location[id as usize - 1];
@@ -358,6 +446,29 @@ mod tests {
             "no BPF on that stack"
         );
         assert_eq!(p.location.len(), 7, "one location per distinct frame");
+    }
+
+    /// Folded stacks count samples: one sample type, period 1; a weight whose samples were
+    /// not counted is the only type, named for its unit.
+    #[test]
+    fn pprof_of_sample_counts_or_uncounted_weights_has_one_type() {
+        let f = Stacks::parse(FOLDED).unwrap();
+        let p = pprof_profile(&f, &Weights::SAMPLES, "");
+        let st = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!(p.sample_type.len(), 1);
+        assert_eq!((st(p.sample_type[0].r#type), p.period), ("samples", 1));
+        let cycles = Weights {
+            unit: "cycles",
+            per_stack: None,
+        };
+        let p = pprof_profile(&f, &cycles, "");
+        let st = |i: i64| p.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = p
+            .sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect();
+        assert_eq!(types, [("cycles", "count")]);
     }
 
     #[test]

@@ -146,9 +146,12 @@ pub(crate) fn write_state_file(host: &Host, path: &Path, bytes: &[u8]) -> Result
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    let written = written.and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
     Ok(())
 }
 
@@ -267,10 +270,17 @@ fn plausible_value(v: &str) -> bool {
 /// Put one entry back; the line to print and whether the entry is settled (restored, or not
 /// ours to restore any more).
 fn restore_one(host: &Host, s: &Saved, pid: u32) -> (String, bool) {
-    if !ALLOWED.contains(&s.name.as_str()) || !plausible_value(&s.before) {
+    if !ALLOWED.contains(&s.name.as_str()) {
         let line = format!(
             "warning: not restoring {}={:?} from the state of pid {pid}: ebpf-prof never sets it",
             s.name, s.before
+        );
+        return (line, true);
+    }
+    if !plausible_value(&s.before) || !plausible_value(&s.during) {
+        let line = format!(
+            "warning: not restoring {} from the state of pid {pid}: its saved value {:?} is malformed (not a small integer), so the file was damaged or changed by hand; {} is left as it is (check it with sysctl {})",
+            s.name, s.before, s.name, s.name
         );
         return (line, true);
     }

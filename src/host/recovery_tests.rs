@@ -88,6 +88,26 @@ fn a_value_that_is_not_a_small_integer_is_not_written() {
     assert_eq!(kallsyms(&host), "1");
 }
 
+/// A saved value of a sysctl ebpf-prof does set, but not a value ("1\n2"), was reported as
+/// "ebpf-prof never sets it": it says the value is malformed, and leaves the sysctl alone.
+#[test]
+fn regression_a_malformed_saved_value_is_called_malformed() {
+    let (_d, host, dir) = tree("1");
+    write_state(
+        &dir,
+        999_996,
+        vec![saved("net.core.bpf_jit_kallsyms", "1\n2", "1")],
+    );
+    let lines = recover(&host);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("net.core.bpf_jit_kallsyms from the state of pid 999996: its saved value \"1\\n2\" is malformed"),
+        "{lines:?}"
+    );
+    assert!(!lines[0].contains("never sets it"), "{lines:?}");
+    assert_eq!(kallsyms(&host), "1");
+}
+
 #[test]
 fn a_sysctl_someone_changed_since_is_left_alone() {
     // We had set 1; another tool has set 0 since: restoring "0"... would be harmless here, so

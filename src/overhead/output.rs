@@ -520,7 +520,7 @@ pub fn check_new_file(path: &Path) -> Result<()> {
 /// Write a new file for the user (refusing to overwrite; complete or not at all), owned by the
 /// sudo user.
 pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::Keep)
+    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::KeepWithoutForce)
 }
 
 /// "; p99.9 over 61 blocks of 45 pairs, each arm's rounds pooled" for the pooled quantiles.

@@ -23,6 +23,9 @@ pub enum SweepParam {
     Workers,
 }
 
+/// The most points of a sweep: each is a whole overhead measurement.
+pub const MAX_POINTS: usize = 32;
+
 /// A sweep: the parameter and its values, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sweep {
@@ -47,6 +50,15 @@ impl std::str::FromStr for Sweep {
             .collect::<Result<_, _>>()?;
         if values.is_empty() || values.contains(&0) {
             return Err(bad());
+        }
+        let most = match param {
+            SweepParam::Paths => crate::bench::MAX_PATHS,
+            SweepParam::Workers => crate::bench::MAX_WORKERS,
+        };
+        if values.len() > MAX_POINTS || values.iter().any(|v| *v > most) {
+            return Err(format!(
+                "--sweep {s:?} is out of range: give at most {MAX_POINTS} values, each from 1 to {most}"
+            ));
         }
         Ok(Sweep { param, values })
     }
@@ -298,5 +310,22 @@ mod tests {
         for bad in ["paths", "size=1", "paths=", "paths=0", "paths=x"] {
             assert!(bad.parse::<Sweep>().is_err(), "{bad}");
         }
+    }
+
+    /// A sweep point past the bench's own ranges (4294967295 files, more workers than any
+    /// kernel has CPUs) or past the count of points is refused while parsing.
+    #[test]
+    fn regression_sweep_values_past_the_bench_ranges_are_refused() {
+        let many = format!("workers={}", vec!["1"; MAX_POINTS + 1].join(","));
+        for bad in [
+            "paths=4294967295",
+            "paths=1,100001",
+            "workers=8193",
+            many.as_str(),
+        ] {
+            let e = bad.parse::<Sweep>().unwrap_err();
+            assert!(e.contains("is out of range"), "{bad}: {e}");
+        }
+        assert!("paths=100000".parse::<Sweep>().is_ok());
     }
 }

@@ -25,16 +25,24 @@ pub struct PerfChoice {
     pub via_perf: bool,
 }
 
+/// Whether this process has said which perf it uses and how it matches the kernel: one run
+/// may look perf up at every step (`overhead --profile` records once per arm), and the lines
+/// would be the same each time.
+static PERF_NOTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl PerfChoice {
-    /// Find and run-check perf; a version mismatch is printed as a warning.
+    /// Find and run-check perf; a version mismatch is printed as a warning, once a process.
     pub fn find(&self, quiet: bool) -> Result<FoundPerf> {
         let loc = Locator::from_env(self.explicit.clone(), self.trust)?;
         let found = locate(&loc).map_err(no_working_perf)?;
-        if found.source == locate::Source::LinuxToolsNearest && !quiet {
+        if quiet || PERF_NOTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Ok(found);
+        }
+        if found.source == locate::Source::LinuxToolsNearest {
             // Not the obvious place: say which perf and why.
             crate::out::say(format!("using {}", found.choice));
         }
-        if let (Some(hint), false) = (&found.mismatch_hint, quiet) {
+        if let Some(hint) = &found.mismatch_hint {
             crate::out::say(format!("warning: {hint}"));
         }
         Ok(found)

@@ -41,6 +41,61 @@ pub struct Profile {
     /// The kallsyms its kernel frames were named from (a perf.data), or that names its bare
     /// addresses (text inputs): see [`kernel_symbols`].
     pub kernel_symbols: KernelSymbols,
+    /// What the profile itself says of its samples (a perf.data read by the built-in reader).
+    pub sampled: Sampled,
+}
+
+/// What a perf.data says of its samples beyond the stacks: known without a run record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sampled {
+    /// The sampled event, from the file's own attr (`cpu-clock:k`).
+    pub event: Option<String>,
+    /// Samples behind each stack, in the order of [`Profile::stacks`].
+    pub per_stack: Option<Vec<u64>>,
+}
+
+impl Profile {
+    /// The unit of the stacks' counts: the run record's event, else the file's own, else
+    /// samples (folded stacks count samples) or unknown periods.
+    pub fn count_unit(&self) -> &'static str {
+        match (&self.record, &self.sampled.event, self.kind) {
+            (Some(r), _, _) => r.count_unit(),
+            (None, Some(event), _) => crate::runrecord::count_unit(event),
+            (None, None, InputKind::Folded) => "samples",
+            (None, None, _) => "periods",
+        }
+    }
+}
+
+/// Stacks read from an input and what is known of their samples.
+struct Collapsed {
+    stacks: Stacks,
+    samples: Option<u64>,
+    sampled: Sampled,
+}
+
+impl Collapsed {
+    /// Stacks whose samples are counted (`perf script` text), or not (folded stacks).
+    fn counted(stacks: Stacks, samples: Option<u64>) -> Collapsed {
+        Collapsed {
+            stacks,
+            samples,
+            sampled: Sampled::default(),
+        }
+    }
+
+    /// The built-in reader's stacks, with each one's samples and the file's event.
+    fn native(folded: perfdata::FoldedStacks, samples: u64, event: Option<String>) -> Collapsed {
+        let per_stack = folded.stacks.iter().map(|stack| stack.samples).collect();
+        Collapsed {
+            stacks: typed(folded),
+            samples: Some(samples),
+            sampled: Sampled {
+                event,
+                per_stack: Some(per_stack),
+            },
+        }
+    }
 }
 
 /// Load any supported input as typed stacks. `kallsyms` names the kallsyms to resolve kernel
@@ -110,7 +165,11 @@ fn load_inner<'a>(
         }
         _ => KernelSymbols::for_named_input(input, kallsyms)?,
     };
-    let (stacks, samples) = match kind {
+    let Collapsed {
+        stacks,
+        samples,
+        sampled,
+    } = match kind {
         InputKind::PerfData => {
             if let Some(note) = &symbols.note {
                 say(format!("warning: {note}"));
@@ -124,7 +183,7 @@ fn load_inner<'a>(
             )))
         }
         InputKind::PerfScript => collapse(input, std::io::Cursor::new(head).chain(file))?,
-        InputKind::Folded => (read_folded(input, head, file)?, None),
+        InputKind::Folded => Collapsed::counted(read_folded(input, head, file)?, None),
     };
     check_has_samples(input, &stacks)?;
     crate::failpoint::hit("profile:loaded");
@@ -134,6 +193,7 @@ fn load_inner<'a>(
         kind,
         samples,
         kernel_symbols: symbols,
+        sampled,
     })
 }
 
@@ -191,7 +251,7 @@ fn check_complete(input: &Path, file: &File, head: &[u8], len: u64) -> Result<()
 
 /// `perf script` text collapsed to folded stacks, with its sample count; periods that add up
 /// past 2^64 are a usage error naming the line.
-fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(Stacks, Option<u64>)> {
+fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<Collapsed> {
     let (scan, tally) = scan::Scan::new(reader);
     let out = folded::collapse_perf_script(scan);
     if let Some(line) = tally.overflow_line.get() {
@@ -202,7 +262,7 @@ fn collapse<'a>(input: &Path, reader: impl Read + 'a) -> Result<(Stacks, Option<
     }
     let out = out.with_context(|| input.display().to_string())?;
     let stacks = parse_folded(input, &String::from_utf8_lossy(&out))?;
-    Ok((stacks, Some(tally.samples.get())))
+    Ok(Collapsed::counted(stacks, Some(tally.samples.get())))
 }
 
 /// The run record beside the input, if there is a readable one; a bad one is a warning.
@@ -242,7 +302,7 @@ fn collapse_perf_data<'a>(
     symbols: &KernelSymbols,
     perf: &PerfChoice,
     how: Collapse<'_, 'a, '_>,
-) -> Result<(Stacks, Option<u64>)> {
+) -> Result<Collapsed> {
     let Collapse {
         rewrite,
         observe,
@@ -258,9 +318,11 @@ fn collapse_perf_data<'a>(
             bpf_programs: programs,
         };
         match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
-            perfdata::Native::Folded { stacks, samples } => {
-                return Ok((typed(stacks), Some(samples)))
-            }
+            perfdata::Native::Folded {
+                stacks,
+                samples,
+                event,
+            } => return Ok(Collapsed::native(stacks, samples, event)),
             perfdata::Native::Fallback(why) => say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
                 input.display()

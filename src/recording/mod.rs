@@ -12,7 +12,7 @@ use crate::host::{cpu, kallsyms, security, sysctl, sysctl::SysctlGuard, Host};
 use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
-use crate::runfiles::{Owner, PrivateDir, RunFiles};
+use crate::runfiles::{write_error, Owner, PrivateDir, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
@@ -526,13 +526,11 @@ fn perf_in_private(
     rec: &mut RunRecord,
 ) -> Result<()> {
     let work = RunFiles::new(private.work_path(&names[0].0));
-    let mut snap = private.create(&names[2].0, 0o600)?;
-    snap.write_all(kallsyms::read_text(host)?.as_bytes())?;
+    write_in_private(private, &names[2], kallsyms::read_text(host)?.as_bytes())?;
     let bench = plan.scope == Scope::Bench;
-    let samples = match bench {
-        true => Some(private.create(&names[1].0, 0o644)?),
-        false => None,
-    };
+    let samples = bench
+        .then(|| private.create(&names[1].0, 0o644))
+        .transpose()?;
     if !bench {
         say(match plan.scope.duration() {
             Some(d) => format!("profiling for {d} s"),
@@ -571,10 +569,23 @@ fn perf_in_private(
     }
     crate::out::err_text(&shown);
     rec.perf_samples = crate::runrecord::samples_written(&out.stderr);
-    finish_record(plan, &work, rec);
-    let mut json = private.create(&names[3].0, 0o600)?;
-    json.write_all(serde_json::to_string_pretty(rec)?.as_bytes())?;
-    Ok(())
+    finish_record(plan, &work, files, rec);
+    write_in_private(
+        private,
+        &names[3],
+        serde_json::to_string_pretty(rec)?.as_bytes(),
+    )
+}
+
+/// Write one file of the family in the private directory; a full disk names the file the user
+/// knows (`name.1`), not the private directory's copy.
+fn write_in_private(
+    private: &PrivateDir,
+    name: &(OsString, PathBuf, u32),
+    bytes: &[u8],
+) -> Result<()> {
+    let mut file = private.create(&name.0, 0o600)?;
+    file.write_all(bytes).map_err(|e| write_error(&name.1, &e))
 }
 
 /// Once perf has finished its file: the previous recording aside, the new one in its place.
@@ -613,7 +624,9 @@ fn family_names(files: &RunFiles) -> Vec<(OsString, PathBuf, u32)> {
 }
 
 /// Fill in what is known only after perf: the event actually sampled and the samples summary.
-fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
+/// `files` are the files as written (in the private directory); messages name them as
+/// `shown`, where they land.
+fn finish_record(plan: &RecordPlan, files: &RunFiles, shown: &RunFiles, rec: &mut RunRecord) {
     if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data)
         .stderr_null()
         .read()
@@ -633,7 +646,7 @@ fn finish_record(plan: &RecordPlan, files: &RunFiles, rec: &mut RunRecord) {
         return;
     }
     let text = std::fs::read_to_string(files.samples()).unwrap_or_default();
-    match crate::bench::parse_samples(&text, &files.samples().display().to_string()) {
+    match crate::bench::parse_samples(&text, &shown.samples().display().to_string()) {
         Ok(s) => rec.samples = crate::stats::Summary::of(&s),
         Err(e) => say(format!(
             "note: the samples file holds no latencies ({e:#}); perf.data is fine"
@@ -657,8 +670,17 @@ fn perf_failure(
     if let Some(e) = crate::bench::pinned::refused(stderr, &[plan.cpu], plan.priority) {
         return e;
     }
+    // perf and the benchmark know their files only by the private directory's paths, or as
+    // standard output: name the one the user asked for.
+    let full = match stderr.contains("No space left on device") {
+        true => format!(
+            ": the disk holding {} is full; free some space or record elsewhere",
+            plan.output.display()
+        ),
+        false => String::new(),
+    };
     child(format!(
-        "the recording failed ({code}); nothing was moved into place, {} is as it was. Command: {}\nperf/benchmark stderr: {}",
+        "the recording failed ({code}){full}; nothing was moved into place, {} is as it was. Command: {}\nperf/benchmark stderr: {}",
         target.display(),
         plan.argv()
             .iter()

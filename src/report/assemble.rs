@@ -44,8 +44,12 @@ pub(super) fn build(input: &Input<'_>) -> Report {
     let mut r = Report {
         schema: crate::out::JSON_SCHEMA,
         input: input.name.clone(),
-        event: input.record.map(|r| r.event_sampled.clone()),
-        count_unit: count_unit(input.record, samples_source),
+        event: input
+            .record
+            .map(|r| r.event_sampled.as_str())
+            .or(input.event)
+            .map(String::from),
+        count_unit: count_unit(input, samples_source),
         total_weight: t.total,
         samples,
         samples_source,
@@ -69,11 +73,12 @@ pub(super) fn build(input: &Input<'_>) -> Report {
     r
 }
 
-fn count_unit(record: Option<&RunRecord>, source: SamplesSource) -> String {
-    match (record, source) {
-        (Some(r), _) => r.count_unit().to_string(),
-        (None, SamplesSource::FoldedCounts) => "samples".into(),
-        (None, _) => "unknown".into(),
+fn count_unit(input: &Input, source: SamplesSource) -> String {
+    match (input.record, input.event, source) {
+        (Some(r), _, _) => r.count_unit().to_string(),
+        (None, Some(event), _) => crate::runrecord::count_unit(event).to_string(),
+        (None, None, SamplesSource::FoldedCounts) => "samples".into(),
+        (None, None, _) => "unknown".into(),
     }
 }
 

@@ -71,6 +71,7 @@ pub fn report_on(
         top,
         own_code_line,
         counted: p.samples,
+        event: p.sampled.event.as_deref(),
     }))
 }
 
@@ -114,6 +115,9 @@ pub struct Input<'a> {
     pub own_code_line: Option<String>,
     /// The samples counted in `perf script`'s output, when the profile went through it.
     pub counted: Option<u64>,
+    /// The sampled event the profile itself names (a perf.data's attr), for when no run
+    /// record says it.
+    pub event: Option<&'a str>,
 }
 
 /// Where the sample count comes from.

@@ -33,6 +33,7 @@ fn report(folded: &str, record: Option<&RunRecord>, snap: Option<&str>) -> Repor
         top: 20,
         own_code_line: None,
         counted: None,
+        event: None,
     })
 }
 
@@ -435,7 +436,11 @@ fn a_run_parses_its_input_once() {
         crate::flame::render(&p.stacks, &opts, Vec::new()).unwrap();
         crate::flame::render(&filter::bpf_only(&p.stacks), &opts, Vec::new()).unwrap();
         crate::flame::render_diff(&p.stacks, &p.stacks, "t", "samples", Vec::new()).unwrap();
-        crate::flame::export::pprof(&p.stacks, "ns", "t").unwrap();
+        let weights = crate::flame::export::Weights {
+            unit: "ns",
+            per_stack: p.sampled.per_stack.as_deref(),
+        };
+        crate::flame::export::pprof(&p.stacks, &weights, "t").unwrap();
         crate::flame::export::speedscope(&p.stacks, "ns", "t").unwrap();
         assert!(!delta::deltas(&p.stacks, &p.stacks).is_empty());
         assert!(!p.stacks.to_text().is_empty());

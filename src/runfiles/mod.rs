@@ -11,7 +11,7 @@ pub mod walk;
 pub(crate) use handover::Unfinished;
 pub use handover::{give_path, PrivateDir};
 pub use outdir::{Contents, OutputDir};
-pub use output::{write_file, Existing, Output};
+pub use output::{write_error, write_file, Existing, Output};
 
 use crate::error::usage;
 use anyhow::{Context, Result};

@@ -31,8 +31,11 @@ pub struct Output {
 /// What to do when the output already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {
-    /// Refuse: the user's file stays as it is.
+    /// Refuse: the user's file stays as it is; `--force` would replace it.
     Keep,
+    /// Refuse, for a command that has no `--force` (`overhead`'s outputs): the message says
+    /// what to do instead.
+    KeepWithoutForce,
     /// Replace it, when it is a regular file (`--force`).
     Replace,
 }
@@ -199,6 +202,10 @@ fn check_target(target: &Path, shown: &Path, existing: Existing) -> Result<()> {
             "{} exists: pass --force to overwrite it, or pick another name",
             shown.display()
         ))),
+        Ok(_) if existing == Existing::KeepWithoutForce => Err(usage(format!(
+            "{} exists (it appeared while this ran): nothing was overwritten; move it away or pick another name, and run again",
+            target.display()
+        ))),
         Ok(m) if !m.file_type().is_file() => Err(usage(format!(
             "{} is not a regular file (a link, a directory, …): pick another name",
             shown.display()
@@ -332,6 +339,26 @@ mod tests {
             assert_eq!(crate::error::exit_code(&e), 2);
         }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    }
+
+    /// A file planted at an export of `overhead` (which has no `--force`) while it measured was
+    /// refused with "pass --force"; the refusal now says what to do there.
+    #[test]
+    fn regression_a_refusal_without_force_does_not_offer_it() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("x.json");
+        std::fs::write(&t, "planted").unwrap();
+        let e = write_file(&t, b"ours", Existing::KeepWithoutForce).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("exists (it appeared while this ran): nothing was overwritten; move it away or pick another name"),
+            "{s}"
+        );
+        assert!(!s.contains("--force"), "{s}");
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(std::fs::read_to_string(&t).unwrap(), "planted");
+        let e = write_file(&t, b"ours", Existing::Keep).unwrap_err();
+        assert!(e.to_string().contains("pass --force"), "{e}");
     }
 
     #[test]

@@ -193,6 +193,20 @@ pub fn assert_dispatch_split(v: &serde_json::Value) {
     }
 }
 
+/// Whether the program at `path` is installed: outside CI a missing one skips with a reason,
+/// under CI=true it fails (scripts/install-deps.sh installs `package`).
+pub fn need_tool(path: &str, package: &str) -> bool {
+    if Path::new(path).is_file() {
+        return true;
+    }
+    assert!(
+        !under_ci(),
+        "{path} is missing and CI=true: scripts/install-deps.sh installs {package}"
+    );
+    eprintln!("SKIP: {path} is missing (apt-get install {package})");
+    false
+}
+
 /// The sample hook the verifier rejects, with one byte of a source line in its BTF string
 /// table made invalid UTF-8: the verifier log libbpf prints quotes that line.
 pub fn object_with_a_bad_btf_string() -> Vec<u8> {

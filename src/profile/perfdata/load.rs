@@ -16,8 +16,13 @@ use std::path::Path;
 /// What reading natively gave.
 #[derive(Debug)]
 pub enum Native {
-    /// The folded stacks, and the samples `perf script` would print (every event's).
-    Folded { stacks: FoldedStacks, samples: u64 },
+    /// The folded stacks, the samples `perf script` would print (every event's), and the
+    /// sampled event the file's attr names.
+    Folded {
+        stacks: FoldedStacks,
+        samples: u64,
+        event: Option<String>,
+    },
     /// A valid recording this reader does not handle: why (read it with `perf script`).
     Fallback(String),
 }
@@ -46,6 +51,7 @@ pub fn fold_file(
             Ok(Native::Folded {
                 samples: p.samples + p.skipped_samples,
                 stacks: p.folded,
+                event: p.event,
             })
         }
         Err(e) => refuse(input, e),
