@@ -170,19 +170,26 @@ impl Real {
     }
 }
 
-impl TypedValueParser for Real {
-    type Value = f64;
+/// A clap parser for a range whose `check` gives the value in seconds or as a real number.
+macro_rules! parses_reals_by_check {
+    ($range:ty) => {
+        impl TypedValueParser for $range {
+            type Value = f64;
 
-    fn parse_ref(
-        &self,
-        _cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &OsStr,
-    ) -> Result<f64, clap::Error> {
-        self.check(&value.to_string_lossy())
-            .map_err(|why| refusal(arg, value, &why))
-    }
+            fn parse_ref(
+                &self,
+                _cmd: &clap::Command,
+                arg: Option<&clap::Arg>,
+                value: &OsStr,
+            ) -> Result<f64, clap::Error> {
+                self.check(&value.to_string_lossy())
+                    .map_err(|why| refusal(arg, value, &why))
+            }
+        }
+    };
 }
+
+parses_reals_by_check!(Real);
 
 /// A duration (`30s`, `2m`, `500ms`, `1h`, plain seconds) above 0 and at most `max_s` seconds,
 /// in seconds.
@@ -232,19 +239,7 @@ impl Time {
     }
 }
 
-impl TypedValueParser for Time {
-    type Value = f64;
-
-    fn parse_ref(
-        &self,
-        _cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &OsStr,
-    ) -> Result<f64, clap::Error> {
-        self.check(&value.to_string_lossy())
-            .map_err(|why| refusal(arg, value, &why))
-    }
-}
+parses_reals_by_check!(Time);
 
 #[cfg(test)]
 mod tests {
