@@ -614,7 +614,10 @@ fn record_all_cpus_and_pid_profile_a_real_workload() {
     let pid = work.id().to_string();
     let r = record_the_hook(d.path(), &["--all-cpus", "--duration", "1s"], "all.data");
     assert_eq!(r.code(), Some(0), "{r:?}");
-    assert!(r.stderr().contains(" -a -- sleep 1"), "{r:?}");
+    // The sleep perf runs is the one found on PATH and checked, named by its absolute path.
+    let sleep = which::which("sleep").unwrap();
+    let timed = format!(" -a -- {} 1", sleep.display());
+    assert!(r.stderr().contains(&timed), "{r:?}");
     assert!(
         !d.path().join("all.data.samples").exists(),
         "no bench, no samples file"

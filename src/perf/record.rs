@@ -33,6 +33,9 @@ pub struct RecordPlan {
     pub command: Vec<OsString>,
     /// What is profiled: the pinned benchmark, the whole box, or one process.
     pub scope: Scope,
+    /// The `sleep` perf runs for a recording of the whole box or a process with a duration:
+    /// as root, the one found on PATH and checked, by its absolute path.
+    pub sleep: PathBuf,
 }
 
 /// What a recording profiles.
@@ -78,7 +81,11 @@ impl RecordPlan {
         }
         if self.scope != Scope::Bench {
             if let Some(d) = self.scope.duration() {
-                a.extend(["--".into(), "sleep".into(), format!("{d}").into()]);
+                a.extend([
+                    "--".into(),
+                    self.sleep.clone().into(),
+                    format!("{d}").into(),
+                ]);
             }
             return a;
         }
@@ -258,6 +265,7 @@ mod tests {
             tools: crate::bench::pinned::PinTools::by_name(),
             command: vec!["./bench".into(), "/etc/hostname".into(), "200000".into()],
             scope: Scope::Bench,
+            sleep: "sleep".into(),
         }
     }
 

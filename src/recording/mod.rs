@@ -16,7 +16,7 @@ use crate::runfiles::{write_error, Owner, PrivateDir, RunFiles};
 use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -269,6 +269,7 @@ fn record_guarded(
         tools: prep.tools.clone().unwrap_or_else(PinTools::by_name),
         command,
         scope: opts.scope.clone(),
+        sleep: checked_sleep(&opts.scope)?,
     };
     let mut rec = base_record(
         host,
@@ -438,6 +439,15 @@ fn read_sysctls(host: &Host) -> Vec<(String, String)> {
     .iter()
     .filter_map(|n| Some((n.to_string(), sysctl::read(host, n).ok()?)))
     .collect()
+}
+
+/// The `sleep` that times a recording of the whole box or of a process, found on PATH and, as
+/// root, checked (perf would otherwise look it up by name when it starts it).
+fn checked_sleep(scope: &Scope) -> Result<PathBuf> {
+    match scope.duration() {
+        Some(_) => crate::perf::trust::program(OsStr::new("sleep"), "sleep"),
+        None => Ok(PathBuf::from("sleep")),
+    }
 }
 
 fn base_record(
