@@ -14,9 +14,8 @@
 //!
 //! Both keep the sample weights of the folded stacks (ns for cpu-clock, cycles, or counts).
 
-use crate::profile::folded::bare;
-use crate::profile::frames::{display, kind, Kind};
-use crate::profile::stacks::Stacks;
+use crate::profile::frames::Kind;
+use crate::profile::stacks::{Frame, FrameId, Stacks};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -39,8 +38,8 @@ impl Format {
 
 /// The mapping a frame's location belongs to, by the frame's kind. The command's own frames
 /// come first: pprof takes the first mapping for the profiled program's.
-fn mapping_of(frame: &str) -> (u64, &'static str) {
-    match kind(frame) {
+fn mapping_of(kind: Kind) -> (u64, &'static str) {
+    match kind {
         Kind::Other => (1, "[user]"),
         Kind::Kernel => (2, "[kernel.kallsyms]"),
         Kind::Program | Kind::Glue => (3, "[bpf]"),
@@ -221,8 +220,8 @@ fn sample_types(p: &mut proto::Profile, s: &mut Strings, folded: &Stacks, weight
 fn main_command(folded: &Stacks) -> &str {
     let mut by_root: HashMap<&str, u64> = HashMap::new();
     for st in &folded.stacks {
-        if let Some(root) = names(folded, st).first() {
-            *by_root.entry(root).or_default() += st.count;
+        if let Some(&root) = st.frames.first() {
+            *by_root.entry(&folded.frame(root).name).or_default() += st.count;
         }
     }
     by_root
@@ -231,11 +230,8 @@ fn main_command(folded: &Stacks) -> &str {
         .map_or("[user]", |(root, _)| root)
 }
 
-/// Build the pprof profile of the stacks, weighed as `weights` says.
-pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto::Profile {
-    let mut s = Strings::default();
-    let mut p = proto::Profile::default();
-    sample_types(&mut p, &mut s, folded, weights);
+/// The four mappings, in the order of [`mapping_of`]'s ids.
+fn add_mappings(p: &mut proto::Profile, s: &mut Strings, folded: &Stacks) {
     let names_of_mappings = [
         main_command(folded),
         "[kernel.kallsyms]",
@@ -249,12 +245,19 @@ pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto
             has_functions: true,
         });
     }
+}
+
+/// Build the pprof profile of the stacks, weighed as `weights` says.
+pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto::Profile {
+    let mut s = Strings::default();
+    let mut p = proto::Profile::default();
+    sample_types(&mut p, &mut s, folded, weights);
+    add_mappings(&mut p, &mut s, folded);
     let (comm_key, bpf_key) = (s.id("comm"), s.id("bpf"));
-    let mut locations: HashMap<&str, u64> = HashMap::new();
+    let mut locations: HashMap<FrameId, u64> = HashMap::new();
     let counts = per_stack(folded, weights);
     for (i, st) in folded.stacks.iter().enumerate() {
-        let names = names(folded, st);
-        let Some((comm, frames)) = names.split_first() else {
+        let Some((&comm, frames)) = st.frames.split_first() else {
             continue;
         };
         let weight = i64::try_from(st.count).unwrap_or(i64::MAX);
@@ -266,21 +269,27 @@ pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto
             value,
             label: vec![proto::Label {
                 key: comm_key,
-                str: s.id(comm),
+                str: s.id(&folded.frame(comm).name),
             }],
             ..Default::default()
         };
-        for &f in frames.iter().rev() {
-            let id = match locations.get(f) {
+        for &frame in frames.iter().rev() {
+            let id = match locations.get(&frame) {
                 Some(&id) => id,
-                None => new_location(&mut p, &mut s, f, &mut locations),
+                None => new_location(&mut p, &mut s, folded.frame(frame)),
             };
+            locations.insert(frame, id);
             sample.location_id.push(id);
         }
-        if let Some(prog) = frames.iter().rev().find(|f| kind(f) == Kind::Program) {
+        let innermost_program = frames
+            .iter()
+            .rev()
+            .map(|&id| folded.frame(id))
+            .find(|frame| frame.kind == Kind::Program);
+        if let Some(program) = innermost_program {
             sample.label.push(proto::Label {
                 key: bpf_key,
-                str: s.id(&display(prog)),
+                str: s.id(&program.display()),
             });
         }
         p.sample.push(sample);
@@ -292,25 +301,19 @@ pub fn pprof_profile(folded: &Stacks, weights: &Weights, comment: &str) -> proto
     p
 }
 
-/// A function and location for `frame`, registered in `locations`.
-fn new_location<'f>(
-    p: &mut proto::Profile,
-    s: &mut Strings,
-    frame: &'f str,
-    locations: &mut HashMap<&'f str, u64>,
-) -> u64 {
+/// A new function and location for `frame`; returns the location's id.
+fn new_location(p: &mut proto::Profile, s: &mut Strings, frame: &Frame) -> u64 {
     let id = p.location.len() as u64 + 1;
     p.function.push(proto::Function {
         id,
-        name: s.id(bare(frame)),
-        system_name: s.id(frame),
+        name: s.id(frame.bare()),
+        system_name: s.id(&frame.name),
     });
     p.location.push(proto::Location {
         id,
-        mapping_id: mapping_of(frame).0,
+        mapping_id: mapping_of(frame.kind).0,
         line: vec![proto::Line { function_id: id }],
     });
-    locations.insert(frame, id);
     id
 }
 
@@ -327,14 +330,16 @@ pub fn pprof(folded: &Stacks, weights: &Weights, comment: &str) -> Result<Vec<u8
 /// The speedscope JSON of folded stacks.
 pub fn speedscope(folded: &Stacks, count_unit: &str, name: &str) -> Result<Vec<u8>> {
     let mut frames: Vec<serde_json::Value> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let (mut samples, mut weights) = (Vec::new(), Vec::new());
+    let mut index: HashMap<FrameId, usize> = HashMap::new();
+    let mut samples = Vec::new();
+    let mut weights = Vec::new();
     for st in &folded.stacks {
-        let ids: Vec<usize> = names(folded, st)
-            .into_iter()
-            .map(|f| {
-                *index.entry(f).or_insert_with(|| {
-                    frames.push(speedscope_frame(f));
+        let ids: Vec<usize> = st
+            .frames
+            .iter()
+            .map(|&id| {
+                *index.entry(id).or_insert_with(|| {
+                    frames.push(speedscope_frame(folded.frame(id)));
                     frames.len() - 1
                 })
             })
@@ -371,18 +376,13 @@ pub fn speedscope(folded: &Stacks, count_unit: &str, name: &str) -> Result<Vec<u
     Ok(out)
 }
 
-/// The frame names of a stack, root first.
-fn names<'s>(folded: &'s Stacks, stack: &crate::profile::stacks::Stack) -> Vec<&'s str> {
-    let frames = folded.frames_of(stack).into_iter();
-    frames.map(|frame| frame.name.as_str()).collect()
-}
-
-fn speedscope_frame(f: &str) -> serde_json::Value {
-    match kind(f) {
+/// A speedscope frame: BPF and kernel frames name their mapping as their file.
+fn speedscope_frame(frame: &Frame) -> serde_json::Value {
+    match frame.kind {
         Kind::Program | Kind::Glue | Kind::Kernel => {
-            serde_json::json!({ "name": bare(f), "file": mapping_of(f).1 })
+            serde_json::json!({ "name": frame.bare(), "file": mapping_of(frame.kind).1 })
         }
-        _ => serde_json::json!({ "name": bare(f) }),
+        _ => serde_json::json!({ "name": frame.bare() }),
     }
 }
 

@@ -271,15 +271,7 @@ fn record_guarded(
         scope: opts.scope.clone(),
         sleep: checked_sleep(&opts.scope)?,
     };
-    let mut rec = base_record(
-        host,
-        &prep.perf,
-        opts,
-        &plan,
-        &prep.files,
-        prep.cpu,
-        matched.seen,
-    );
+    let mut rec = base_record(host, opts, prep, &plan, matched.seen);
     rec.loaded_programs = matched.loaded;
     rec.programs_ran = programs_ran;
     rec.sysctls = guard.changed().to_vec();
@@ -450,15 +442,15 @@ fn checked_sleep(scope: &Scope) -> Result<PathBuf> {
     }
 }
 
+/// The run record as it is known before perf starts; `finish_record` fills in the rest.
 fn base_record(
     host: &Host,
-    perf: &crate::perf::locate::FoundPerf,
     opts: &RecordOptions,
+    prep: &Prepared,
     plan: &RecordPlan,
-    files: &RunFiles,
-    cpu: u32,
     programs: Vec<ProgramSeen>,
 ) -> RunRecord {
+    let perf = &prep.perf;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -479,7 +471,7 @@ fn base_record(
         event_sampled: opts.event.clone(),
         event_note: String::new(),
         freq: opts.freq,
-        cpu,
+        cpu: prep.cpu,
         cpu_reason: if opts.cpu.is_some() {
             "--cpu".into()
         } else {
@@ -495,7 +487,7 @@ fn base_record(
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        command_line: plan.display(&files.samples()),
+        command_line: plan.display(&prep.files.samples()),
         perf_exit: None,
         perf_samples: None,
         interrupted: false,
@@ -519,7 +511,7 @@ fn run_perf(
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
     crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;
-    let result = perf_in_private(host, plan, files, &mut private, &names, ints, rec)
+    let result = perf_in_private(host, plan, files, &mut private, ints, rec)
         .and_then(|()| put_in_place(files, &mut private, &names));
     crate::runfiles::pending::clear(host);
     result
@@ -531,10 +523,10 @@ fn perf_in_private(
     plan: &RecordPlan,
     files: &RunFiles,
     private: &mut PrivateDir,
-    names: &[(OsString, PathBuf, u32)],
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
+    let names = family_names(files);
     let work = RunFiles::new(private.work_path(&names[0].0));
     write_in_private(private, &names[2], kallsyms::read_text(host)?.as_bytes())?;
     let bench = plan.scope == Scope::Bench;
@@ -638,6 +630,10 @@ fn family_names(files: &RunFiles) -> Vec<(OsString, PathBuf, u32)> {
 /// `shown`, where they land.
 fn finish_record(plan: &RecordPlan, files: &RunFiles, shown: &RunFiles, rec: &mut RunRecord) {
     if let Ok(out) = duct::cmd!(&plan.perf, "evlist", "-i", &files.data)
+        .before_spawn(|cmd| {
+            crate::perf::without_caller_config(cmd);
+            Ok(())
+        })
         .stderr_null()
         .read()
     {
