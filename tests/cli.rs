@@ -344,6 +344,30 @@ fn record_failing_perf_restores_and_removes() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_runs_perf_without_the_callers_config_or_exec_path() {
+    if !need_root("record_runs_perf_without_the_callers_config_or_exec_path") {
+        return;
+    }
+    // The fake perf prints the two variables and fails, and record quotes its stderr.
+    let d = tempfile::tempdir().unwrap();
+    let perf = fake_perf();
+    let mut c = ebpf_prof(
+        &["record", "--perf", perf.to_str().unwrap(), "--allow-no-bpf"],
+        d.path(),
+    );
+    c.env("FAKE_PERF_MODE", "env")
+        .env("PERF_CONFIG", d.path().join("perfconfig"))
+        .env("PERF_EXEC_PATH", d.path());
+    let r = run(c);
+    assert!(
+        r.stderr()
+            .contains("PERF_CONFIG=/dev/null PERF_EXEC_PATH=unset"),
+        "{r:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn record_refuses_without_matching_programs() {
     if !need_root("record_refuses_without_matching_programs") {
         return;

@@ -60,6 +60,10 @@ pub(crate) fn parse_annotate(text: &str) -> Annotate {
 /// Run `perf version --build-options` and read it.
 pub fn annotate(perf: &Path) -> Annotate {
     let out = duct::cmd!(perf, "version", "--build-options")
+        .before_spawn(|cmd| {
+            super::without_caller_config(cmd);
+            Ok(())
+        })
         .stdin_null()
         .stderr_null()
         .unchecked()

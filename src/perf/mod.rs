@@ -49,6 +49,27 @@ impl PerfChoice {
     }
 }
 
+/// Variables perf reads besides its arguments that would make a run other than the one its
+/// arguments describe: where it looks for helper programs and its build-id cache, and its pager.
+const CALLER_ENV_PERF_IGNORES: [&str; 4] = [
+    "PERF_EXEC_PATH",
+    "PERF_BUILDID_DIR",
+    "PERF_PAGER",
+    "PERF_DEBUGFS_DIR",
+];
+
+/// Set up the environment of a perf we start. perf reads no config file: a `~/.perfconfig`, or
+/// the file `PERF_CONFIG` names, can change sampling, call graphs and output behind the flags
+/// we pass, and as root under `sudo -E` it would be another user's file. The variables above
+/// are removed for the same reasons. duct expressions take this through `before_spawn`.
+pub(crate) fn without_caller_config(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("PERF_CONFIG", "/dev/null");
+    for name in CALLER_ENV_PERF_IGNORES {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
 /// Every way of not getting a perf to run — none found, `--perf`/`$PERF` missing, not a file,
 /// failing its `--version`, or refused as untrusted — is the documented exit 1, "no working
 /// perf" (a check that failed), with the reason kept.
@@ -68,6 +89,19 @@ fn no_working_perf(e: anyhow::Error) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn perf_starts_without_the_callers_config_or_exec_path() {
+        let mut cmd = std::process::Command::new("perf");
+        cmd.env("PERF_CONFIG", "/home/someone/.perfconfig");
+        cmd.env("PERF_EXEC_PATH", "/home/someone/bin");
+        without_caller_config(&mut cmd);
+        let envs: Vec<_> = cmd.get_envs().collect();
+        assert!(envs.contains(&("PERF_CONFIG".as_ref(), Some("/dev/null".as_ref()))));
+        for name in CALLER_ENV_PERF_IGNORES {
+            assert!(envs.contains(&(name.as_ref(), None)), "{name} is removed");
+        }
+    }
 
     /// `record --perf /nonexistent` and a refused perf exited 2.
     #[test]

@@ -47,7 +47,7 @@ fn start_version(path: &Path) -> std::io::Result<duct::Handle> {
         .stderr_capture()
         .unchecked()
         .before_spawn(|cmd| {
-            cmd.process_group(0);
+            super::without_caller_config(cmd).process_group(0);
             Ok(())
         });
     let mut tries = 0;

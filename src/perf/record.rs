@@ -224,6 +224,7 @@ pub fn run(
             Ok(())
         });
     }
+    super::without_caller_config(&mut cmd);
     let mut child = cmd
         .args(&argv[1..])
         .stdin(Stdio::null())

@@ -80,6 +80,7 @@ impl Script {
             .collect::<Vec<_>>()
             .join(" ");
         let mut cmd = Command::new(&args[0]);
+        super::without_caller_config(&mut cmd);
         cmd.args(&args[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
