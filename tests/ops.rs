@@ -41,7 +41,7 @@ fn auto_times_the_operation_that_fires_each_event_hook() {
     let d = tempfile::tempdir().unwrap();
     with_event_hooks(d.path());
     for (hook, op) in [
-        ("on_execve", "exec"),
+        ("on_execve", "exec-missing"),
         ("on_newfstatat", "stat"),
         ("on_sendto", "sendto"),
         ("on_fork", "fork"),
@@ -136,7 +136,7 @@ fn an_op_that_fires_none_of_the_programs_is_a_warning_and_the_run_goes_on() {
         v["verdict"]
             .as_str()
             .unwrap()
-            .contains("--op exec fires them"),
+            .contains("--op exec-missing fires them"),
         "the verdict names the operation that would: {v}"
     );
 }
@@ -151,7 +151,7 @@ fn side_cost_measures_the_hooks_own_event_and_an_unrelated_operation() {
     let d = tempfile::tempdir().unwrap();
     with_event_hooks(d.path());
     let (r, v) = overhead_json(d.path(), &["--load", "on_execve.bpf.o", "--side-cost"]);
-    assert_eq!(v["own"]["op"]["op"], "exec", "{r:?}");
+    assert_eq!(v["own"]["op"]["op"], "exec-missing", "{r:?}");
     assert_eq!(v["side"]["op"]["op"], "openat", "{r:?}");
     assert!(
         v["own"]["ran"]["runs_per_op"].as_f64().unwrap() >= 0.9,
@@ -248,8 +248,14 @@ fn record_of_the_execve_hook_times_exec_and_shows_its_frames() {
     let d = tempfile::tempdir().unwrap();
     with_event_hooks(d.path());
     let (r, v) = record_and_report(d.path(), "on_execve.bpf.o");
-    assert!(r.stderr().contains("--op auto chose exec"), "{r:?}");
-    assert!(r.stderr().contains("bench -n 60000 --op exec"), "{r:?}");
+    assert!(
+        r.stderr().contains("--op auto chose exec-missing:"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr().contains("bench -n 60000 --op exec-missing "),
+        "{r:?}"
+    );
     let programs = v["programs"].as_array().unwrap();
     assert!(
         programs
@@ -338,7 +344,7 @@ fn attach_cmd_is_labelled_by_what_it_runs_and_chosen_from_its_links() {
     let v: Value = serde_json::from_str(&r.stdout()).unwrap();
     assert_eq!(v["treat"]["label"], "ebpf-prof", "not `sh`: {r:?}");
     assert_eq!(
-        v["op"]["op"], "exec",
+        v["op"]["op"], "exec-missing",
         "chosen from the loader's links: {r:?}"
     );
     assert!(v["ran"]["runs_per_op"].as_f64().unwrap() >= 0.9, "{r:?}");

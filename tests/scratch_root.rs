@@ -22,7 +22,7 @@ fn a_tmpdir_of_another_user_holds_no_scratch_directory() {
     let modified = || std::fs::metadata(&theirs).unwrap().modified().unwrap();
     let before = modified();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    for op in ["exec", "unlink"] {
+    for op in ["exec", "exec-missing", "unlink"] {
         let mut bench = ebpf_prof(&["bench", "--op", op, "-n", "20"], d.path());
         bench.env("TMPDIR", &theirs);
         let r = run(bench);

@@ -213,13 +213,15 @@ fn bare_tracepoint(name: &str) -> Fires {
     }
 }
 
-/// A system call by name (`execve`, from `sys_enter_execve` or a `__x64_sys_execve` probe).
+/// A system call by name (`execve`, from `sys_enter_execve` or a `__x64_sys_execve` probe):
+/// every operation that times it (both execs time `execve`).
 fn syscall(call: &str) -> Fires {
-    if let Some(op) = Operation::ALL
+    let timing: Vec<Operation> = Operation::ALL
         .into_iter()
-        .find(|o| o.reach().syscall == call)
-    {
-        return Fires::Inside(vec![op]);
+        .filter(|o| o.reach().syscall == call)
+        .collect();
+    if !timing.is_empty() {
+        return Fires::Inside(timing);
     }
     let outside: Vec<&str> = Operation::ALL
         .into_iter()
@@ -434,10 +436,11 @@ mod tests {
         use Operation::*;
         // (attach point, operations firing it inside the span)
         let cases: &[(&str, &[Operation])] = &[
-            ("tracepoint/syscalls/sys_enter_execve", &[Exec]),
+            ("tracepoint/syscalls/sys_enter_execve", &[ExecMissing, Exec]),
             ("tp/syscalls/sys_exit_newfstatat", &[Stat]),
             ("tracepoint syscalls/sys_enter_sendto", &[Sendto]),
-            ("tracepoint sys_enter_execve", &[Exec]),
+            ("tracepoint sys_enter_execve", &[ExecMissing, Exec]),
+            ("fentry/do_open_execat", &[ExecMissing, Exec]),
             ("tracepoint/sched/sched_process_fork", &[Fork]),
             ("raw_tp/sched_process_fork", &[Fork]),
             ("tp_btf/task_newtask", &[Fork]),
@@ -497,15 +500,25 @@ mod tests {
             ("enter_openat", "tracepoint/syscalls/sys_enter_openat"),
         ]);
         let c = choose(&execsnoop);
-        assert_eq!(c.op, Operation::Exec);
+        assert_eq!(
+            c.op,
+            Operation::ExecMissing,
+            "the cheaper exec fires them too"
+        );
         assert_eq!(c.fired, ["enter_execve", "exit_execve"]);
         assert!(
             c.why
-                .starts_with("--op auto chose exec: execve fires enter_execve"),
+                .starts_with("--op auto chose exec-missing: execve fires enter_execve"),
             "{}",
             c.why
         );
         assert!(c.why.contains("; not enter_openat"), "{}", c.why);
+        // An exec check as well: only the full exec reaches it.
+        let checked = programs(&[
+            ("enter_execve", "tracepoint/syscalls/sys_enter_execve"),
+            ("check", "lsm/bprm_check_security"),
+        ]);
+        assert_eq!(choose(&checked).op, Operation::Exec);
         // A tail-call target and an every-syscall hook change nothing; a tie goes to openat.
         let tie = programs(&[
             ("a", "tracepoint/syscalls/sys_enter_stat_never"),

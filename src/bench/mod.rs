@@ -228,6 +228,7 @@ pub fn with_op<R>(
             f,
         ),
         OpKind::Connect => go(connect::Connect::new()?, untimed_only, f),
+        OpKind::ExecMissing => go(procops::Exec::missing()?, untimed_only, f),
         OpKind::Exec => go(procops::Exec::new()?, untimed_only, f),
         OpKind::Fork => go(procops::Fork::new()?, untimed_only, f),
         OpKind::Stat(p) => go(fileops::Stat::new(p)?, untimed_only, f),
@@ -410,7 +411,12 @@ mod tests {
 
     #[test]
     fn workers_each_make_their_own_files_and_children() {
-        for op in [Operation::Unlink, Operation::Exec, Operation::Fork] {
+        for op in [
+            Operation::Unlink,
+            Operation::ExecMissing,
+            Operation::Exec,
+            Operation::Fork,
+        ] {
             let o = BenchOptions {
                 op: OpKind::new(op, "/".into()),
                 workers: 2,

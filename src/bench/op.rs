@@ -18,6 +18,8 @@ pub enum OpKind {
     /// itself; the socket is made before and closed (with RST, no TIME_WAIT) after the span,
     /// and the listener's side accepted and closed, untimed.
     Connect,
+    /// `execve` of a path that does not exist (see operation.rs).
+    ExecMissing,
     /// `execve` of a file no binary format accepts (see operation.rs).
     Exec,
     /// `clone` as `fork` makes it; the child exits at once and is waited for after the span.
@@ -46,6 +48,7 @@ impl OpKind {
         match op {
             Operation::Openat => OpKind::Openat(path),
             Operation::Connect => OpKind::Connect,
+            Operation::ExecMissing => OpKind::ExecMissing,
             Operation::Exec => OpKind::Exec,
             Operation::Fork => OpKind::Fork,
             Operation::Stat => OpKind::Stat(path),
@@ -64,6 +67,7 @@ impl OpKind {
         match self {
             OpKind::Openat(_) => Operation::Openat,
             OpKind::Connect => Operation::Connect,
+            OpKind::ExecMissing => Operation::ExecMissing,
             OpKind::Exec => Operation::Exec,
             OpKind::Fork => Operation::Fork,
             OpKind::Stat(_) => Operation::Stat,

@@ -5,6 +5,8 @@
 //! format refuses (`ENOEXEC`) after the LSM hooks `bprm_creds_for_exec` and
 //! `bprm_check_security` ran (operation.rs follows it through the kernel's source). Its first
 //! four bytes are printable, so the kernel does not ask modprobe for a format module.
+//! `exec-missing` is the same call on a name in the same private directory that is never
+//! created, which fails with `ENOENT` before any of that.
 //!
 //! `fork` times `clone(CLONE_VM | SIGCHLD)`: the system call glibc's `fork()` makes, less the
 //! copy of the address space (a fork of the bench copies its page tables, 4–7 times as long on
@@ -22,7 +24,8 @@ use std::ffi::CString;
 /// What the exec probe file holds: printable text that is no binary format's magic.
 const NOT_A_PROGRAM: &[u8] = b"ebpf-prof exec probe: a text no binary format accepts\n";
 
-/// `execve(path, [path], [])` of the probe file; it fails with `ENOEXEC`.
+/// `execve(path, [path], [])` of the probe file, which fails with `ENOEXEC`, or of a missing
+/// path, which fails with `ENOENT`.
 pub struct Exec {
     path: CString,
     argv: [*const libc::c_char; 2],
@@ -41,13 +44,7 @@ impl Exec {
             .with_context(|| format!("cannot write {}", file.display()))?;
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o700))
             .with_context(|| format!("cannot make {} executable", file.display()))?;
-        let mut op = Exec {
-            path: c_path(&file)?,
-            argv: [std::ptr::null(); 2],
-            envp: [std::ptr::null(); 1],
-            dir,
-        };
-        op.argv[0] = op.path.as_ptr();
+        let mut op = Exec::of(&file, dir)?;
         op.run();
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::ENOEXEC) {
@@ -59,13 +56,42 @@ impl Exec {
         }
         Ok(op)
     }
+
+    /// An exec of a name in a private directory that nobody else can create there; it must
+    /// fail with ENOENT.
+    pub fn missing() -> Result<Exec> {
+        let dir = Scratch::new("exec")?;
+        let file = dir.path().join("missing");
+        let mut op = Exec::of(&file, dir)?;
+        op.run();
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ENOENT) {
+            return Err(usage(format!(
+                "the exec of the missing path {} failed with \"{err}\", not ENOENT",
+                file.display()
+            )));
+        }
+        Ok(op)
+    }
+
+    /// The exec of `file`, kept with the directory it is in.
+    fn of(file: &std::path::Path, dir: Scratch) -> Result<Exec> {
+        let mut op = Exec {
+            path: c_path(file)?,
+            argv: [std::ptr::null(); 2],
+            envp: [std::ptr::null(); 1],
+            dir,
+        };
+        op.argv[0] = op.path.as_ptr();
+        Ok(op)
+    }
 }
 
 impl Op for Exec {
     #[inline(always)]
     fn run(&mut self) -> i64 {
         // SAFETY: a NUL-terminated path and NULL-terminated argv and envp arrays that live as
-        // long as self; the file is no program, so execve returns (ENOEXEC).
+        // long as self; the file is no program or does not exist, so execve returns.
         unsafe {
             libc::syscall(
                 libc::SYS_execve,

@@ -179,7 +179,7 @@ mod tests {
             "the programs did not run inside the timed openat (0.01 runs per openat)",
             "side cost of their attach point",
             "tracing slow path",
-            "not the programs' cost; --op exec fires them",
+            "not the programs' cost; --op exec-missing fires them",
         ] {
             assert!(idle.sentence.contains(part), "{part}: {}", idle.sentence);
         }

@@ -30,7 +30,7 @@ fn execsnoop_held_with_tracefs_is_timed_on_exec() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let v: Value = serde_json::from_str(&r.stdout()).unwrap();
     assert_eq!(v["treat"]["label"], "execsnoop", "{r:?}");
-    assert_eq!(v["op"]["op"], "exec", "{r:?}");
+    assert_eq!(v["op"]["op"], "exec-missing", "{r:?}");
     assert!(
         v["ran"]["runs_per_op"].as_f64().unwrap() >= 0.9,
         "its sys_enter_execve program runs inside each timed exec: {r:?}"
