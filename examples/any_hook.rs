@@ -86,7 +86,7 @@ fn overhead_row(hook: &str, fires: bool, extra: &[String], dir: &Path) -> (Strin
             not_run
         };
     let row = format!(
-        "{hook:<14} {:<8} {runs:>8.2} {:>7.0} [{:>5.0}, {:>5.0}] {:>6} {:>6.1} s  {}",
+        "{hook:<14} {:<12} {runs:>8.2} {:>7.0} [{:>5.0}, {:>5.0}] {:>6} {:>6.1} s  {}",
         v["op"]["op"].as_str().unwrap_or("?"),
         f("delta"),
         f("lo"),
@@ -129,7 +129,7 @@ fn record_row(dir: &Path) -> (String, bool) {
         .and_then(|p| p["percent"].as_f64())
         .unwrap_or(0.0);
     let row = format!(
-        "record --load on_execve.bpf.o (--op auto: exec), report: on_execve in {share:.1}% of the samples ({seconds:.1} s)"
+        "record --load on_execve.bpf.o (--op auto), report: on_execve in {share:.1}% of the samples ({seconds:.1} s)"
     );
     (row, share > 0.0)
 }
@@ -148,7 +148,7 @@ fn main() {
         std::fs::write(dir.path().join(format!("{name}.bpf.o")), bytes).expect("write");
     }
     println!("load average before: {}", load_average());
-    println!("hook           op       runs/op    Δp50 [99% interval]  pairs   wall");
+    println!("hook           op           runs/op    Δp50 [99% interval]  pairs   wall");
     let mut missed = 0;
     for _ in 0..runs {
         for (name, _, _) in ebpf_prof::bpf::EVENT_HOOKS {

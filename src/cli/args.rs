@@ -388,7 +388,8 @@ pub struct OverheadArgs {
     #[arg(long, value_name = "TIME", value_parser = Time::DAY)]
     pub max_time: Option<f64>,
     /// Iterations per round of the built-in bench [default: 250 with --compare, --aa or
-    /// --attach-cmd, 2000 with --load against nothing attached].
+    /// --attach-cmd, 2000 with --load against nothing attached, 250 there too for exec, fork,
+    /// connect and unlink].
     #[arg(short = 'n', long = "iterations", value_parser = ITERATIONS)]
     pub iterations: Option<usize>,
     /// Operation of the built-in bench [default: auto, the one that fires the object's programs].

@@ -257,10 +257,15 @@ fn overhead_subject(a: &mut OverheadArgs) -> anyhow::Result<crate::overhead::Sub
 
 fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::OverheadOptions> {
     let subject = overhead_subject(&mut a)?;
-    let iterations = a
-        .iterations
-        .unwrap_or_else(|| crate::overhead::default_iterations(&subject));
     let (op, op_choice) = op_choice(a.op, a.path.clone());
+    // Until `--op auto` has chosen, the default is the one of the operation given or openat.
+    let (iterations, iterations_from) = match a.iterations {
+        Some(n) => (n, crate::overhead::IterationsFrom::Given),
+        None => (
+            crate::overhead::default_iterations(&subject, op.operation()),
+            crate::overhead::IterationsFrom::Default,
+        ),
+    };
     Ok(commands::overhead::OverheadOptions {
         path: a.path,
         subject,
@@ -275,6 +280,7 @@ fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::O
             },
         },
         iterations,
+        iterations_from,
         op,
         op_choice,
         side_cost: if a.side_cost {

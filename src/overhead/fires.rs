@@ -35,9 +35,7 @@ pub fn resolve(
     };
     let (op, chosen) = bpf::choice::for_points(&points, &o.op, o.op_choice, &o.path);
     say(chosen.line());
-    let mut resolved = o.clone();
-    resolved.op = op;
-    Ok((resolved, Some(chosen)))
+    Ok((o.with_op(op, o.op_choice), Some(chosen)))
 }
 
 /// `--op` with a benchmark of one's own: refused, it makes its own operation.

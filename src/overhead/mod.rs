@@ -62,12 +62,24 @@ pub const DEFAULT_ITERATIONS_DETACHED: usize = 2_000;
 /// The default iterations per round: [`DEFAULT_ITERATIONS`] when both arms are brought about
 /// in a millisecond or two, or not for each round (`--compare`, `--aa`, and `--attach-cmd`,
 /// whose loader is held for a block of rounds), [`DEFAULT_ITERATIONS_DETACHED`] against
-/// nothing attached.
-pub fn default_iterations(subject: &Subject) -> usize {
+/// nothing attached. An operation that builds a process, a connection or a file
+/// ([`crate::bench::Operation::is_heavy`]) keeps [`DEFAULT_ITERATIONS`] there too: what moves
+/// its cost is the state a round leaves for the next, so more and shorter rounds narrow its
+/// interval more than longer ones.
+pub fn default_iterations(subject: &Subject, op: crate::bench::Operation) -> usize {
     match subject {
-        Subject::Load(_) => DEFAULT_ITERATIONS_DETACHED,
+        Subject::Load(_) if !op.is_heavy() => DEFAULT_ITERATIONS_DETACHED,
         _ => DEFAULT_ITERATIONS,
     }
+}
+
+/// Where a run's iterations per round come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IterationsFrom {
+    /// `-n`, as given.
+    Given,
+    /// [`default_iterations`] for the subject and the operation timed.
+    Default,
 }
 
 /// The default loads of the objects a run spreads its rounds over (`--loads`): where the
@@ -110,6 +122,7 @@ pub struct OverheadOptions {
     /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
     pub stop: Stop,
     pub iterations: usize,
+    pub iterations_from: IterationsFrom,
     /// The operation timed (until `--op auto` has chosen: openat, holding `--path`).
     pub op: OpKind,
     /// Whether `op` was given, or is chosen from the programs' attach points.
@@ -182,6 +195,20 @@ impl OpenedDirs {
 }
 
 impl OverheadOptions {
+    /// The same options timing `op`, chosen `by`; iterations that were not given follow it.
+    pub fn with_op(&self, op: OpKind, by: OpChoice) -> OverheadOptions {
+        let iterations = match self.iterations_from {
+            IterationsFrom::Given => self.iterations,
+            IterationsFrom::Default => default_iterations(&self.subject, op.operation()),
+        };
+        OverheadOptions {
+            op,
+            op_choice: by,
+            iterations,
+            ..self.clone()
+        }
+    }
+
     /// The defaults of `overhead --load OBJ`, pinned to `cpu` at `priority`, for `budget`.
     pub fn for_load(load: &Path, cpu: u32, priority: Option<u8>, budget: Duration) -> Self {
         OverheadOptions {
@@ -192,6 +219,7 @@ impl OverheadOptions {
                 budget,
             },
             iterations: DEFAULT_ITERATIONS_DETACHED,
+            iterations_from: IterationsFrom::Default,
             op: OpKind::Openat("/etc/hostname".into()),
             op_choice: OpChoice::Default,
             path: "/etc/hostname".into(),
@@ -229,11 +257,8 @@ pub fn hook_cost(
     priority: Option<u8>,
     budget: Duration,
 ) -> Result<Comparison> {
-    let o = OverheadOptions {
-        op: op.clone(),
-        op_choice: OpChoice::Given,
-        ..OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
-    };
+    let o = OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
+        .with_op(op.clone(), OpChoice::Given);
     let ints = Interrupts::install()?;
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
     let specs = (ArmSpec::Detached, ArmSpec::InMemory(load.clone()));
@@ -725,4 +750,47 @@ fn gates(c: &Comparison, g: &Gates) -> Vec<GateResult> {
         v.push(stats::gate_pct(c, 99.0, x));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Operation;
+
+    fn load_options(iterations_from: IterationsFrom, iterations: usize) -> OverheadOptions {
+        OverheadOptions {
+            iterations,
+            iterations_from,
+            ..OverheadOptions::for_load(Path::new("hook.bpf.o"), 1, None, DEFAULT_MAX_TIME)
+        }
+    }
+
+    #[test]
+    fn a_heavy_operation_keeps_short_rounds_unless_n_was_given() {
+        let fork = OpKind::new(Operation::Fork, "/etc/hostname".into());
+        let stat = OpKind::new(Operation::Stat, "/etc/hostname".into());
+        let chosen = load_options(IterationsFrom::Default, DEFAULT_ITERATIONS_DETACHED);
+        let on_fork = chosen.with_op(fork.clone(), OpChoice::Auto);
+        assert_eq!(on_fork.iterations, DEFAULT_ITERATIONS);
+        assert_eq!(on_fork.op, fork);
+        assert_eq!(on_fork.op_choice, OpChoice::Auto);
+        // Back to a light operation (as --side-cost's second measurement is): the long rounds.
+        let on_stat = on_fork.with_op(stat, OpChoice::Given);
+        assert_eq!(on_stat.iterations, DEFAULT_ITERATIONS_DETACHED);
+        let given = load_options(IterationsFrom::Given, 700).with_op(fork, OpChoice::Given);
+        assert_eq!(given.iterations, 700, "-n as given");
+    }
+
+    #[test]
+    fn two_arms_brought_about_quickly_keep_short_rounds_whatever_the_operation() {
+        let aa = Subject::Aa;
+        for op in Operation::ALL {
+            assert_eq!(default_iterations(&aa, op), DEFAULT_ITERATIONS, "{op}");
+        }
+        let load = Subject::Load("x.bpf.o".into());
+        assert_eq!(
+            default_iterations(&load, Operation::Openat),
+            DEFAULT_ITERATIONS_DETACHED
+        );
+    }
 }

@@ -70,11 +70,7 @@ pub fn run(
             say(format!(
                 "side cost, 2/2: on {op}, which fires none of the programs"
             ));
-            let side_o = OverheadOptions {
-                op: OpKind::new(op, o.path.clone()),
-                op_choice: OpChoice::Given,
-                ..o.clone()
-            };
+            let side_o = o.with_op(OpKind::new(op, o.path.clone()), OpChoice::Given);
             let side_chosen = choose::given(op, OpChoice::Given, chosen.programs.clone());
             Some(measure_and_report(
                 &side_o,
