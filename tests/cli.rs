@@ -368,6 +368,36 @@ fn record_runs_perf_without_the_callers_config_or_exec_path() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn perf_script_as_root_looks_in_roots_home_not_the_callers() {
+    if !need_root("perf_script_as_root_looks_in_roots_home_not_the_callers") {
+        return;
+    }
+    // A HOME that sudo -E passed on holds the build-id cache perf script would read.
+    let d = tempfile::tempdir().unwrap();
+    let perf = fake_perf();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-data/hook-lines.data");
+    let args = [
+        "flame",
+        "--via-perf",
+        "--folded",
+        "--perf",
+        perf.to_str().unwrap(),
+        data.to_str().unwrap(),
+    ];
+    let mut c = ebpf_prof(&args, d.path());
+    c.env("FAKE_PERF_MODE", "env").env("HOME", d.path());
+    let r = run(c);
+    assert_ne!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("PERF_CONFIG=/dev/null"), "{r:?}");
+    assert!(
+        !r.stderr().contains(&format!("HOME={}", d.path().display())),
+        "{r:?}"
+    );
+    assert!(r.stderr().contains("HOME=/"), "{r:?}");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn record_refuses_without_matching_programs() {
     if !need_root("record_refuses_without_matching_programs") {
         return;

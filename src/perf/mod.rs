@@ -70,6 +70,32 @@ pub(crate) fn without_caller_config(cmd: &mut std::process::Command) -> &mut std
     cmd
 }
 
+/// The home directory a `perf script` we start as root looks in for its build-id cache
+/// (`$HOME/.debug`): root's own, not a caller's that `sudo -E` passed on, whose files another
+/// user may have written. `None` when not root (the caller's home is theirs to use).
+pub(crate) fn script_home() -> Option<std::path::PathBuf> {
+    crate::host::security::is_root().then(root_home)
+}
+
+/// Root's home directory from the password database, `/` when it has none.
+fn root_home() -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: passwd is integers and pointers, for which all zeros is a valid value.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buffer = vec![0 as libc::c_char; 4096];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes the entry and its strings into `entry` and `buffer`, both
+    // ours and as large as said; `found` is set to `&entry` or null.
+    let status =
+        unsafe { libc::getpwuid_r(0, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) };
+    if status != 0 || found.is_null() || entry.pw_dir.is_null() {
+        return std::path::PathBuf::from("/");
+    }
+    // SAFETY: pw_dir points at a NUL-terminated string inside `buffer`, alive here.
+    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
+    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()))
+}
+
 /// Every way of not getting a perf to run — none found, `--perf`/`$PERF` missing, not a file,
 /// failing its `--version`, or refused as untrusted — is the documented exit 1, "no working
 /// perf" (a check that failed), with the reason kept.
@@ -101,6 +127,12 @@ mod tests {
         for name in CALLER_ENV_PERF_IGNORES {
             assert!(envs.contains(&(name.as_ref(), None)), "{name} is removed");
         }
+    }
+
+    #[test]
+    fn roots_home_is_an_absolute_directory() {
+        let home = root_home();
+        assert!(home.is_absolute() && home.is_dir(), "{}", home.display());
     }
 
     /// `record --perf /nonexistent` and a refused perf exited 2.

@@ -81,6 +81,9 @@ impl Script {
             .join(" ");
         let mut cmd = Command::new(&args[0]);
         super::without_caller_config(&mut cmd);
+        if let Some(home) = super::script_home() {
+            cmd.env("HOME", home);
+        }
         cmd.args(&args[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -36,16 +36,23 @@ fn is_file(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file())
 }
 
-/// Open a binary for reading; as root, a symbolic link is not followed (a link another user
-/// planted could point root at any file).
+/// Open a binary for reading when it is a regular file; as root, a symbolic link is not
+/// followed (a link another user planted could point root at any file). The open does not wait
+/// (a FIFO a perf.data names would block it until a writer came), and the type is checked on
+/// the opened file, so a name swapped after a check of the path is no way around it.
 fn open_nofollow_as_root(path: &Path) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if crate::host::security::is_root() {
-        o.custom_flags(libc::O_NOFOLLOW);
+        flags |= libc::O_NOFOLLOW;
     }
-    o.open(path).ok()
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .ok()?;
+    file.metadata().ok().filter(|meta| meta.is_file())?;
+    Some(file)
 }
 
 /// An opened candidate.
@@ -413,4 +420,28 @@ pub(crate) fn load_perf_map(path: &Path) -> Option<SymTab> {
     }
     tab.sort();
     Some(tab)
+}
+
+#[cfg(test)]
+mod open_tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_or_a_directory_named_as_a_binary_is_not_opened_and_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("not-a-binary");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path in a directory of the test's own.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sent.send(open_nofollow_as_root(&fifo).is_none());
+        });
+        let refused = received.recv_timeout(std::time::Duration::from_secs(5));
+        assert_eq!(refused, Ok(true), "the FIFO is refused at once");
+        assert!(open_nofollow_as_root(dir.path()).is_none(), "a directory");
+        let binary = dir.path().join("binary");
+        std::fs::write(&binary, b"\x7fELF").unwrap();
+        assert!(open_nofollow_as_root(&binary).is_some(), "a regular file");
+    }
 }
