@@ -389,15 +389,6 @@ fn absolute(dir: &OwnedFd) -> Option<PathBuf> {
     path.is_absolute().then_some(path)
 }
 
-/// Give the file or directory at `path` to `owner` through an fd opened without following a
-/// link at `path` (a FIFO is not waited on): only what was there when opened changes hands.
-pub fn give_path(owner: Owner, path: &Path) -> Result<()> {
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
-    let fd = open_fd(None, &cstr(path.as_os_str().as_bytes())?, flags, 0)
-        .with_context(|| format!("cannot open {} to hand it over (a link?)", path.display()))?;
-    owner.give_file(&File::from(fd), path)
-}
-
 #[cfg(test)]
 #[path = "handover_tests.rs"]
 mod tests;

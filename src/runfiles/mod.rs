@@ -8,8 +8,8 @@ mod output;
 pub mod pending;
 pub mod walk;
 
+pub use handover::PrivateDir;
 pub(crate) use handover::Unfinished;
-pub use handover::{give_path, PrivateDir};
 pub use outdir::{Contents, OutputDir};
 pub use output::{write_error, write_file, Existing, Output};
 
@@ -148,12 +148,6 @@ impl Owner {
         let uid: u32 = uid?.trim().parse().ok()?;
         let gid: u32 = gid?.trim().parse().ok()?;
         (uid != 0).then_some(Owner { uid, gid })
-    }
-
-    /// Give `path` to this user without following a symlink at it: `fchown` on an fd opened
-    /// with `O_NOFOLLOW` (see [`give_path`]).
-    pub fn give(&self, path: &Path) -> Result<()> {
-        give_path(*self, path)
     }
 
     /// Give the open file `f` (at `path`, for messages) to this user: `fchown` on the fd, so
