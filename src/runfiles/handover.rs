@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -77,18 +77,10 @@ impl PrivateDir {
             0,
         )
         .with_context(|| format!("cannot open the directory {}", dir.display()))?;
-        let template = dir.join(format!(".ebpf-prof-{}-XXXXXX", std::process::id()));
-        let mut buf = template.into_os_string().into_vec();
-        buf.push(0);
-        // SAFETY: `buf` is a writable NUL-terminated template ending in XXXXXX; mkdtemp
-        // replaces those bytes in place and creates the directory with mode 0700.
-        if unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) }.is_null() {
-            return Err(last_err()).with_context(|| {
-                format!("cannot create a private directory in {}", dir.display())
-            });
-        }
-        buf.pop();
-        open_private(parent, PathBuf::from(OsString::from_vec(buf)))
+        crate::failpoint::hit("private:parent-opened");
+        let name = make_private_dir(&parent)
+            .with_context(|| format!("cannot create a private directory in {}", dir.display()))?;
+        open_private(parent, dir.join(name))
     }
 
     /// Reopen the private directory a killed run left (see `host::recovery`), with the same
@@ -346,6 +338,36 @@ impl PrivateDir {
 
 /// Open `shown` (in `parent`) without following a link, and check it is a directory of ours
 /// that nobody else can enter.
+/// Make a new 0700 directory `.ebpf-prof-PID-XXXXXX` in `parent` and return its name. It is
+/// made with `mkdirat` on the parent's fd, so it lands in the directory that was opened even if
+/// the parent's path names another one by now; a name already taken is drawn again.
+fn make_private_dir(parent: &OwnedFd) -> std::io::Result<String> {
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut taken = std::io::Error::from_raw_os_error(libc::EEXIST);
+    for _ in 0..16 {
+        let mut bits = crate::stats::rng::fresh_seed();
+        let suffix: String = (0..6)
+            .map(|_| {
+                let letter = LETTERS[(bits % LETTERS.len() as u64) as usize];
+                bits /= LETTERS.len() as u64;
+                char::from(letter)
+            })
+            .collect();
+        let name = format!(".ebpf-prof-{}-{suffix}", std::process::id());
+        let c_name = CString::new(name.as_str()).map_err(std::io::Error::other)?;
+        // SAFETY: `c_name` is NUL-terminated and outlives the call; `parent` is an open
+        // directory fd.
+        if unsafe { libc::mkdirat(parent.as_raw_fd(), c_name.as_ptr(), 0o700) } == 0 {
+            return Ok(name);
+        }
+        taken = last_err();
+        if taken.raw_os_error() != Some(libc::EEXIST) {
+            return Err(taken);
+        }
+    }
+    Err(taken)
+}
+
 fn open_private(parent: OwnedFd, shown: PathBuf) -> Result<PrivateDir> {
     let name = cstr(shown.file_name().unwrap_or_default().as_bytes())?;
     // Named by where it is, not by the way this process's working directory reached it: a
