@@ -1,5 +1,5 @@
 //! End to end, as root: the verdict-cache hook swept across its capacity shows the full
-//! map by name and a larger p99 delta past the cliff; the temp working set is gone afterwards,
+//! map by name and a larger p50 delta past the cliff; the temp working set is gone afterwards,
 //! also after a failure midway.
 
 mod common;
@@ -17,27 +17,28 @@ fn cache_loaded() -> bool {
     bpf_symbol_loaded("_verdict_")
 }
 
-/// The sweep's document names the full map and where, its p99 delta grows past the cliff, and
-/// the map is not full at the small point.
+/// The sweep's document names the full map and where, its p50 delta grows past the cliff, and
+/// the map is not full at the small point. The cliff's cost shows most steadily at p50: the
+/// p99 of four rounds moves with whatever else runs on the box, enough to misrank the points.
 fn assert_the_cliff_is_found(v: &serde_json::Value) {
     assert_eq!(v["schema"], 1, "{v}");
     assert_eq!(v["cliff"]["map"], "verdict_cache", "{v}");
     assert_eq!(v["cliff"]["value"], 4096, "{v}");
-    let p99 = |i: usize| {
+    let p50 = |i: usize| {
         v["points"][i]["comparison"]["diffs"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|d| d["q"] == 99.0)
+            .find(|d| d["q"] == 50.0)
             .unwrap()["delta"]
             .as_f64()
             .unwrap()
     };
     assert!(
-        p99(1) > p99(0),
-        "p99 delta past the cliff ({}) exceeds the one before it ({})",
-        p99(1),
-        p99(0)
+        p50(1) > p50(0),
+        "p50 delta past the cliff ({}) exceeds the one before it ({})",
+        p50(1),
+        p50(0)
     );
     let small = &v["points"][0]["maps"]
         .as_array()
