@@ -45,9 +45,7 @@ impl Exec {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o700))
             .with_context(|| format!("cannot make {} executable", file.display()))?;
         let mut op = Exec::of(&file, dir)?;
-        op.run();
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ENOEXEC) {
+        if let Some(err) = op.fails_otherwise_than(libc::ENOEXEC) {
             return Err(usage(format!(
                 "the exec probe {} failed with \"{err}\", not ENOEXEC: is {} on a filesystem mounted noexec? point TMPDIR at one that allows exec",
                 file.display(),
@@ -63,9 +61,7 @@ impl Exec {
         let dir = Scratch::new("exec")?;
         let file = dir.path().join("missing");
         let mut op = Exec::of(&file, dir)?;
-        op.run();
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ENOENT) {
+        if let Some(err) = op.fails_otherwise_than(libc::ENOENT) {
             return Err(usage(format!(
                 "the exec of the missing path {} failed with \"{err}\", not ENOENT",
                 file.display()
@@ -84,6 +80,13 @@ impl Exec {
         };
         op.argv[0] = op.path.as_ptr();
         Ok(op)
+    }
+
+    /// Exec once: the error it failed with, when that is not `expected`.
+    fn fails_otherwise_than(&mut self, expected: i32) -> Option<std::io::Error> {
+        self.run();
+        let err = std::io::Error::last_os_error();
+        (err.raw_os_error() != Some(expected)).then_some(err)
     }
 }
 

@@ -119,8 +119,8 @@ mod tests {
     #[test]
     fn perf_starts_without_the_callers_config_or_exec_path() {
         let mut cmd = std::process::Command::new("perf");
-        cmd.env("PERF_CONFIG", "/home/someone/.perfconfig");
-        cmd.env("PERF_EXEC_PATH", "/home/someone/bin");
+        cmd.env("PERF_CONFIG", "callers.perfconfig");
+        cmd.env("PERF_EXEC_PATH", "callers-helpers");
         without_caller_config(&mut cmd);
         let envs: Vec<_> = cmd.get_envs().collect();
         assert!(envs.contains(&("PERF_CONFIG".as_ref(), Some("/dev/null".as_ref()))));
