@@ -242,15 +242,37 @@ fn how_value<'a>(row: &'a Row, key: &str) -> Option<&'a str> {
         .find_map(|h| h.strip_prefix(key)?.strip_prefix('='))
 }
 
-fn command(row: &Row, dir: &Path, exe: &Path) -> Command {
-    let mut c = if has(row, "nobody") {
+/// The program that starts a row's binary: the binary itself, `setpriv` for `nobody`, or
+/// `unshare` for a `read-only` directory.
+fn launcher(row: &Row, exe: &Path) -> Command {
+    if let Some(read_only) = how_value(row, "read-only") {
+        // In a mount namespace of its own, so the read-only mount is seen by this run only.
+        let script = r#"mount -o bind,ro "$1" "$1" && shift && exec "$@""#;
+        let mut c = Command::new("unshare");
+        c.args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(read_only)
+        .arg(exe);
+        c
+    } else if has(row, "nobody") {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(exe);
         c
     } else {
         Command::new(exe)
-    };
+    }
+}
+
+fn command(row: &Row, dir: &Path, exe: &Path) -> Command {
+    let mut c = launcher(row, exe);
     c.args(argv(row))
         .current_dir(dir)
         .env_remove("PERF")

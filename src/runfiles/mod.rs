@@ -80,7 +80,24 @@ impl RunFiles {
             )));
         }
         let rules = walk::Rules::for_this_user(walk::Missing::Refuse, walk::LastLink::Follow);
-        walk::walk(&dir, &rules)?;
+        let walked = walk::walk(&dir, &rules)?;
+        // Asked of the directory the walk holds: a read-only mount refuses even root, and
+        // finding that out only when perf's file moves into place would come after the
+        // sysctls, the load and the check bench.
+        let access = rustix::fs::accessat(
+            &walked.fd,
+            ".",
+            rustix::fs::Access::WRITE_OK,
+            rustix::fs::AtFlags::empty(),
+        );
+        if let Err(errno) = access {
+            return Err(usage(format!(
+                "-o {}: cannot write in {}: {}; give another -o",
+                self.data.display(),
+                dir.display(),
+                crate::out::plain(&errno.into())
+            )));
+        }
         for f in self.all() {
             if f.is_dir() {
                 return Err(usage(format!(

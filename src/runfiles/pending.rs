@@ -20,11 +20,54 @@ pub struct Pending {
     /// /proc/PID/stat start time, so a recycled pid is not mistaken for the owner.
     pub start_time: Option<u64>,
     /// The private directory, by its absolute path.
+    #[serde(with = "path_bytes")]
     pub dir: PathBuf,
     /// Each file: its name in `dir`, its target (absolute), its mode.
+    #[serde(with = "files_bytes")]
     pub files: Vec<(OsString, PathBuf, u32)>,
     /// Who gets the files (the user who ran sudo).
     pub owner: Option<Owner>,
+}
+
+/// A path in the note as its bytes: a Linux path need not be UTF-8, and serde's own form of a
+/// `PathBuf` refuses one that is not (the run would end after the machine was changed).
+mod path_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    pub fn serialize<S: Serializer>(path: &Path, to: S) -> Result<S::Ok, S::Error> {
+        path.as_os_str().serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<PathBuf, D::Error> {
+        OsString::deserialize(from).map(PathBuf::from)
+    }
+}
+
+/// The note's list of files, each target path as its bytes (see [`path_bytes`]).
+mod files_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::ffi::{OsStr, OsString};
+    use std::path::PathBuf;
+
+    type File = (OsString, PathBuf, u32);
+
+    pub fn serialize<S: Serializer>(files: &[File], to: S) -> Result<S::Ok, S::Error> {
+        let as_bytes: Vec<(&OsStr, &OsStr, u32)> = files
+            .iter()
+            .map(|(name, target, mode)| (name.as_os_str(), target.as_os_str(), *mode))
+            .collect();
+        as_bytes.serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Vec<File>, D::Error> {
+        let read = Vec::<(OsString, OsString, u32)>::deserialize(from)?;
+        Ok(read
+            .into_iter()
+            .map(|(name, target, mode)| (name, PathBuf::from(target), mode))
+            .collect())
+    }
 }
 
 fn note_path(host: &Host, pid: u32) -> PathBuf {
