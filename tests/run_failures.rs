@@ -102,3 +102,88 @@ fn regression_an_output_path_that_is_not_utf8_is_recorded_into() {
     let read = run(c);
     assert_eq!(read.code(), Some(0), "the recording reads back: {read:?}");
 }
+
+/// Whether `pid` is stopped (a `stop:` failpoint raised SIGSTOP).
+fn stopped(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')')
+        .and_then(|i| stat.get(i + 2..))
+        .is_some_and(|rest| rest.starts_with('T'))
+}
+
+/// `flame --folded` of a copy of the fixture recording, stopped at `failpoint` every time it
+/// reads the file (first for the kernel build id, then to fold it); at stop number `at` the
+/// file is cut to one page (0: never). Its exit status, stdout and stderr.
+fn fold_cut_at(failpoint: &str, at: usize) -> (std::process::ExitStatus, String, String) {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-data/hook-lines.data");
+    let data = d.path().join("cut.data");
+    std::fs::copy(fixture, &data).unwrap();
+    let mut c = ebpf_prof(&["flame", "--folded", "cut.data"], d.path());
+    c.env("EBPF_PROF_FAILPOINT", format!("stop:{failpoint}"))
+        .stdout(std::fs::File::create(d.path().join("out")).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let _resume = common::runs::Resume(child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut stops = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if stopped(child.id()) {
+            stops += 1;
+            if stops == at {
+                let file = std::fs::OpenOptions::new().write(true).open(&data).unwrap();
+                file.set_len(4096).unwrap();
+            }
+            common::runs::kill(child.id(), libc::SIGCONT);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never reached {failpoint} or never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(
+        stops >= at.max(2),
+        "the run stopped {stops} times at {failpoint}"
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.signal(), None, "killed by a signal (SIGBUS?): {err}");
+    let out = std::fs::read_to_string(d.path().join("out")).unwrap();
+    (status, out, err)
+}
+
+fn errors(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains("error:")).collect()
+}
+
+#[test]
+fn regression_a_perf_data_cut_while_it_is_read_is_one_line() {
+    let _s = serial();
+    // Cut between the fold's measure of the file and its read.
+    let (status, _, err) = fold_cut_at("perfdata:measured", 2);
+    assert_eq!(status.code(), Some(2), "{err}");
+    let lines = errors(&err);
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("error: cut.data: truncated")
+            && lines[0].contains("52445 bytes when opened and 4096 when read"),
+        "{err}"
+    );
+}
+
+#[test]
+fn regression_a_perf_data_cut_after_it_was_read_folds_what_was_read() {
+    let _s = serial();
+    // Cut once the fold holds the bytes (a mapping of the file lost its pages here: SIGBUS).
+    let (cut, folded, err) = fold_cut_at("perfdata:read", 2);
+    assert_eq!(cut.code(), Some(0), "{err}");
+    let (whole, expected, _) = fold_cut_at("perfdata:read", 0);
+    assert_eq!(whole.code(), Some(0));
+    assert!(!folded.is_empty());
+    assert_eq!(folded, expected, "{err}");
+}

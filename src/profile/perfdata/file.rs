@@ -5,25 +5,28 @@
 use super::attr::{Attribution, EventAttr};
 use super::buildid::{self, BuildIdEntry};
 use super::cursor::{Cursor, Endian};
-use super::error::{malformed, unsupported, PerfDataError};
+use super::error::{malformed, truncated, unsupported, PerfDataError};
 use super::header::{self, feature, FileHeader};
-use super::mapped::{Bytes, Mapping};
 use super::record::{RawRecord, Record, Records, SampleId};
 use std::ops::Range;
 use std::path::Path;
 
-/// A perf.data file (file mode), mapped (or read) once.
+/// A perf.data file (file mode), read into memory once.
 #[derive(Debug)]
 pub struct PerfData {
-    bytes: Bytes,
+    bytes: Vec<u8>,
     header: FileHeader,
     attrs: Vec<EventAttr>,
     features: Vec<(u32, Range<usize>)>,
     attribution: Attribution,
 }
 
-/// The bytes of an opened regular file: mapped, or read when it cannot be mapped.
-fn map(file: &std::fs::File) -> Result<Bytes, PerfDataError> {
+/// The bytes of an opened regular file, read into memory. Not mapped: a mapped file that
+/// another program truncates while it is read kills the reader with SIGBUS on the pages it lost,
+/// and a recording can be cut short by the perf still writing it, or by anyone who may write
+/// it. Read, a file cut short is one error naming the two lengths; one cut after the read
+/// changes nothing here.
+fn read_whole(file: &std::fs::File) -> Result<Vec<u8>, PerfDataError> {
     use std::os::unix::fs::FileExt;
     let io = |source| PerfDataError::Io {
         path: "perf.data".into(),
@@ -31,19 +34,30 @@ fn map(file: &std::fs::File) -> Result<Bytes, PerfDataError> {
     };
     let len = file.metadata().map_err(io)?.len();
     let len = usize::try_from(len).map_err(|_| malformed("larger than the address space"))?;
-    Ok(match Mapping::new(file, len) {
-        Some(mapping) => Bytes::Mapped(mapping),
-        None => {
-            // Read at offsets: the descriptor's position stays for whoever reads next.
-            let mut buffer = vec![0; len];
-            file.read_exact_at(&mut buffer, 0).map_err(io)?;
-            Bytes::Owned(buffer)
+    crate::failpoint::hit("perfdata:measured");
+    // Zeroed lazily by the allocator (calloc): the pages are first touched by the read.
+    let mut buffer = vec![0; len];
+    let mut filled = 0;
+    while filled < len {
+        // Read at offsets: the descriptor's position stays for whoever reads next.
+        match file.read_at(&mut buffer[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
         }
-    })
+    }
+    crate::failpoint::hit("perfdata:read");
+    if filled < len {
+        return Err(truncated(format!(
+            "it had {len} bytes when opened and {filled} when read: something cut it short while it was read"
+        )));
+    }
+    Ok(buffer)
 }
 
 impl PerfData {
-    /// Open, map and check `path`. A directory (`perf record --threads`) is
+    /// Open, read and check `path`. A directory (`perf record --threads`) is
     /// [`PerfDataError::Unsupported`].
     pub fn open(path: &Path) -> Result<PerfData, PerfDataError> {
         let io = |source| PerfDataError::Io {
@@ -62,24 +76,24 @@ impl PerfData {
         })
     }
 
-    /// Map and check an opened regular file (read it when it cannot be mapped).
+    /// Read and check an opened regular file.
     pub fn from_file(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
-        PerfData::parse(map(file)?, true)
+        PerfData::parse(read_whole(file)?, true)
     }
 
     /// [`PerfData::from_file`] for reading the header and its feature sections only: a
     /// recording whose records this reader does not handle (compressed, other arch) is
     /// accepted too.
     pub fn headers_of(file: &std::fs::File) -> Result<PerfData, PerfDataError> {
-        PerfData::parse(map(file)?, false)
+        PerfData::parse(read_whole(file)?, false)
     }
 
     /// Check the bytes of a perf.data file and index it.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfData, PerfDataError> {
-        PerfData::parse(Bytes::Owned(bytes), true)
+        PerfData::parse(bytes, true)
     }
 
-    fn parse(bytes: Bytes, check: bool) -> Result<PerfData, PerfDataError> {
+    fn parse(bytes: Vec<u8>, check: bool) -> Result<PerfData, PerfDataError> {
         let header = header::parse_file_header(&bytes[..])?;
         let features = header::parse_feature_table(&bytes[..], &header)?;
         let mut attrs = header::parse_attrs(&bytes[..], &header)?;

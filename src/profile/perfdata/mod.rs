@@ -56,7 +56,6 @@ mod inferno;
 mod kallsyms;
 mod kernel;
 mod load;
-mod mapped;
 mod maps;
 mod progress;
 mod raw;
