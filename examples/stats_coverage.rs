@@ -327,6 +327,7 @@ fn simulate(seed: u64, s: &Scenario, cfg: &Config, effect: f64) -> (RunResult, u
         clock: Duration::ZERO,
     };
     let plan = RoundsPlan {
+        budget_flag: ebpf_prof::overhead::BudgetFlag::MaxTime,
         stop: cfg.stop,
         quantiles: &opts.quantiles,
         confidence: opts.confidence,

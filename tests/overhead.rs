@@ -612,7 +612,7 @@ fn bad_input_is_refused_before_measuring() {
         ),
         (
             &["--load", "hook.bpf.o", "--max-time", "0"],
-            "--max-time 0 is out of range: give a duration above 0",
+            "--max-time 0 is out of range: give a duration from 1ms to 24h",
         ),
         (
             &["--load", "hook.bpf.o", "--rounds", "9", "--max-time", "5s"],

@@ -187,3 +187,45 @@ fn regression_a_perf_data_cut_after_it_was_read_folds_what_was_read() {
     assert!(!folded.is_empty());
     assert_eq!(folded, expected, "{err}");
 }
+
+/// `demo` in `dir` with a cost budget far too short for two rounds.
+fn demo_too_short(dir: &Path) -> Run {
+    run(ebpf_prof(
+        &["demo", "--cost-time", "0.001s", "--dir", "demo"],
+        dir,
+    ))
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn regression_a_failed_demo_names_its_own_option_and_does_not_block_its_rerun() {
+    if !need_root("regression_a_failed_demo_names_its_own_option_and_does_not_block_its_rerun") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    for attempt in 0..2 {
+        let r = demo_too_short(d.path());
+        assert_eq!(r.code(), Some(2), "attempt {attempt}: {r:?}");
+        let lines = r.stderr();
+        let error = lines.lines().find(|l| l.contains("error:")).unwrap_or("");
+        assert!(
+            error.contains("error: --cost-time 0.001s is too short for two rounds: one round of the cost measurement (")
+                && error.contains("-n is the recording's"),
+            "attempt {attempt}: {r:?}"
+        );
+        assert!(!lines.contains("--max-time"), "{r:?}");
+    }
+    let object = d.path().join("demo/hook.bpf.o");
+    assert!(object.is_file(), "the failed demo wrote its object");
+    // A file of the same name that demo did not write still needs --force.
+    std::fs::write(&object, b"not the sample hook").unwrap();
+    let r = demo_too_short(d.path());
+    assert_eq!(r.code(), Some(2), "{r:?}");
+    assert!(
+        r.stderr()
+            .contains("error: demo/hook.bpf.o exists: pass --force to replace it"),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::read(&object).unwrap(), b"not the sample hook");
+}

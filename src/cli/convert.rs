@@ -266,19 +266,13 @@ fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::O
             crate::overhead::IterationsFrom::Default,
         ),
     };
+    let stop = overhead_stop(&a);
     Ok(commands::overhead::OverheadOptions {
         path: a.path,
         subject,
         loads: a.loads.map(|n| n as usize),
-        stop: match a.rounds {
-            Some(n) => crate::overhead::Stop::Pairs(n),
-            None => crate::overhead::Stop::Adaptive {
-                target_ns: a.target_ns,
-                budget: a
-                    .max_time
-                    .map_or(crate::overhead::DEFAULT_MAX_TIME, Duration::from_secs_f64),
-            },
-        },
+        budget_flag: crate::overhead::BudgetFlag::MaxTime,
+        stop,
         iterations,
         iterations_from,
         op,
@@ -314,6 +308,19 @@ fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::O
         export_json: a.export_json,
         export_markdown: a.export_markdown,
     })
+}
+
+/// `--rounds`, or `--target-ns` within `--max-time`, as when the rounds stop.
+fn overhead_stop(a: &OverheadArgs) -> crate::overhead::Stop {
+    match a.rounds {
+        Some(n) => crate::overhead::Stop::Pairs(n),
+        None => crate::overhead::Stop::Adaptive {
+            target_ns: a.target_ns,
+            budget: a
+                .max_time
+                .map_or(crate::overhead::DEFAULT_MAX_TIME, Duration::from_secs_f64),
+        },
+    }
 }
 
 /// `--attach-timeout` and `--attach-tracefs` as the loader's options.

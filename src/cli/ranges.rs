@@ -191,8 +191,8 @@ macro_rules! parses_reals_by_check {
 
 parses_reals_by_check!(Real);
 
-/// A duration (`30s`, `2m`, `500ms`, `1h`, plain seconds) above 0 and at most `max_s` seconds,
-/// in seconds.
+/// A duration (`30s`, `2m`, `500ms`, `1h`, plain seconds) from [`MIN_TIME_S`] to `max_s`
+/// seconds, in seconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Time {
     max_s: f64,
@@ -200,6 +200,10 @@ pub struct Time {
     max_shown: &'static str,
 }
 
+/// The shortest duration taken: a millisecond. Anything shorter is no budget or timeout a run
+/// can keep (`1e-300s` is 0 ns as a `Duration`), and is refused while parsing, before a run
+/// waits for another to finish.
+pub const MIN_TIME_S: f64 = 1e-3;
 /// An hour, in seconds.
 pub const HOUR_S: f64 = 3600.0;
 /// A day, in seconds.
@@ -219,11 +223,11 @@ impl Time {
 
     fn check(&self, text: &str) -> Result<f64, String> {
         let give = format!(
-            "give a duration above 0 and at most {} (e.g. 30s, 2m, 500ms)",
+            "give a duration from 1ms to {} (e.g. 30s, 2m, 500ms)",
             self.max_shown
         );
         match super::parse_duration(text) {
-            Ok(s) if s <= self.max_s => Ok(s),
+            Ok(s) if (MIN_TIME_S..=self.max_s).contains(&s) => Ok(s),
             Ok(_) => Err(format!("is out of range: {give}")),
             Err(_)
                 if text
@@ -288,10 +292,13 @@ mod tests {
     fn durations_past_the_maximum_are_refused() {
         assert_eq!(Time::DAY.check("24h"), Ok(DAY_S));
         assert_eq!(Time::HOUR.check("30s"), Ok(30.0));
-        for text in ["1e300s", "25h", "86401", "0", "0s", "-1s", "NaN", "infs"] {
+        assert_eq!(Time::DAY.check("1ms"), Ok(MIN_TIME_S));
+        for text in [
+            "1e300s", "25h", "86401", "0", "0s", "-1s", "NaN", "infs", "1e-300s", "0.5ms",
+        ] {
             let e = Time::DAY.check(text).unwrap_err();
             assert!(
-                e.starts_with("is out of range: give a duration above 0 and at most 24h"),
+                e.starts_with("is out of range: give a duration from 1ms to 24h"),
                 "{text}: {e}"
             );
         }

@@ -57,7 +57,7 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         ));
     }
     let dir = OutputDir::open(&opts.dir, Owner::from_sudo_env(), Contents::Any)?;
-    refuse_to_replace(&dir, opts.force)?;
+    refuse_to_replace(&dir, opts)?;
     let cpu = crate::host::cpu::default_cpu(&crate::host::Host::live()).context("no online CPU")?;
     let (object, shown) = object(opts, &dir)?;
     crate::failpoint::hit("demo:object-written");
@@ -109,15 +109,25 @@ struct Cost<'a> {
     object: &'a Path,
 }
 
-/// Without `--force`, refuse before anything runs to replace what an earlier demo wrote.
-fn refuse_to_replace(dir: &OutputDir, force: bool) -> Result<()> {
-    match OWN_FILES.iter().find(|name| dir.holds(name)) {
-        Some(name) if !force => Err(usage(format!(
+/// Without `--force`, refuse before anything runs to replace what an earlier demo wrote. The
+/// sample hook an earlier demo wrote, byte for byte the one this demo would write, is no
+/// reason to refuse: a demo that failed or was killed after writing it must not block its rerun.
+fn refuse_to_replace(dir: &OutputDir, opts: &DemoOptions) -> Result<()> {
+    let blocking =
+        |name: &&&str| dir.holds(name) && !(**name == OBJECT_NAME && own_object(dir, opts));
+    match OWN_FILES.iter().find(blocking) {
+        Some(name) if !opts.force => Err(usage(format!(
             "{} exists: pass --force to replace it, or pick another --dir",
             dir.shown().join(name).display()
         ))),
         _ => Ok(()),
     }
+}
+
+/// Whether `hook.bpf.o` in `dir` is the sample hook this demo writes (never with `--load`).
+fn own_object(dir: &OutputDir, opts: &DemoOptions) -> bool {
+    opts.load.is_none()
+        && dir.holds_exactly(OBJECT_NAME, crate::bpf::sample_hook_for_this_kernel().1)
 }
 
 /// The object the demo measures, read into memory once, and the path it is shown by: the
@@ -134,7 +144,9 @@ fn object(opts: &DemoOptions, dir: &OutputDir) -> Result<(ObjectBytes, PathBuf)>
         return Ok((object, p.clone()));
     }
     let (name, bytes) = crate::bpf::sample_hook_for_this_kernel();
-    dir.write(OBJECT_NAME, bytes, Existing::replace_if(opts.force))?;
+    if !own_object(dir, opts) {
+        dir.write(OBJECT_NAME, bytes, Existing::replace_if(opts.force))?;
+    }
     let object = ObjectBytes {
         name: name.into(),
         bytes: bytes.into(),

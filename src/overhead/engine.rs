@@ -13,8 +13,8 @@
 //!   from load to load and the interval is taken across loads.
 
 use super::rounds::{
-    first_look, is_look, share, ArmRounds, BlockTimes, Ended, Progress, Rig, Rounds, RoundsPlan,
-    Side, Stop, StopReason, HINT_PAIRS, MIN_PAIRS,
+    first_look, is_look, share, ArmRounds, BlockTimes, BudgetFlag, Ended, Progress, Rig, Rounds,
+    RoundsPlan, Side, Stop, StopReason, HINT_PAIRS, MIN_PAIRS,
 };
 use crate::error::usage;
 use crate::stats::loads::{self, Load, LoadOrder};
@@ -180,7 +180,7 @@ impl Engine<'_> {
         let kept = samples.len();
         self.arms[side.index()].push(samples, self.plan.quantiles, at);
         if first_round {
-            check_two_rounds_fit(self.plan.stop, rig.elapsed())?;
+            check_two_rounds_fit(self.plan.stop, self.plan.budget_flag, rig.elapsed())?;
             self.first_look = first_look(kept, self.plan.quantiles, self.plan.confidence);
         }
         Ok(())
@@ -349,15 +349,12 @@ fn loads_that_fit(stop: Stop, spent: Duration, times: BlockTimes) -> usize {
 }
 
 /// After the first round (which took `one`): a budget that cannot hold two rounds is a usage
-/// error, said before spending it.
-fn check_two_rounds_fit(stop: Stop, one: Duration) -> Result<()> {
+/// error, said before spending it, naming the option the budget came from.
+fn check_two_rounds_fit(stop: Stop, flag: BudgetFlag, one: Duration) -> Result<()> {
     match stop {
-        Stop::Adaptive { budget, .. } if one * 2 > budget => Err(usage(format!(
-            "--max-time {:.2}s is too short for two rounds: one round took {:.2}s here; give at least {:.0}s, or fewer iterations per round (-n)",
-            budget.as_secs_f64(),
-            one.as_secs_f64(),
-            (one.as_secs_f64() * 2.0 * HINT_PAIRS as f64).ceil()
-        ))),
+        Stop::Adaptive { budget, .. } if one * 2 > budget => {
+            Err(usage(flag.too_short(budget, one, HINT_PAIRS)))
+        }
         _ => Ok(()),
     }
 }

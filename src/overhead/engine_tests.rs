@@ -119,6 +119,7 @@ impl Rig for FakeRig {
 fn plan(stop: Stop, loads: usize) -> RoundsPlan<'static> {
     RoundsPlan {
         stop,
+        budget_flag: BudgetFlag::MaxTime,
         quantiles: &[50.0],
         confidence: 0.99,
         seed: 11,

@@ -42,8 +42,8 @@ pub use engine::run as run_rounds;
 pub use loader::{LoaderMounts, LoaderOptions};
 pub use output::Report;
 pub use rounds::{
-    first_look, is_look, Ended, Progress, Rig, Rounds, RoundsPlan, Side, Stop, StopReason,
-    MIN_PAIRS,
+    first_look, is_look, BudgetFlag, Ended, Progress, Rig, Rounds, RoundsPlan, Side, Stop,
+    StopReason, MIN_PAIRS,
 };
 
 /// The default time budget of the latency rounds.
@@ -121,6 +121,8 @@ pub struct OverheadOptions {
     pub loads: Option<usize>,
     /// How many pairs of rounds: a fixed count, or until a target width or a time budget.
     pub stop: Stop,
+    /// The option a time budget in `stop` came from.
+    pub budget_flag: BudgetFlag,
     pub iterations: usize,
     pub iterations_from: IterationsFrom,
     /// The operation timed (until `--op auto` has chosen: openat, holding `--path`).
@@ -217,6 +219,9 @@ impl OverheadOptions {
             stop: Stop::Adaptive {
                 target_ns: None,
                 budget,
+            },
+            budget_flag: BudgetFlag::CostTime {
+                iterations: DEFAULT_ITERATIONS_DETACHED,
             },
             iterations: DEFAULT_ITERATIONS_DETACHED,
             iterations_from: IterationsFrom::Default,
@@ -674,6 +679,7 @@ fn measure(
     announce(o, specs, bench);
     let plan = RoundsPlan {
         stop: o.stop,
+        budget_flag: o.budget_flag.for_rounds_of(o.iterations),
         quantiles: &opts.quantiles,
         confidence: opts.confidence,
         seed: o.seed,

@@ -409,6 +409,8 @@ pub struct Rounds {
 #[derive(Debug, Clone)]
 pub struct RoundsPlan<'a> {
     pub stop: Stop,
+    /// The option a time budget in `stop` was given by, for the refusal of one too short.
+    pub budget_flag: BudgetFlag,
     /// The compared percentiles; 50 must be among them.
     pub quantiles: &'a [f64],
     /// Confidence of the p50 interval the target is checked on.
@@ -418,6 +420,62 @@ pub struct RoundsPlan<'a> {
     /// Loads of the arms' objects to spread the pairs over (1: load once); `None`: the
     /// default, [`super::DEFAULT_LOADS`], or for a treatment held in blocks as many as fit.
     pub loads: Option<usize>,
+}
+
+/// The option that gave a run its time budget: `overhead --max-time`, or the rounds `demo`
+/// measures the hook's cost in (`--cost-time`), whose operations per round are their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetFlag {
+    MaxTime,
+    CostTime { iterations: usize },
+}
+
+impl BudgetFlag {
+    /// The option's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetFlag::MaxTime => "--max-time",
+            BudgetFlag::CostTime { .. } => "--cost-time",
+        }
+    }
+
+    /// The same option, for rounds of `iterations` operations each.
+    pub fn for_rounds_of(self, iterations: usize) -> BudgetFlag {
+        match self {
+            BudgetFlag::MaxTime => BudgetFlag::MaxTime,
+            BudgetFlag::CostTime { .. } => BudgetFlag::CostTime { iterations },
+        }
+    }
+
+    /// What a round is, and the other way to make two of them fit.
+    fn round_and_remedy(self) -> (String, &'static str) {
+        match self {
+            BudgetFlag::MaxTime => ("one round".into(), ", or fewer iterations per round (-n)"),
+            BudgetFlag::CostTime { iterations } => (
+                format!("one round of the cost measurement ({iterations} operations, whatever -n says: -n is the recording's)"),
+                "",
+            ),
+        }
+    }
+
+    /// The refusal of a `budget` that cannot hold two rounds when one took `one`, with the
+    /// budget that would hold `pairs` pairs.
+    pub fn too_short(self, budget: Duration, one: Duration, pairs: usize) -> String {
+        let (round, remedy) = self.round_and_remedy();
+        format!(
+            "{} {}s is too short for two rounds: {round} took {}s here; give at least {:.0}s{remedy}",
+            self.name(),
+            seconds(budget),
+            seconds(one),
+            (one.as_secs_f64() * 2.0 * pairs as f64).ceil()
+        )
+    }
+}
+
+/// Seconds to three decimals at most, without trailing zeros (0.05, 0.001, 12).
+fn seconds(time: Duration) -> String {
+    let text = format!("{:.3}", time.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The progress line on a terminal: pairs, the load, time, the p50 interval's width.

@@ -90,6 +90,30 @@ impl OutputDir {
         super::output::write_file_at(&self.fd_path(name), &shown, bytes, existing)
     }
 
+    /// Whether `name` here is a regular file (not followed through a link) holding exactly
+    /// `bytes`: a file this tool wrote, recognised by its content.
+    pub fn holds_exactly(&self, name: &str, bytes: &[u8]) -> bool {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(self.fd_path(name));
+        let Ok(file) = opened else {
+            return false;
+        };
+        let same_size = file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64);
+        let mut held = Vec::with_capacity(bytes.len());
+        same_size
+            && file
+                .take(bytes.len() as u64 + 1)
+                .read_to_end(&mut held)
+                .is_ok()
+            && held == bytes
+    }
+
     /// Whether `name` is here (as anything, a link included).
     pub fn holds(&self, name: &str) -> bool {
         std::fs::symlink_metadata(self.fd_path(name)).is_ok()
