@@ -114,19 +114,21 @@ impl RunRecord {
         count_unit(&self.event_sampled)
     }
 
-    /// A one-line title for graphs: event, kernel, command.
+    /// A one-line title for graphs: event, kernel, command. The program is named by its file
+    /// name; its arguments stay as given, so `--path /etc/hostname` reads as it was typed.
     pub fn title(&self) -> String {
-        let cmd = self
-            .command
-            .iter()
-            .map(|a| short(a))
+        let mut words = self.command.iter();
+        let program = words.next().map(|first| short(first));
+        let cmd = program
+            .into_iter()
+            .chain(words.map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
         format!("{} on Linux {} — {}", self.event_sampled, self.kernel, cmd)
     }
 }
 
-/// The file name of an argv word that is a path, the word itself otherwise.
+/// The file name of a program given by its path, the word itself otherwise.
 fn short(arg: &str) -> &str {
     if arg.starts_with('/') {
         arg.rsplit('/').next().unwrap_or(arg)
@@ -168,6 +170,20 @@ mod tests {
         assert_eq!(samples_written("nothing"), None);
         assert_eq!(count_unit("cpu-clock:k"), "ns");
         assert_eq!(count_unit("cycles:k"), "cycles");
+    }
+
+    #[test]
+    fn title_shows_arguments_as_given() {
+        let text = include_str!("../fixtures/folded/sample-hook.folded.json");
+        let mut record: RunRecord = serde_json::from_str(text).unwrap();
+        record.command = ["/usr/bin/ebpf-prof", "bench", "--path", "/etc/hostname"]
+            .map(String::from)
+            .to_vec();
+        let title = record.title();
+        assert!(
+            title.ends_with(" — ebpf-prof bench --path /etc/hostname"),
+            "{title}"
+        );
     }
 
     #[test]

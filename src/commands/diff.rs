@@ -9,7 +9,7 @@ use crate::profile;
 use crate::report::delta;
 use crate::runfiles::{write_file, Existing};
 use anyhow::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything `diff` takes.
 #[derive(Debug, Clone)]
@@ -46,13 +46,10 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
         }
     } else {
         let count_name = hooked.record.as_ref().map_or("samples", |r| r.count_unit());
-        let title = opts.title.clone().unwrap_or_else(|| {
-            format!(
-                "ebpf-prof diff: {} → {}",
-                opts.base.display(),
-                opts.hooked.display()
-            )
-        });
+        let title = opts
+            .title
+            .clone()
+            .unwrap_or_else(|| default_title(&opts.base, &opts.hooked));
         let mut svg = Vec::new();
         crate::flame::render_diff(&base.stacks, &hooked.stacks, &title, count_name, &mut svg)?;
         svg
@@ -60,5 +57,43 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
     match &opts.output {
         Some(p) => write_file(p, &bytes, Existing::replace_if(opts.force)),
         None => out::stdout_bytes(&bytes),
+    }
+}
+/// "ebpf-prof diff: BASE → HOOKED" as given; when that is too long for the graph's title,
+/// by the files' names, which tell the two apart unless they are the same.
+fn default_title(base: &Path, hooked: &Path) -> String {
+    let given = format!("ebpf-prof diff: {} → {}", base.display(), hooked.display());
+    let name = |path: &Path| {
+        path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let (base_name, hooked_name) = (name(base), name(hooked));
+    match given.chars().count() > crate::flame::TITLE_CHARS && base_name != hooked_name {
+        true => format!("ebpf-prof diff: {base_name} → {hooked_name}"),
+        false => given,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_default_title_names_the_files() {
+        let short = default_title(Path::new("a.data"), Path::new("b.data"));
+        assert_eq!(short, "ebpf-prof diff: a.data → b.data");
+        let deep = "/var/tmp/profiles/of/the/cluster/node-17/before-the-change";
+        let long = default_title(
+            &Path::new(deep).join("base.data"),
+            &Path::new(deep).join("hooked.data"),
+        );
+        assert_eq!(long, "ebpf-prof diff: base.data → hooked.data");
+        let same = default_title(
+            &Path::new(deep).join("perf.data"),
+            &Path::new("/var/tmp/profiles/of/the/cluster/node-17/after").join("perf.data"),
+        );
+        assert!(same.contains("before-the-change"), "{same}");
     }
 }

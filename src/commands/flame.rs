@@ -4,7 +4,7 @@
 
 use crate::error::usage;
 use crate::flame::export::{self, Format};
-use crate::flame::{render, FlameOptions, LEGEND};
+use crate::flame::{list_within, render, FlameOptions, LEGEND, SUBTITLE_CHARS};
 use crate::out::say;
 use crate::perf::PerfChoice;
 use crate::profile::stacks::Stacks;
@@ -115,8 +115,7 @@ fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>
 }
 
 fn flame_options(opts: &FlameOptionsCli, p: &Profile) -> FlameOptions {
-    let subtitle = [
-        subtitle(p),
+    let tail = [
         opts.bpf_only
             .then(|| "BPF stacks only, from the attach point".to_string()),
         Some(LEGEND.to_string()),
@@ -125,6 +124,11 @@ fn flame_options(opts: &FlameOptionsCli, p: &Profile) -> FlameOptions {
     .flatten()
     .collect::<Vec<_>>()
     .join("; ");
+    let room = SUBTITLE_CHARS.saturating_sub(tail.chars().count() + "; ".len());
+    let subtitle = match subtitle(p, room) {
+        Some(run) => format!("{run}; {tail}"),
+        None => tail,
+    };
     FlameOptions {
         title: opts.title.clone().unwrap_or_else(|| match &p.record {
             Some(r) => r.title(),
@@ -139,19 +143,17 @@ fn flame_options(opts: &FlameOptionsCli, p: &Profile) -> FlameOptions {
     }
 }
 
-fn subtitle(p: &Profile) -> Option<String> {
+/// "997 Hz, CPU 1, programs: a, b, +3 more" in at most `chars` characters: the programs that
+/// fit, then how many more (a subtitle runs off the SVG's edge otherwise).
+fn subtitle(p: &Profile, chars: usize) -> Option<String> {
     let r = p.record.as_ref()?;
     let progs: Vec<&str> = r.bpf_programs.iter().map(|b| b.name.as_str()).collect();
-    Some(format!(
-        "{} Hz, CPU {}, programs: {}",
-        r.freq,
-        r.cpu,
-        if progs.is_empty() {
-            "none".into()
-        } else {
-            progs.join(", ")
-        }
-    ))
+    let head = format!("{} Hz, CPU {}, programs: ", r.freq, r.cpu);
+    let room = chars.saturating_sub(head.chars().count());
+    Some(match progs.is_empty() {
+        true => format!("{head}none"),
+        false => format!("{head}{}", list_within(&progs, room)),
+    })
 }
 
 /// `--bpf-only`: the stacks through BPF code, from their attach point.

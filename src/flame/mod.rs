@@ -6,6 +6,7 @@
 //! picture is the same every time for the same input.
 
 mod diff;
+mod diff_colour;
 pub mod export;
 pub mod lines;
 
@@ -21,9 +22,57 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
+/// The label the differential graph appends to a frame the base profile has nowhere.
+const NEW: &str = " (new)";
+
 /// The colour key, for subtitles.
-pub(crate) const LEGEND: &str =
-    "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+pub(crate) const LEGEND: &str = "blue-violet: BPF, warm: kernel, green: user space";
+
+/// The most characters of a title that stay clear of "Reset Zoom" and "Search" in a window
+/// 1000 px wide (the title is 17 px Verdana, centred; `scripts/svg-screenshots.sh` measures it).
+pub const TITLE_CHARS: usize = 72;
+/// The most characters of a subtitle (12 px Verdana) that fit across a window 1000 px wide.
+pub const SUBTITLE_CHARS: usize = 140;
+
+/// `text` cut from the right to at most `chars` characters, with "…" where it was cut.
+pub fn cut_right(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(chars.saturating_sub(1)).collect();
+    format!("{}…", kept.trim_end())
+}
+
+/// A title that fits: [`cut_right`] at [`TITLE_CHARS`].
+pub(crate) fn fit_title(title: &str) -> String {
+    cut_right(title, TITLE_CHARS)
+}
+
+/// `items` joined by ", " into at most `chars` characters: as many as fit, then "+N more".
+pub fn list_within(items: &[&str], chars: usize) -> String {
+    let mut shown = String::new();
+    for (index, item) in items.iter().enumerate() {
+        let rest = items.len() - index - 1;
+        let more = match rest {
+            0 => String::new(),
+            _ => format!(", +{rest} more"),
+        };
+        let separator = if index == 0 { "" } else { ", " };
+        let next = format!("{shown}{separator}{item}");
+        if next.chars().count() + more.chars().count() > chars {
+            let left = items.len() - index;
+            return match index {
+                0 => {
+                    let room = chars.saturating_sub(more.chars().count());
+                    format!("{}{more}", cut_right(item, room))
+                }
+                _ => format!("{shown}, +{left} more"),
+            };
+        }
+        shown = next;
+    }
+    shown
+}
 
 fn hash(text: &str) -> u32 {
     text.bytes().fold(2166136261u32, |acc, byte| {
@@ -94,8 +143,12 @@ pub fn render(stacks: &Stacks, opts: &FlameOptions, out: impl Write) -> Result<(
     });
     let mut options = Options::default();
     options.colors = Palette::Basic(BasicPalette::Hot);
-    options.title = sanitize(&opts.title).into_owned();
-    options.subtitle = opts.subtitle.as_deref().map(|s| sanitize(s).into_owned());
+    options.title = fit_title(&sanitize(&opts.title));
+    options.subtitle = opts
+        .subtitle
+        .as_deref()
+        .map(|s| cut_right(&sanitize(s), SUBTITLE_CHARS));
+    options.text_truncate_direction = flamegraph::TextTruncateDirection::Right;
     options.count_name = if opts.count_name.is_empty() {
         "samples".into()
     } else {
@@ -142,6 +195,32 @@ fn labels(stacks: &Stacks) -> Vec<Option<Label>> {
                     .unwrap_or_else(|| name.to_string()),
                 colour: shade(&name, kind),
             })
+        })
+        .collect()
+}
+
+/// What each frame of `profiles` is drawn as, by its name: the flame graph's labels, decided
+/// over all of them together so one frame is drawn alike in each (the differential graph).
+/// Names with what XML cannot hold are keyed without those characters.
+pub(crate) fn shared_labels(profiles: &[&Stacks]) -> HashMap<String, String> {
+    let mut names: Vec<(Cow<'_, str>, Kind)> = Vec::new();
+    let mut seen = HashSet::new();
+    for stacks in profiles {
+        for stack in &stacks.stacks {
+            for frame in stacks.frames_of(stack) {
+                if seen.insert(frame.name.as_str()) {
+                    names.push((sanitize(&frame.name), frame.kind));
+                }
+            }
+        }
+    }
+    let short = short_labels(names.iter().map(|(name, kind)| (name.as_ref(), *kind)));
+    names
+        .into_iter()
+        .map(|(name, _)| {
+            let label = short.get(name.as_ref()).cloned();
+            let name = name.into_owned();
+            (name.clone(), label.unwrap_or(name))
         })
         .collect()
 }

@@ -457,13 +457,34 @@ impl Report {
     }
 }
 
-/// "treat (hook.bpf.o): 3 of 48 rounds sat above the rest, +180 to +610 ns (median +240 ns):
-/// rounds 5, 17, 33 (at 0.4, 1.9, 3.3 s); kept: each moves the median of the pair differences by at most one place".
+/// Runs of rounds a `modes:` line names before it says how many more there are.
+const MODE_RUNS_SHOWN: usize = 6;
+
+/// "treat (hook.bpf.o): 3 of 48 rounds sat above the rest by +180 to +610 ns (median +240):
+/// rounds 5, 17, 33, between 0.4 and 3.3 s; kept, …". A short summary a person reads: at most
+/// [`MODE_RUNS_SHOWN`] runs of round numbers, then how many rounds in all (`--json` lists each
+/// one), and the span of their start times only when they span a tenth of a second or more.
 fn mode_sentence(m: &crate::stats::Mode, starts: &[f64]) -> String {
-    let at: Vec<String> = starts.iter().take(8).map(|t| format!("{t:.1}")).collect();
-    let more = if starts.len() > 8 { ", …" } else { "" };
+    let runs_text = crate::stats::modes::round_list(&m.rounds);
+    let runs: Vec<&str> = runs_text.split(", ").collect();
+    let listed = if runs.len() > MODE_RUNS_SHOWN {
+        format!(
+            "{}, … ({} rounds; --json lists them)",
+            runs[..MODE_RUNS_SHOWN].join(", "),
+            m.rounds.len()
+        )
+    } else {
+        runs_text.clone()
+    };
+    let first = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let last = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if last - first >= 0.1 {
+        format!(", between {first:.1} and {last:.1} s")
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {} of {} rounds sat {} the rest, {:+.0} to {:+.0} ns (median {:+.0} ns): round {} (at {}{more} s); kept: each moves the median of the pair differences by at most one place",
+        "{}: {} of {} rounds sat {} the rest by {:+.0} to {:+.0} ns (median {:+.0}): round{} {listed}{span}; kept, as each moves the median of the pair differences by at most one place",
         m.arm,
         m.rounds.len(),
         m.of,
@@ -471,8 +492,7 @@ fn mode_sentence(m: &crate::stats::Mode, starts: &[f64]) -> String {
         m.range_ns.0,
         m.range_ns.1,
         m.offset_ns,
-        crate::stats::modes::round_list(&m.rounds),
-        at.join(", ")
+        if m.rounds.len() == 1 { "" } else { "s" },
     )
 }
 
@@ -686,5 +706,39 @@ mod tests {
         );
         assert!(md.contains(&r.ended.sentence()), "{md}");
         assert!(md.ends_with(&format!("\nverdict: {}\n", r.verdict)), "{md}");
+    }
+    /// A mode of many rounds, as a long noisy run gives, reads as a short line: the first runs
+    /// of rounds, how many in all, and no start times when they all read the same.
+    #[test]
+    fn modes_line_is_a_short_summary() {
+        let rounds: Vec<usize> = (0..400).filter(|round| round % 3 == 0).collect();
+        let mode = crate::stats::Mode {
+            arm: "treat (hook.bpf.o)".into(),
+            above: true,
+            rounds: rounds.clone(),
+            of: 400,
+            offset_ns: 240.0,
+            range_ns: (180.0, 610.0),
+        };
+        let same_start = vec![0.0; rounds.len()];
+        let line = mode_sentence(&mode, &same_start);
+        assert!(line.len() < 260, "{} characters: {line}", line.len());
+        assert!(
+            line.starts_with("treat (hook.bpf.o): 134 of 400 rounds sat above the rest by +180 to +610 ns (median +240): rounds 1, 4, 7, 10, 13, 16, … (134 rounds; --json lists them); kept"),
+            "{line}"
+        );
+        assert!(
+            !line.contains(" s;"),
+            "no start times when all are 0.0 s: {line}"
+        );
+        let spread: Vec<f64> = rounds.iter().map(|&round| round as f64 * 0.05).collect();
+        let line = mode_sentence(&mode, &spread);
+        assert!(line.contains(", between 0.0 and 20.0 s; kept"), "{line}");
+        let one = crate::stats::Mode {
+            rounds: vec![4],
+            ..mode
+        };
+        let line = mode_sentence(&one, &[1.25]);
+        assert!(line.contains("(median +240): round 5; kept"), "{line}");
     }
 }

@@ -88,7 +88,7 @@ impl SweepPoint {
     }
 }
 
-/// Where the first map filled, and what the p99 delta did there.
+/// Where the first map filled, and what the p50 delta did there.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cliff {
     pub value: usize,
@@ -199,13 +199,14 @@ fn name(p: SweepParam) -> &'static str {
     }
 }
 
-/// The first point at which a map was full, with the p99 delta before and there.
+/// The first point at which a map was full, with the p50 delta before and there: the p99 of a
+/// few rounds moves with whatever else runs on the box, enough to misrank two points.
 pub fn cliff(points: &[SweepPoint]) -> Option<Cliff> {
     let i = points.iter().position(|p| !p.full_maps().is_empty())?;
     let p = &points[i];
     let map = p.full_maps()[0];
     let prev = i.checked_sub(1).map(|j| &points[j]);
-    let d99 = |pt: &SweepPoint| pt.diff(99.0).map_or(f64::NAN, |d| d.delta);
+    let d50 = |pt: &SweepPoint| pt.diff(50.0).map_or(f64::NAN, |d| d.delta);
     let mut message = format!(
         "{} filled at {}: {}",
         map.name,
@@ -214,9 +215,9 @@ pub fn cliff(points: &[SweepPoint]) -> Option<Cliff> {
     );
     if let Some(pr) = prev {
         message.push_str(&format!(
-            "; Δp99 {:+.0} ns there, {:+.0} ns at {} before it",
-            d99(p),
-            d99(pr),
+            "; Δp50 {:+.0} ns there, {:+.0} ns at {} before it",
+            d50(p),
+            d50(pr),
             pr.value
         ));
     }
@@ -327,5 +328,69 @@ mod tests {
             assert!(e.contains("is out of range"), "{bad}: {e}");
         }
         assert!("paths=100000".parse::<Sweep>().is_ok());
+    }
+
+    /// A sweep point of seeded rounds: the attached arm `shift` ns slower at every sample, and
+    /// a slow tail of `tail` ns in one sample in twenty of the attached rounds.
+    fn point(value: usize, shift: f64, tail: f64, full: bool) -> SweepPoint {
+        let mut rng = crate::stats::rng::Rng::new(value as u64);
+        let mut arm = |shift: f64, tail: f64| -> Vec<Vec<u64>> {
+            (0..12)
+                .map(|_| {
+                    (0..400)
+                        .map(|i| {
+                            let slow = if i % 20 == 0 { tail } else { 0.0 };
+                            (1000.0 + shift + slow + 100.0 * -rng.uniform().ln()) as u64
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let (base, treat) = (arm(0.0, 0.0), arm(shift, tail));
+        let comparison = crate::stats::compare(&base, &treat, &Default::default());
+        let map = MapSummary {
+            name: "verdict_cache".into(),
+            map_type: "lru_hash".into(),
+            max_entries: 1024,
+            peak: 1024,
+            full_after_round: full.then_some(1),
+            per_round: Vec::new(),
+            churn: Vec::new(),
+            message: full.then(|| "evicting".into()),
+        };
+        SweepPoint {
+            value,
+            ended: Ended {
+                reason: crate::overhead::StopReason::Rounds,
+                pairs: 12,
+                loads: 1,
+                seconds: 1.0,
+                p50_width_ns: None,
+                target_ns: None,
+                max_time_s: None,
+            },
+            comparison,
+            maps: vec![map],
+        }
+    }
+
+    /// The cliff sentence compares the p50s, which the cliff moves, not the p99s, which the
+    /// tail before it moved more.
+    #[test]
+    fn cliff_sentence_compares_p50s() {
+        let points = [
+            point(64, 50.0, 5000.0, false),
+            point(4096, 600.0, 0.0, true),
+        ];
+        let p50 = |p: &SweepPoint| p.diff(50.0).unwrap().delta;
+        assert!(p50(&points[1]) > p50(&points[0]) + 400.0);
+        assert!(points[0].diff(99.0).unwrap().delta > points[1].diff(99.0).unwrap().delta);
+        let cliff = cliff(&points).unwrap();
+        let want = format!(
+            "verdict_cache filled at 4096: evicting; Δp50 {:+.0} ns there, {:+.0} ns at 64 before it",
+            p50(&points[1]),
+            p50(&points[0])
+        );
+        assert_eq!(cliff.message, want);
     }
 }

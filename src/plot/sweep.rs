@@ -1,6 +1,8 @@
 //! The sweep's picture: latency delta (attached − baseline) against the swept value on a log
 //! axis, p50 and p99 as lines with their intervals as bands, and the points where a map
-//! filled marked — the cliff at a glance.
+//! filled marked — the cliff at a glance. The y scale is the p50's, as the cliff sentence is:
+//! a p99 of a few rounds swings with whatever else runs on the box, and scaled to its band the
+//! p50's step would look flat. The p99 is drawn clipped to the plot, and the legend says so.
 
 use super::axis::nice_step;
 use super::text::esc;
@@ -65,16 +67,7 @@ impl Frame {
 
 fn frame(plot: &SweepPlot) -> Frame {
     let xs: Vec<f64> = plot.points.iter().map(|point| point.value as f64).collect();
-    let mut ys: Vec<f64> = vec![0.0];
-    for point in &plot.points {
-        for (delta, lo, hi) in point.p50.iter().chain(point.p99.iter()) {
-            ys.extend(
-                [*lo, *hi, *delta]
-                    .into_iter()
-                    .filter(|value| value.is_finite()),
-            );
-        }
-    }
+    let ys = scaled_values(plot);
     let x_lo = xs.iter().copied().fold(f64::MAX, f64::min).max(1.0);
     let x_hi = xs.iter().copied().fold(1.0, f64::max);
     let y_lo = ys.iter().copied().fold(f64::MAX, f64::min);
@@ -86,6 +79,36 @@ fn frame(plot: &SweepPlot) -> Frame {
         y_lo: y_lo - pad,
         y_hi: y_hi + pad,
     }
+}
+
+/// The values the y scale holds: zero and every p50 delta with its interval; the p99's only
+/// when no point has a p50.
+fn scaled_values(plot: &SweepPlot) -> Vec<f64> {
+    let has_p50 = plot.points.iter().any(|point| point.p50.is_some());
+    let mut ys: Vec<f64> = vec![0.0];
+    for point in &plot.points {
+        let scaled = if has_p50 { point.p50 } else { point.p99 };
+        if let Some((delta, lo, hi)) = scaled {
+            ys.extend(
+                [lo, hi, delta]
+                    .into_iter()
+                    .filter(|value| value.is_finite()),
+            );
+        }
+    }
+    ys
+}
+
+/// Whether any of the p99's line or band leaves the y scale.
+fn p99_clipped(plot: &SweepPlot, frame: &Frame) -> bool {
+    plot.points
+        .iter()
+        .filter_map(|point| point.p99)
+        .any(|(delta, lo, hi)| {
+            [delta, lo, hi]
+                .iter()
+                .any(|v| *v < frame.y_lo || *v > frame.y_hi)
+        })
 }
 
 /// One point of a series, in pixels: where it is on the x axis, its delta, and its
@@ -132,6 +155,7 @@ fn series(
                 .map(|point| format!("{:.1},{:.1}", point.x, point.low)),
         )
         .collect();
+    let _ = writeln!(out, r#"<g clip-path="url(#plot-area)">"#);
     let _ = writeln!(
         out,
         r#"<polygon points="{}" fill="{colour}" fill-opacity="0.18" stroke="none"/>"#,
@@ -153,6 +177,7 @@ fn series(
             point.x, point.delta
         );
     }
+    let _ = writeln!(out, "</g>");
 }
 
 fn axes(plot: &SweepPlot, frame: &Frame, out: &mut String) {
@@ -211,19 +236,35 @@ fn axes(plot: &SweepPlot, frame: &Frame, out: &mut String) {
     );
 }
 
+/// Rows of cliff labels below the top of the plot before they start again from the top.
+const LABEL_ROWS: usize = 6;
+
+/// A dashed line at each point where a map is full, and a label where a map is full for the
+/// first time, each label on a row of its own so that no two overlap.
 fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
+    let mut labelled: Vec<&str> = Vec::new();
+    let mut row = 0;
     for point in plot
         .points
         .iter()
         .filter(|point| !point.full_maps.is_empty())
     {
         let at = frame.px(point.value as f64);
-        let names = point.full_maps.join(", ");
         let _ = writeln!(
             out,
             r##"<line x1="{at:.1}" y1="{T}" x2="{at:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="6,4"/>"##,
             H - B
         );
+        let newly: Vec<&str> = point
+            .full_maps
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !labelled.contains(name))
+            .collect();
+        if newly.is_empty() {
+            continue;
+        }
+        labelled.extend(&newly);
         let (tx, anchor) = if at > W - R - 160.0 {
             (at - 4.0, "end")
         } else {
@@ -232,9 +273,10 @@ fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
         let _ = writeln!(
             out,
             r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" text-anchor="{anchor}">{} full</text>"##,
-            T + 14.0,
-            esc(&names)
+            T + 50.0 + 16.0 * (row % LABEL_ROWS) as f64,
+            esc(&newly.join(", "))
         );
+        row += 1;
     }
 }
 
@@ -253,14 +295,24 @@ pub(crate) fn sweep_svg(plot: &SweepPlot) -> String {
         W / 2.0,
         esc(&plot.title)
     );
+    let _ = writeln!(
+        out,
+        r#"<clipPath id="plot-area"><rect x="{L}" y="{T}" width="{}" height="{}"/></clipPath>"#,
+        W - L - R,
+        H - T - B
+    );
     axes(plot, &bounds, &mut out);
     series(plot, &bounds, 50.0, COLORS[0], "p50", &mut out);
     series(plot, &bounds, 99.0, COLORS[1], "p99", &mut out);
     cliffs(plot, &bounds, &mut out);
     let conf = 100.0 * plot.confidence;
+    let p99_note = match p99_clipped(plot, &bounds) {
+        true => " (cut off: the scale is the p50's)",
+        false => "",
+    };
     let _ = writeln!(
         out,
-        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp99</text></g>"##,
+        r##"<g font-size="13"><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp50 (band: {conf:.0}% interval)</text><rect x="{:.1}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{:.1}" y="{:.1}">Δp99{p99_note}</text></g>"##,
         L + 10.0,
         T + 10.0,
         COLORS[0],

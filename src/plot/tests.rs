@@ -245,3 +245,84 @@ fn sweep_plot_is_well_formed_and_marks_the_cliff() {
         "the one palette"
     );
 }
+
+/// The y attribute of every element of `svg` whose line holds `marker`.
+fn ys_of(svg: &str, marker: &str) -> Vec<f64> {
+    svg.lines()
+        .filter(|line| line.contains(marker))
+        .filter_map(|line| {
+            let at = line.find(" y=\"")? + 4;
+            line[at..].split('"').next()?.parse().ok()
+        })
+        .collect()
+}
+
+/// Maps full at neighbouring points get labels on rows of their own, and a map that stays full
+/// is labelled once, where it filled.
+#[test]
+fn sweep_full_labels_never_overlap() {
+    let pt = |value, full: &[&str]| SweepPoint {
+        value,
+        p50: Some((100.0, 80.0, 120.0)),
+        p99: Some((300.0, 200.0, 400.0)),
+        full_maps: full.iter().map(|s| s.to_string()).collect(),
+    };
+    let plot = SweepPlot {
+        title: "t".into(),
+        param: "paths".into(),
+        confidence: 0.99,
+        points: vec![
+            pt(1000, &["verdict_cache"]),
+            pt(1100, &["verdict_cache", "path_seen"]),
+            pt(1200, &["verdict_cache", "path_seen"]),
+            pt(1300, &["verdict_cache", "path_seen", "deny_list"]),
+        ],
+    };
+    let svg = sweep_svg(&plot);
+    check_xml(&svg).unwrap();
+    assert_eq!(svg.matches("verdict_cache").count(), 1, "{svg}");
+    assert_eq!(svg.matches(" full</text>").count(), 3, "{svg}");
+    let mut rows = ys_of(&svg, " full</text>");
+    rows.sort_by(f64::total_cmp);
+    rows.dedup();
+    assert_eq!(rows.len(), 3, "each label on a row of its own: {rows:?}");
+    assert!(
+        rows.windows(2).all(|pair| pair[1] - pair[0] >= 14.0),
+        "{rows:?}"
+    );
+}
+
+/// The y scale is the p50's: a p99 twenty times larger is cut off, and the p50's step from
+/// 100 to 900 ns spans most of the plot's height instead of a sliver of it.
+#[test]
+fn sweep_scale_follows_the_p50() {
+    let pt = |value, d: f64| SweepPoint {
+        value,
+        p50: Some((d, d - 30.0, d + 30.0)),
+        p99: Some((20.0 * d, 5.0 * d, 40.0 * d)),
+        full_maps: Vec::new(),
+    };
+    let plot = SweepPlot {
+        title: "t".into(),
+        param: "paths".into(),
+        confidence: 0.99,
+        points: vec![pt(10, 100.0), pt(100, 110.0), pt(1000, 900.0)],
+    };
+    let svg = sweep_svg(&plot);
+    check_xml(&svg).unwrap();
+    let p50_line = svg
+        .lines()
+        .find(|line| line.starts_with("<polyline") && line.contains(COLORS[0]))
+        .unwrap();
+    let heights: Vec<f64> = p50_line
+        .split('"')
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .map(|pair| pair.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    let step = heights[0] - heights[2];
+    assert!(step > 0.6 * 390.0, "the p50 step spans {step:.0} px of 390");
+    assert!(svg.contains("Δp99 (cut off: the scale is the p50's)"));
+    assert!(svg.contains(r#"clip-path="url(#plot-area)""#));
+}
