@@ -25,7 +25,6 @@ use crate::signals;
 use anyhow::{Context, Result};
 use libbpf_rs::Link;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Child;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -36,9 +35,9 @@ use std::time::{Duration, Instant};
 pub enum ArmSpec {
     /// Nothing attached: the baseline.
     Detached,
-    /// A libbpf-style object, attached by its SEC() names.
-    Object(PathBuf),
-    /// The same, read into memory once and loaded from there each time.
+    /// A libbpf-style object, attached by its SEC() names: read into memory once, before the
+    /// first load, and every load of the measurement (and of its `--profile` recording) is
+    /// from those bytes, so a file swapped in at its path meanwhile is never what is loaded.
     InMemory(bpf::ObjectBytes),
     /// The user's loader, started for the round and stopped by its pid after.
     Command(Loader),
@@ -49,11 +48,12 @@ impl ArmSpec {
     pub fn label(&self) -> String {
         match self {
             ArmSpec::Detached => "detached".into(),
-            ArmSpec::Object(p) => p.file_name().map_or_else(
-                || p.display().to_string(),
-                |f| f.to_string_lossy().into_owned(),
-            ),
-            ArmSpec::InMemory(object) => object.name.clone(),
+            ArmSpec::InMemory(object) => {
+                let shown = std::path::Path::new(&object.name);
+                shown
+                    .file_name()
+                    .map_or_else(|| object.name.clone(), |f| f.to_string_lossy().into_owned())
+            }
             ArmSpec::Command(loader) => loader.label(),
         }
     }
@@ -61,7 +61,6 @@ impl ArmSpec {
     /// The object this arm loads, when it loads one itself.
     pub fn object(&self) -> Option<ObjectSource<'_>> {
         match self {
-            ArmSpec::Object(p) => Some(ObjectSource::Path(p)),
             ArmSpec::InMemory(object) => Some(object.source()),
             ArmSpec::Detached | ArmSpec::Command(_) => None,
         }
@@ -151,7 +150,6 @@ impl Arm {
     pub fn prepare(spec: &ArmSpec) -> Result<Arm> {
         match spec {
             ArmSpec::Detached => Ok(Arm::Detached),
-            ArmSpec::Object(p) => Arm::loaded(ObjectSource::Path(p)),
             ArmSpec::InMemory(object) => Arm::loaded(object.source()),
             ArmSpec::Command(loader) => Ok(Arm::Command(loader.clone())),
         }
@@ -186,6 +184,7 @@ impl Arm {
             *slot = held;
         }
         *self = fresh;
+        crate::failpoint::hit("overhead:reloaded");
         Ok(())
     }
 

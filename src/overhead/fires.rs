@@ -63,7 +63,7 @@ fn attach_points(
             continue;
         }
         match spec {
-            ArmSpec::Detached | ArmSpec::Object(_) | ArmSpec::InMemory(_) => {}
+            ArmSpec::Detached | ArmSpec::InMemory(_) => {}
             // Its points are needed to choose the operation, or the unrelated one of
             // --side-cost; a loader is slow to start, so not otherwise.
             ArmSpec::Command(_)

@@ -324,26 +324,22 @@ impl Subject {
             Subject::AaLoad(_) => Mode::AaLoad,
         }
     }
-
-    /// The objects the arms load.
-    fn objects(&self) -> Vec<&Path> {
-        match self {
-            Subject::Load(object) | Subject::AaLoad(object) => vec![object],
-            Subject::Compare { base, treat } => vec![base, treat],
-            Subject::AttachCmd(_) | Subject::Aa => Vec::new(),
-        }
-    }
 }
 
 /// The two arms, base first, and the mode.
 fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
-    for object in o.subject.objects() {
-        crate::bpf::check_object(object)?;
-    }
-    let spec = |object: &PathBuf| ArmSpec::Object(object.clone());
+    // Each object is read once, here, through the opener every object path goes through (no
+    // FIFO, no device); every load of the measurement is from these bytes.
+    let spec = |object: &PathBuf| -> Result<ArmSpec> {
+        let bytes = crate::input::read_whole(object, crate::input::Role::BpfObject)?;
+        Ok(ArmSpec::InMemory(crate::bpf::ObjectBytes {
+            name: object.display().to_string(),
+            bytes: bytes.into(),
+        }))
+    };
     let (base, treat) = match &o.subject {
-        Subject::Load(object) => (ArmSpec::Detached, spec(object)),
-        Subject::Compare { base, treat } => (spec(base), spec(treat)),
+        Subject::Load(object) => (ArmSpec::Detached, spec(object)?),
+        Subject::Compare { base, treat } => (spec(base)?, spec(treat)?),
         Subject::AttachCmd(command_line) => {
             let argv = shlex::split(command_line)
                 .filter(|words| !words.is_empty())
@@ -359,7 +355,10 @@ fn arms(o: &OverheadOptions) -> Result<(ArmSpec, ArmSpec, Mode)> {
             (ArmSpec::Detached, ArmSpec::Command(loader))
         }
         Subject::Aa => (ArmSpec::Detached, ArmSpec::Detached),
-        Subject::AaLoad(object) => (spec(object), spec(object)),
+        Subject::AaLoad(object) => {
+            let both = spec(object)?;
+            (both.clone(), both)
+        }
     };
     Ok((base, treat, o.subject.mode()))
 }

@@ -21,7 +21,6 @@ pub fn record_arms(dir: &OutputDir, arms: [(&str, &ArmSpec); 2], bench: &BenchRu
     let bench = &bench.with_iterations(PROFILE_ITERATIONS);
     for (name, spec) in arms {
         let load = match spec {
-            ArmSpec::Object(p) => Load::Object(p.clone()),
             ArmSpec::InMemory(object) => Load::InMemory(object.clone()),
             ArmSpec::Detached | ArmSpec::Command(_) => Load::Nothing,
         };

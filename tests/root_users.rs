@@ -1,0 +1,84 @@
+//! Root against another user, round four: files swapped in at a path root already read or
+//! checked (the object `overhead` loads, the directory `record -o` writes into, the kallsyms
+//! sidecar), perf options that would move its output, pinned maps shared with whoever pinned
+//! the name first, debug files planted in the current directory, and names that carry terminal
+//! escapes. Races are won by a deterministic failpoint (`stop:NAME`), as an inotify watcher
+//! would win them. Root only (a failure under CI=true, a skip elsewhere).
+
+mod common;
+use common::runs::*;
+use common::*;
+use std::collections::BTreeSet;
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The run started with `failpoint`, stdout dropped, stderr piped.
+fn spawn_with(mut c: std::process::Command, failpoint: &str) -> Child {
+    c.env("EBPF_PROF_FAILPOINT", failpoint)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// As [`finish`], continuing the run each time a `stop:` failpoint met again stops it.
+fn finish_continuing(mut c: Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while c.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end in time");
+        kill(c.id(), libc::SIGCONT);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(c)
+}
+
+/// The tags of the BPF programs `pid` holds open, read from its fds' `prog_tag:` lines.
+fn program_tags(pid: u32) -> BTreeSet<String> {
+    let mut tags = BTreeSet::new();
+    let fdinfo = format!("/proc/{pid}/fdinfo");
+    for entry in std::fs::read_dir(fdinfo).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let tag = text.lines().find_map(|l| l.strip_prefix("prog_tag:"));
+        tags.extend(tag.map(|t| t.trim().to_string()));
+    }
+    tags
+}
+
+/// `overhead --load` reads the object once: another object renamed over the file after the
+/// first reload (a failpoint stops the run there) is not what the next loads load — the
+/// programs held after the second reload have the tags of the first.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn overhead_loads_every_generation_from_the_bytes_read_at_the_start() {
+    if !need_root("overhead_loads_every_generation_from_the_bytes_read_at_the_start") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let args = ["overhead", "--load", "hook.bpf.o", "--loads", "3"];
+    let mut c = ebpf_prof(&args, d.path());
+    c.args(["--max-time", "2s", "-n", "1000"]);
+    let child = spawn_with(c, "stop:overhead:reloaded");
+    let pid = child.id();
+    wait_stopped(pid);
+    let _resume = Resume(pid);
+    let first = program_tags(pid);
+    assert!(!first.is_empty(), "no program held after the first reload");
+    let other = d.path().join("other.bpf.o");
+    std::fs::write(&other, ebpf_prof::bpf::HOOK_LOOKUPS_A).unwrap();
+    std::fs::rename(&other, d.path().join("hook.bpf.o")).unwrap();
+    kill(pid, libc::SIGCONT);
+    std::thread::sleep(Duration::from_millis(50));
+    wait_stopped(pid);
+    let second = program_tags(pid);
+    assert_eq!(first, second, "the file swapped in was loaded");
+    let (code, err) = finish_continuing(child);
+    assert_eq!(code, Some(0), "{err}");
+}
