@@ -38,9 +38,11 @@ pub enum Fires {
     Outside(String),
     /// Nowhere the loops go, and why.
     Nowhere(String),
-    /// No attach target (a tail-call target, or attached by its loader): runs when what calls
-    /// it runs.
+    /// No attach target in its section (a tail-call target): runs when what calls it runs.
     Unattached,
+    /// A loaded program that nothing attaches (no link, perf event or cgroup holds it): no
+    /// event runs it, as syscount's `sys_enter` when not asked for latencies.
+    AttachedNowhere,
 }
 
 impl Fires {
@@ -51,6 +53,11 @@ impl Fires {
             Fires::Every => true,
             _ => false,
         }
+    }
+
+    /// Whether it names a point at all (not a tail-call target, not attached nowhere).
+    pub fn has_point(&self) -> bool {
+        !matches!(self, Fires::Unattached | Fires::AttachedNowhere)
     }
 }
 
@@ -79,7 +86,7 @@ pub struct Chosen {
 impl Chosen {
     /// Whether `op` fires none of the programs that have an attach point of their own.
     pub fn fires_nothing(&self) -> bool {
-        self.fired.is_empty() && self.programs.iter().any(|p| p.fires != Fires::Unattached)
+        self.fired.is_empty() && self.programs.iter().any(|p| p.fires.has_point())
     }
 
     /// The line to say at the start: why, a warning when the `--op` given fires nothing.
@@ -113,6 +120,9 @@ pub fn refuse_op_with_own_bench(
 
 /// Where `point` (a section name or a link's description) is reached.
 pub fn fires(point: &str) -> Fires {
+    if point.trim().is_empty() {
+        return Fires::AttachedNowhere;
+    }
     let (kind, target) = split(point);
     if target.is_empty() && is_tracing_kind(kind) {
         return Fires::Unattached;
@@ -334,18 +344,40 @@ pub fn given(op: Operation, by: OpChoice, programs: Vec<ProgramReach>) -> Chosen
     chosen
 }
 
-/// The sentence for a choice.
+/// The sentence for a choice, with the programs attached nowhere said at its end.
 fn why(c: &Chosen) -> String {
-    let attached: Vec<&ProgramReach> = c
+    let nowhere: Vec<&str> = c
         .programs
         .iter()
-        .filter(|p| p.fires != Fires::Unattached)
+        .filter(|p| p.fires == Fires::AttachedNowhere)
+        .map(|p| p.program.as_str())
         .collect();
+    let mut sentence = why_attached(c);
+    if !nowhere.is_empty() {
+        sentence.push_str(&format!(
+            "; {} loaded, attached nowhere (no operation can run {})",
+            nowhere.join(", "),
+            match nowhere.len() {
+                1 => "it",
+                _ => "them",
+            }
+        ));
+    }
+    sentence
+}
+
+/// The sentence for the programs that have an attach point.
+fn why_attached(c: &Chosen) -> String {
+    let attached: Vec<&ProgramReach> = c.programs.iter().filter(|p| p.fires.has_point()).collect();
     if attached.is_empty() {
-        return format!(
-            "--op {}: no program of the object names an attach point",
-            c.op
-        );
+        let tail_call_targets = c.programs.iter().any(|p| p.fires == Fires::Unattached);
+        return match tail_call_targets {
+            true => format!(
+                "--op {}: no program of the object names an attach point",
+                c.op
+            ),
+            false => format!("--op {}: no program is attached anywhere", c.op),
+        };
     }
     if c.fires_nothing() {
         return match (c.by, firing_op(&c.programs)) {
@@ -556,5 +588,78 @@ mod tests {
             "{}",
             given_wrong.why
         );
+    }
+
+    /// The sentence of every kind of choice, word for word.
+    #[test]
+    fn the_wording_of_every_choice() {
+        use Operation::*;
+        let auto = |list: &[(&str, &str)]| choose(&programs(list)).why;
+        // Auto, one program fired.
+        assert_eq!(
+            auto(&[("sys_enter_opena…", "tracepoint sys_enter_openat")]),
+            "--op auto chose openat: openat fires sys_enter_opena… (tracepoint sys_enter_openat) inside each timed call"
+        );
+        // Auto, a fork tracepoint read from a perf event.
+        let fork = choose(&programs(&[(
+            "sched_process_f…",
+            "tracepoint sched_process_fork",
+        )]));
+        assert_eq!(fork.op, Fork);
+        assert_eq!(
+            fork.why,
+            "--op auto chose fork: clone fires sched_process_f… (tracepoint sched_process_fork) inside each timed call"
+        );
+        // Auto, with a program loaded and attached nowhere (syscount without -L).
+        assert_eq!(
+            auto(&[("sys_exit", "tracepoint sys_exit"), ("sys_enter", "")]),
+            "--op auto chose openat: openat fires sys_exit (tracepoint sys_exit) inside each timed call; sys_enter loaded, attached nowhere (no operation can run it)"
+        );
+        // Auto, every program attached nowhere.
+        assert_eq!(
+            auto(&[("a", ""), ("b", "")]),
+            "--op openat: no program is attached anywhere; a, b loaded, attached nowhere (no operation can run them)"
+        );
+        // Auto, only tail-call targets.
+        assert_eq!(
+            auto(&[("target", "tracepoint")]),
+            "--op openat: no program of the object names an attach point"
+        );
+    }
+
+    /// The sentence of every kind of `--op` given, word for word.
+    #[test]
+    fn the_wording_of_every_given_op() {
+        use Operation::*;
+        let auto = |list: &[(&str, &str)]| choose(&programs(list)).why;
+        // Given, and it fires the program.
+        let exec = given(
+            Exec,
+            OpChoice::Given,
+            choose(&programs(&[("x", "tracepoint sys_enter_execve")])).programs,
+        );
+        assert_eq!(
+            exec.why,
+            "--op exec: execve fires x (tracepoint sys_enter_execve) inside each timed call"
+        );
+        // Given, fires none, another does.
+        let wrong = given(
+            Stat,
+            OpChoice::Given,
+            choose(&programs(&[("x", "tracepoint sys_enter_execve")])).programs,
+        );
+        assert_eq!(
+            wrong.line(),
+            "warning: --op stat fires none of x (tracepoint sys_enter_execve); --op exec-missing does: timing stat as asked, the programs will not run inside it"
+        );
+        // No operation fires it: the reason is one clause, never an empty kind.
+        let vhangup = auto(&[("v", "tracepoint sys_enter_vhangup")]);
+        assert!(
+            vhangup.starts_with("no operation fires v (tracepoint sys_enter_vhangup: no operation times vhangup(2)) inside its timed span"),
+            "{vhangup}"
+        );
+        for garbled in ["(: ", "a  program", "()"] {
+            assert!(!vhangup.contains(garbled), "{vhangup}");
+        }
     }
 }

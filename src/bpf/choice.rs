@@ -1,5 +1,6 @@
 //! The operation to time for a hook: its programs' attach points read from the object's ELF
-//! sections (without loading it), or from the kernel's links for programs someone else loaded,
+//! sections (without loading it), or from where the kernel has them attached (links, perf
+//! events, cgroups) for programs someone else loaded,
 //! then `bench::choose`.
 
 use super::{inventory, loader, ObjectSource};
@@ -40,13 +41,26 @@ pub fn for_object(
     Ok(for_points(&points, op, by, path))
 }
 
-/// The attach points of the loaded programs `ids`, as the kernel's links describe them (a
-/// program no link describes has none: it is taken as attached by its loader).
+/// The attach points of the loaded programs `ids`, one pair per point, as
+/// [`super::attachments`] finds them; a program attached nowhere has one pair with an empty
+/// point (`bench::choose` reads it as attached nowhere).
 pub fn loaded_points(ids: &[u32]) -> anyhow::Result<Vec<(String, String)>> {
     let all = inventory::programs(&[], false)?;
     Ok(all
         .into_iter()
         .filter(|p| ids.contains(&p.id))
-        .map(|p| (p.name, p.attach.unwrap_or_default()))
+        .flat_map(|p| points_of_program(&p))
         .collect())
+}
+
+/// (name, point) for each point of `program`; (name, "") when it has none.
+fn points_of_program(program: &inventory::Program) -> Vec<(String, String)> {
+    match program.attach_points.is_empty() {
+        true => vec![(program.name.clone(), String::new())],
+        false => program
+            .attach_points
+            .iter()
+            .map(|point| (program.name.clone(), point.clone()))
+            .collect(),
+    }
 }

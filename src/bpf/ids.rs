@@ -282,6 +282,19 @@ pub(crate) fn full_name(fd: BorrowedFd<'_>, info: &libbpf_sys::bpf_prog_info) ->
     super::btf::kernel_func_name(answer.btf_id, func[0].type_id)
 }
 
+/// The longest name the kernel keeps for a program (`BPF_OBJ_NAME_LEN` less its NUL).
+pub(crate) const KERNEL_NAME_MAX: usize = 15;
+
+/// The kernel's copy of a name as shown when there is no BTF to give the whole one: with a
+/// trailing `…` when it fills the kernel's 15 bytes, so a reader knows it may be cut
+/// (`sys_enter_opena…`).
+pub fn marked_if_cut(kernel_name: &str) -> String {
+    match kernel_name.len() >= KERNEL_NAME_MAX {
+        true => format!("{kernel_name}…"),
+        false => kernel_name.to_string(),
+    }
+}
+
 /// `bpf_map_get_info_by_fd`.
 pub(crate) fn map_info(fd: BorrowedFd<'_>) -> anyhow::Result<libbpf_sys::bpf_map_info> {
     let mut info = libbpf_sys::bpf_map_info::default();
@@ -360,6 +373,13 @@ mod tests {
             hex_tag(&[0x13, 0x07, 0xad, 0xe3, 0, 1, 0xa1, 0x09]),
             "1307ade30001a109"
         );
+    }
+
+    #[test]
+    fn a_name_that_fills_the_kernels_bytes_is_marked_cut() {
+        assert_eq!(marked_if_cut("sys_enter_opena"), "sys_enter_opena…");
+        assert_eq!(marked_if_cut("handle_exec"), "handle_exec");
+        assert_eq!(marked_if_cut(""), "");
     }
 
     #[test]

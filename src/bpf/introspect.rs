@@ -66,7 +66,7 @@ pub fn loaded_programs() -> anyhow::Result<Vec<LoadedProgram>> {
 }
 
 /// Program `id`'s full name from its BTF (see [`ids::full_name`]); `None` when it is gone or
-/// has no BTF.
+/// has no BTF (show the kernel's name through [`ids::marked_if_cut`] then).
 pub fn full_name(id: u32) -> Option<String> {
     let fd = ids::open_prog(id).ok()??;
     let info = ids::prog_info(fd.as_fd(), false).ok()?;

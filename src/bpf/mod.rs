@@ -10,6 +10,7 @@
 //! [`program_stats`]), what is loaded ([`loaded_programs`], [`wait_for_new_programs`]) and how
 //! full maps are ([`map_pressure`]).
 
+pub mod attachments;
 pub(crate) mod btf;
 pub mod choice;
 mod diagnose;
@@ -23,6 +24,7 @@ mod runstats;
 
 use std::sync::OnceLock;
 
+pub use ids::marked_if_cut;
 pub use introspect::{
     full_name, links_to, loaded_program_ids, loaded_programs, wait_for_loader,
     wait_for_new_programs, LoadedProgram, LoaderState,

@@ -79,12 +79,21 @@ pub fn program_table(p: &[&InventoryProgram]) -> String {
             "  {:>6}  {:<16} {:<40} {:<16}  {}{runs}\n",
             p.id,
             p.prog_type,
-            p.attach.as_deref().unwrap_or("-"),
+            attached_words(p),
             p.tag,
             p.name
         ));
     }
     s
+}
+
+/// Where a program is attached, or that it is attached nowhere (never a bare "-").
+fn attached_words(p: &InventoryProgram) -> String {
+    match (&p.attach, &p.loaded_for) {
+        (Some(points), _) => points.clone(),
+        (None, Some(target)) => format!("({target}: attached nowhere)"),
+        (None, None) => format!("({})", crate::bpf::attachments::nowhere(&p.prog_type)),
+    }
 }
 
 #[cfg(test)]
@@ -98,7 +107,9 @@ mod tests {
             tag: "b384d88950b7bbb9".into(),
             prog_type: "tracepoint".into(),
             attach: Some("tracepoint raw_syscalls/sys_enter".into()),
-            linked: true,
+            attach_points: vec!["tracepoint raw_syscalls/sys_enter".into()],
+            attached: true,
+            loaded_for: None,
             symbol: None,
             functions: Vec::new(),
             traced_kind: true,
@@ -133,6 +144,14 @@ mod tests {
         ] {
             assert!(on.contains(part), "{part:?} in {on:?}");
         }
+        let mut nowhere = program(25557, "tail_target", None);
+        nowhere.attach = None;
+        nowhere.attached = false;
+        let t_nowhere = program_table(&[&nowhere]);
+        assert!(
+            t_nowhere.contains("(loaded, attached nowhere)"),
+            "{t_nowhere}"
+        );
         let off = line("25556");
         assert!(
             off.ends_with("sys_exit") && !off.contains("runs"),

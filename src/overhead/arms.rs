@@ -326,7 +326,12 @@ impl Engaged<'_> {
             // (opensnoop's four programs share one 15-byte kernel name).
             Engaged::Command { programs, .. } => programs
                 .iter()
-                .map(|p| (p.id, bpf::full_name(p.id).unwrap_or_else(|| p.name.clone())))
+                .map(|p| {
+                    (
+                        p.id,
+                        bpf::full_name(p.id).unwrap_or_else(|| bpf::marked_if_cut(&p.name)),
+                    )
+                })
                 .collect(),
         }
     }

@@ -114,10 +114,13 @@ pub fn check(
             "the check before measuring",
             chosen,
         );
-        // An --op given that fires none of the programs was said before (or is the point of
-        // --side-cost's second measurement).
+        // Where the attach points read and the count disagree, the count wins and is said.
+        // Otherwise an --op given that fires none of the programs was said before (or is the
+        // point of --side-cost's second measurement).
         let said = chosen.is_some_and(|c| c.by == OpChoice::Given && c.fired.is_empty());
-        if ran.inside != ran::Inside::Ran && !said {
+        if let Some(line) = ran::reconcile(chosen, &ran) {
+            say(format!("warning: {line} ({name} arm)"));
+        } else if ran.inside != ran::Inside::Ran && !said {
             say(format!(
                 "warning: in a short round with run stats on ({name} arm), {}",
                 ran.sentence
@@ -155,5 +158,7 @@ pub fn what_ran(
     if treat.is_empty() {
         return None;
     }
-    Some(ran::of(&treat, &op_name(bench, chosen), counted_by, chosen))
+    let mut ran = ran::of(&treat, &op_name(bench, chosen), counted_by, chosen);
+    ran.correction = ran::reconcile(chosen, &ran);
+    Some(ran)
 }

@@ -38,6 +38,9 @@ pub struct Ran {
     pub inside: Inside,
     /// The opening of the verdict.
     pub sentence: String,
+    /// When the attach points read said otherwise than this count: what they said, and that
+    /// the count wins (see [`reconcile`]).
+    pub correction: Option<String>,
 }
 
 /// The runs of `programs` (one arm's) per timed `op` inside the span, with the words for
@@ -78,13 +81,40 @@ pub fn of(
         counted_by,
         inside,
         sentence,
+        correction: None,
+    }
+}
+
+/// The line to say when what was read of the attach points (`chosen`) and what was measured
+/// (`ran`) disagree: the measurement wins, and the line says so. `None` when they agree, or
+/// when nothing was predicted or measured.
+pub fn reconcile(chosen: Option<&Chosen>, ran: &Ran) -> Option<String> {
+    let chosen = chosen?;
+    let runs = ran.runs_per_op?;
+    let op = &ran.op;
+    let predicted_to_fire = !chosen.fired.is_empty();
+    match (predicted_to_fire, ran.inside) {
+        (false, Inside::Ran | Inside::Partly) => Some(format!(
+            "the attach points read say {op} fires none of the programs, but {} counted {runs:.2} runs per timed {op}: the measurement wins, the programs run inside it",
+            ran.counted_by
+        )),
+        (true, Inside::NotRun) => Some(format!(
+            "the attach points read say {op} fires {}, but {} counted {runs:.2} runs per timed {op}: the measurement wins, the programs do not run inside it",
+            chosen.fired.join(", "),
+            ran.counted_by
+        )),
+        _ => None,
     }
 }
 
 impl Ran {
-    /// The verdict: these words, then the figures.
+    /// The verdict: these words, then the figures, then the correction of the attach points
+    /// read when there is one.
     pub fn verdict(&self, figures: &str) -> String {
-        format!("{}: {figures}", self.sentence)
+        match &self.correction {
+            Some(correction) => format!("{}: {figures} ({correction})", self.sentence),
+            None => format!("{}: {figures}", self.sentence),
+        }
     }
 }
 
@@ -154,6 +184,55 @@ mod tests {
             choose::OpChoice::Given,
             choose::choose(&points).programs,
         )
+    }
+
+    fn loaded_program(point: &str, op: crate::bench::Operation) -> Chosen {
+        let points = vec![("sys_enter_opena…".to_string(), point.to_string())];
+        choose::given(op, choose::OpChoice::Auto, choose::choose(&points).programs)
+    }
+
+    /// Every pairing of what the attach points say and what was measured: a line only where
+    /// they disagree, and that line takes the measurement's side.
+    #[test]
+    fn the_measurement_wins_when_the_attach_points_disagree() {
+        use crate::bench::Operation;
+        // Attach point unread: the choice says nothing fires, the round counts a run per op.
+        let unread = loaded_program("", Operation::Openat);
+        let ran_once = of(
+            &[&view(1.0, 0.0)],
+            "openat",
+            "the check before measuring",
+            Some(&unread),
+        );
+        assert_eq!(
+            reconcile(Some(&unread), &ran_once).unwrap(),
+            "the attach points read say openat fires none of the programs, but the check before measuring counted 1.00 runs per timed openat: the measurement wins, the programs run inside it"
+        );
+        // Read right and measured so: nothing to say.
+        let read = loaded_program("tracepoint sys_enter_openat", Operation::Openat);
+        let agree = of(&[&view(1.0, 0.0)], "openat", "stats rounds", Some(&read));
+        assert_eq!(reconcile(Some(&read), &agree), None);
+        // Said to fire, measured not to.
+        let idle = of(&[&view(0.0, 0.0)], "openat", "stats rounds", Some(&read));
+        assert_eq!(
+            reconcile(Some(&read), &idle).unwrap(),
+            "the attach points read say openat fires sys_enter_opena…, but stats rounds counted 0.00 runs per timed openat: the measurement wins, the programs do not run inside it"
+        );
+        // Said not to fire, measured not to: agree.
+        let fork = loaded_program("tracepoint sched_process_fork", Operation::Openat);
+        let none = of(&[&view(0.0, 0.0)], "openat", "stats rounds", Some(&fork));
+        assert_eq!(reconcile(Some(&fork), &none), None);
+        // Partly inside, said not to fire: the measurement wins.
+        let partly = of(&[&view(0.3, 0.0)], "openat", "stats rounds", Some(&fork));
+        assert!(reconcile(Some(&fork), &partly)
+            .unwrap()
+            .contains("0.30 runs per timed openat"));
+        // Nothing measured, or no choice: nothing to reconcile.
+        let mut unknown = view(2.0, 0.0);
+        unknown.outside_runs_per_iteration = None;
+        let cannot_tell = of(&[&unknown], "openat", "stats rounds", Some(&fork));
+        assert_eq!(reconcile(Some(&fork), &cannot_tell), None);
+        assert_eq!(reconcile(None, &ran_once), None);
     }
 
     #[test]

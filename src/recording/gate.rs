@@ -104,12 +104,13 @@ pub fn describe(p: &InventoryProgram) -> String {
         .symbol
         .clone()
         .unwrap_or_else(|| format!("bpf_prog_{}_{} (no symbol yet)", p.tag, p.name));
-    let attach = match (&p.attach, p.linked) {
+    let attach = match (&p.attach, &p.loaded_for) {
         (Some(a), _) => format!("attached to {a}"),
-        (None, true) => "attached (the link does not say where)".into(),
-        (None, false) => {
-            "no link attaches it (a tail-call target, or attached without a link)".into()
-        }
+        (None, Some(target)) => format!(
+            "loaded for {target}, {}",
+            crate::bpf::attachments::nowhere(&p.prog_type).trim_start_matches("loaded, ")
+        ),
+        (None, None) => crate::bpf::attachments::nowhere(&p.prog_type).to_string(),
     };
     let mut subs = p.functions.iter().skip(1).map(|f| short(f)).peekable();
     let subs = if subs.peek().is_some() {
@@ -136,7 +137,9 @@ mod tests {
             tag: format!("{id:016x}"),
             prog_type: kind.into(),
             attach: None,
-            linked: true,
+            attach_points: vec![],
+            attached: true,
+            loaded_for: None,
             symbol: Some(format!("bpf_prog_{id:016x}_{name}")),
             functions: vec![format!("bpf_prog_{id:016x}_{name}")],
             traced_kind: crate::bpf::is_traced_kind(kind),
@@ -216,8 +219,24 @@ mod tests {
             .push("bpf_prog_abb7fedfb7f3aa07_path_check_callback".into());
         let d = describe(&p);
         assert!(d.ends_with("id 10228, tracepoint, attached to tracepoint sys_enter_openat; sub-functions path_check_callback"), "{d}");
-        p.linked = false;
+        p.attached = false;
         p.attach = None;
-        assert!(describe(&p).contains("no link attaches it"));
+        assert!(
+            describe(&p).ends_with(
+                "tracepoint, loaded, attached nowhere; sub-functions path_check_callback"
+            ),
+            "{}",
+            describe(&p)
+        );
+        p.prog_type = "lsm".into();
+        p.loaded_for = Some("lsm bpf_lsm_file_open".into());
+        assert!(
+            describe(&p).contains("lsm, loaded for lsm bpf_lsm_file_open, attached nowhere"),
+            "{}",
+            describe(&p)
+        );
+        p.prog_type = "xdp".into();
+        p.loaded_for = None;
+        assert!(describe(&p).contains("netlink"), "{}", describe(&p));
     }
 }
