@@ -15,6 +15,7 @@ pub mod host;
 pub mod input;
 pub mod out;
 pub mod overhead;
+pub mod packets;
 pub mod perf;
 pub mod plot;
 pub mod profile;
