@@ -13,6 +13,7 @@ pub mod failpoint;
 pub mod flame;
 pub mod host;
 pub mod input;
+pub mod netpath;
 pub mod out;
 pub mod overhead;
 pub mod packets;

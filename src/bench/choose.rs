@@ -138,6 +138,9 @@ pub fn fires(point: &str) -> Fires {
         "ksyscall" | "kretsyscall" => syscall(target),
         "cgroup" | "cgroup_skb" | "cgroup_sock_addr" => cgroup(target),
         "sockops" | "sock_ops" => inside(|r| r.sockets.contains(&"sockops")),
+        "xdp" | "xdp.frags" => packet("xdp", point),
+        "tc" | "classifier" | "tcx" => packet(if kind == "tcx" { "tcx" } else { "tc" }, point),
+        "socket" => packet("socket", point),
         _ => Fires::Nowhere(format!(
             "a {kind} program runs outside the system calls of a benchmark (or is attached by its loader, not by its section)"
         )),
@@ -301,6 +304,15 @@ fn link_attach_type(attach: &str) -> &str {
         "CgroupSockOps" => "sockops",
         other => other,
     }
+}
+
+/// A packet program (`xdp`, `tc`, `tcx`, `socket`): the packet operations, which send through an
+/// interface and a socket the tool attaches it to.
+fn packet(kind: &str, point: &str) -> Fires {
+    named(
+        inside(|r| r.sockets.contains(&kind)),
+        format!("no operation sends packets past {point}"),
+    )
 }
 
 /// `fires`, with `why` for an empty Nowhere.
@@ -470,7 +482,7 @@ mod tests {
         let cases: &[(&str, &[Operation])] = &[
             ("tracepoint/syscalls/sys_enter_execve", &[ExecMissing, Exec]),
             ("tp/syscalls/sys_exit_newfstatat", &[Stat]),
-            ("tracepoint syscalls/sys_enter_sendto", &[Sendto]),
+            ("tracepoint syscalls/sys_enter_sendto", &[Sendto, UdpVeth]),
             ("tracepoint sys_enter_execve", &[ExecMissing, Exec]),
             ("fentry/do_open_execat", &[ExecMissing, Exec]),
             ("tracepoint/sched/sched_process_fork", &[Fork]),
@@ -484,11 +496,18 @@ mod tests {
             ("tracing vfs_unlink", &[Unlink]),
             ("kprobe/__x64_sys_accept", &[Accept]),
             ("kprobe/tcp_v4_connect", &[Connect]),
-            ("kretprobe/udp_recvmsg", &[Recvfrom]),
+            ("kretprobe/udp_recvmsg", &[Recvfrom, UdpVeth]),
             ("ksyscall/mmap", &[Mmap]),
             ("cgroup/connect4", &[Connect]),
-            ("cgroup id 7 (CgroupUdp4Sendmsg)", &[Sendto]),
-            ("cgroup/recvmsg4", &[Recvfrom]),
+            ("cgroup id 7 (CgroupUdp4Sendmsg)", &[Sendto, UdpVeth]),
+            ("cgroup/recvmsg4", &[Recvfrom, UdpVeth]),
+            ("xdp", &[UdpVeth]),
+            ("xdp.frags", &[UdpVeth]),
+            ("tc", &[UdpVeth]),
+            ("classifier", &[UdpVeth]),
+            ("tcx/ingress", &[UdpVeth]),
+            ("socket", &[UdpVeth]),
+            ("cgroup_skb/egress", &[Sendto, UdpVeth]),
             ("sockops", &[Connect]),
         ];
         for (point, want) in cases {
@@ -504,7 +523,6 @@ mod tests {
         for nowhere in [
             "tracepoint/syscalls/sys_enter_vhangup",
             "tracepoint/sched/sched_process_exec",
-            "xdp",
             "uprobe/libc.so.6:malloc",
             "lsm/bprm_committed_creds",
         ] {

@@ -17,6 +17,7 @@ mod procops;
 pub mod scratch;
 pub mod serve;
 mod sock;
+mod vethops;
 mod workers;
 pub mod workingset;
 
@@ -239,6 +240,12 @@ pub fn with_op<R>(
         OpKind::Sendto => go(netops::Sendto::new()?, untimed_only, f),
         OpKind::Recvfrom => go(netops::Recvfrom::new()?, untimed_only, f),
         OpKind::Accept => go(netops::Accept::new()?, untimed_only, f),
+        OpKind::UdpVeth(Some(netns)) => go(vethops::UdpVeth::new(netns)?, untimed_only, f),
+        OpKind::UdpVeth(None) => {
+            return Err(usage(
+                "--op udp-veth needs the private network namespace ebpf-prof makes: run it as root through ebpf-prof bench, overhead or record",
+            ))
+        }
     })
 }
 
@@ -364,7 +371,11 @@ mod tests {
 
     #[test]
     fn every_operation_runs_timed_and_without_its_timed_call() {
-        for op in Operation::ALL {
+        // The packet operations need a network namespace made as root: tests/packet.rs.
+        let plain = Operation::ALL
+            .into_iter()
+            .filter(|op| !OpKind::new(*op, PathBuf::new()).needs_netns());
+        for op in plain {
             let o = BenchOptions {
                 op: OpKind::new(op, "/etc/hostname".into()),
                 ..BenchOptions::openat("/", 400)

@@ -40,6 +40,10 @@ pub enum OpKind {
     Recvfrom,
     /// `accept` of a loopback TCP connection made before the span.
     Accept,
+    /// `sendto` of a UDP datagram through a veth pair into the private network namespace named
+    /// (`None` until one is made: the command running the bench makes it), and the `recvfrom`
+    /// there that receives it (see vethops.rs).
+    UdpVeth(Option<String>),
 }
 
 impl OpKind {
@@ -59,6 +63,7 @@ impl OpKind {
             Operation::Sendto => OpKind::Sendto,
             Operation::Recvfrom => OpKind::Recvfrom,
             Operation::Accept => OpKind::Accept,
+            Operation::UdpVeth => OpKind::UdpVeth(None),
         }
     }
 
@@ -78,6 +83,7 @@ impl OpKind {
             OpKind::Sendto => Operation::Sendto,
             OpKind::Recvfrom => Operation::Recvfrom,
             OpKind::Accept => Operation::Accept,
+            OpKind::UdpVeth(_) => Operation::UdpVeth,
         }
     }
 
@@ -89,11 +95,35 @@ impl OpKind {
         }
     }
 
+    /// The private network namespace it sends into, for the packet operations that have one.
+    pub fn netns(&self) -> Option<&str> {
+        match self {
+            OpKind::UdpVeth(netns) => netns.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether it sends packets through a private network namespace the tool makes.
+    pub fn needs_netns(&self) -> bool {
+        matches!(self, OpKind::UdpVeth(_))
+    }
+
+    /// The same operation sending into namespace `netns` (the others unchanged).
+    pub fn in_netns(&self, netns: &str) -> OpKind {
+        match self {
+            OpKind::UdpVeth(_) => OpKind::UdpVeth(Some(netns.to_string())),
+            other => other.clone(),
+        }
+    }
+
     /// The bench's arguments that choose it: `--op NAME`, and `--path P` where it takes one.
     pub fn bench_args(&self) -> Vec<OsString> {
         let mut v: Vec<OsString> = vec!["--op".into(), self.operation().name().into()];
         if let Some(p) = self.path() {
             v.extend(["--path".into(), p.as_os_str().to_owned()]);
+        }
+        if let Some(netns) = self.netns() {
+            v.extend(["--netns".into(), netns.into()]);
         }
         v
     }

@@ -94,6 +94,11 @@ pub struct BenchArgs {
     /// worker; see bench/serve.rs).
     #[arg(long, hide = true)]
     pub serve: bool,
+    /// The private network namespace (`ebpf-prof-PID-N`) a packet operation sends into, made
+    /// by the ebpf-prof run that starts this bench (`overhead`'s worker); without it,
+    /// `bench --op udp-veth` makes its own.
+    #[arg(long, hide = true, value_name = "NAME")]
+    pub netns: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -100,8 +100,13 @@ impl From<BenchArgs> for crate::bench::BenchOptions {
             OpArg::Named(o) => o,
             OpArg::Auto => Operation::Openat,
         };
+        let op = OpKind::new(op, a.path);
+        let op = match &a.netns {
+            Some(netns) => op.in_netns(netns),
+            None => op,
+        };
         crate::bench::BenchOptions {
-            op: OpKind::new(op, a.path),
+            op,
             iterations: a.iterations,
             warmup_fraction: a.warmup_fraction,
             paths: a.paths,

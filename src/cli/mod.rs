@@ -72,6 +72,17 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Remove a killed run's namespace and veth pair with the checked `ip`.
+fn remove_network(names: &crate::netpath::names::NetNames) -> Vec<String> {
+    match crate::perf::trust::program(std::ffi::OsStr::new("ip"), "ip (iproute2)") {
+        Ok(ip) => crate::netpath::remove(&ip, names),
+        Err(e) => vec![format!(
+            "cannot remove network namespace {}: {e:#}",
+            names.netns
+        )],
+    }
+}
+
 /// As root, put back what a killed earlier run left changed, and say so: only under the run
 /// lock (`locked`: this run holds it; otherwise it is taken for the recovery if free), never
 /// while another run is in progress.
@@ -88,10 +99,15 @@ pub(super) fn recover_stale(locked: bool) {
     };
     let host = crate::host::Host::live();
     let lines = crate::host::recovery::recover(&host);
-    for line in lines.into_iter().chain(crate::runfiles::pending::recover(
-        &host,
-        crate::profile::perfdata::unfinished,
-    )) {
+    let networks = crate::netpath::journal::recover(&host, &remove_network);
+    for line in lines
+        .into_iter()
+        .chain(crate::runfiles::pending::recover(
+            &host,
+            crate::profile::perfdata::unfinished,
+        ))
+        .chain(networks)
+    {
         crate::out::say(line);
     }
 }

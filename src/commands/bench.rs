@@ -5,15 +5,29 @@ use anyhow::Result;
 
 /// Run the bench and print its results (nothing is printed before the loop ends).
 pub fn run(opts: &BenchOptions) -> Result<()> {
-    // A temp working set must not outlive a Ctrl-C: catch the signal, let the loop finish (it
-    // is seconds long), clean up, then stop.
+    // A temp working set or a private network must not outlive a Ctrl-C: catch the signal,
+    // let the loop finish (it is seconds long), clean up, then stop.
     let made_files = opts.paths > 1 && opts.dir.is_none();
-    let ints = if made_files {
+    let makes_network = opts.op.needs_netns() && opts.op.netns().is_none();
+    let ints = if made_files || makes_network {
         Some(crate::signals::Interrupts::install()?)
     } else {
         None
     };
+    let network = match makes_network {
+        true => Some(crate::netpath::VethPair::create(&crate::host::Host::live())?),
+        false => None,
+    };
+    let opts = &match &network {
+        Some(pair) => BenchOptions {
+            op: opts.op.in_netns(&pair.names().netns),
+            ..opts.clone()
+        },
+        None => opts.clone(),
+    };
+    crate::failpoint::hit("bench-netns-ready");
     let rs = bench::run(opts)?;
+    drop(network);
     if let Some(i) = &ints {
         i.check()?;
     }

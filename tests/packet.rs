@@ -1,0 +1,280 @@
+//! The private network of the packet operations, against the real kernel: `bench --op
+//! udp-veth` makes a network namespace and a veth pair, times datagrams through them, and
+//! leaves neither behind, whichever way it ends: normally, on an error while making them, on a
+//! panic, on SIGTERM, and after SIGKILL or an abort (the next start removes them). Root only (a
+//! failure under CI=true, a skip elsewhere).
+
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The namespaces and interfaces (in this namespace) that process `pid` made, by name.
+fn leftovers(pid: u32) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.retain(|n| n.starts_with(&format!("ebpf-prof-{pid}-")));
+    let links = std::fs::read_dir("/sys/class/net").unwrap();
+    found.extend(
+        links
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("ep{pid}h")) || n.starts_with(&format!("ep{pid}p"))),
+    );
+    found
+}
+
+/// Wait until `pid` has made nothing that is still there (a namespace goes asynchronously).
+fn assert_nothing_left(pid: u32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !leftovers(pid).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: left {:?}",
+            leftovers(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !Path::new(&format!("/run/ebpf-prof/{pid}.netns")).exists(),
+        "{what}: the note is gone"
+    );
+}
+
+fn bench(iterations: &str, failpoint: Option<&str>, dir: &Path) -> Command {
+    let mut c = ebpf_prof(&["bench", "--op", "udp-veth", "-n", iterations], dir);
+    if let Some(f) = failpoint {
+        c.env("EBPF_PROF_FAILPOINT", f);
+    }
+    c
+}
+
+/// Start `c` and wait until it has stopped itself at its `stop:` failpoint. The caller waits for
+/// the child it gets back.
+#[allow(clippy::zombie_processes)]
+fn start_stopped(mut c: Command) -> Child {
+    let mut child = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+        let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
+        if state == Some('T') {
+            return child;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run never reached its failpoint");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: signalling a child we started.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// Run commands until one recovers what `pid` left (the recovery waits for a free run lock,
+/// which another run on the machine may hold); its stderr.
+fn recover(pid: u32, dir: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let r = run(ebpf_prof(&["bench", "-n", "10"], dir));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        if r.stderr().contains(&format!("left by ebpf-prof pid {pid}")) {
+            return r.stderr();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing recovered pid {pid}: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn udp_veth_times_datagrams_and_removes_its_network() {
+    if !need_root("udp_veth_times_datagrams_and_removes_its_network") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let child = bench("3000", None, d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let samples: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(samples.len(), 2700, "{stderr}");
+    // A send and a delivery through two network stacks take more than a microsecond, and a
+    // datagram that never arrived would show as the 200 ms receive timeout.
+    let mut sorted = samples.clone();
+    sorted.sort_unstable();
+    assert!(
+        sorted[sorted.len() / 2] > 1000,
+        "p50 {}",
+        sorted[sorted.len() / 2]
+    );
+    assert!(
+        sorted[sorted.len() / 2] < 100_000_000,
+        "datagrams were lost"
+    );
+    assert_nothing_left(pid, "a normal run");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn an_error_while_making_the_network_removes_what_was_made() {
+    if !need_root("an_error_while_making_the_network_removes_what_was_made") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // An `ip` that refuses to add an address, after the namespace and the pair exist: root's
+    // own temp directory (0700), so the tool trusts it on PATH.
+    let d = tempfile::tempdir().unwrap();
+    let fake = d.path().join("ip");
+    let real = which_ip();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *\"addr add\"*) echo 'RTNETLINK answers: refused by the test' >&2; exit 2;; esac\nexec {} \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", d.path().display(), std::env::var("PATH").unwrap());
+    let mut c = bench("100", None, d.path());
+    c.env("PATH", path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a program we ran failed: {stderr}"
+    );
+    assert!(stderr.contains("refused by the test"), "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("ebpf-prof: error"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_nothing_left(pid, "an error while making it");
+}
+
+fn which_ip() -> std::path::PathBuf {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+        .expect("iproute2's ip")
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_panic_after_making_the_network_unwinds_through_its_removal() {
+    if !need_root("a_panic_after_making_the_network_unwinds_through_its_removal") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let child = bench("100", Some("bench-netns-ready"), d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(101), "a panic: {stderr}");
+    assert!(stderr.contains("failpoint bench-netns-ready"), "{stderr}");
+    assert_nothing_left(pid, "a panic");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn sigterm_during_the_run_removes_the_network_and_exits_143() {
+    if !need_root("sigterm_during_the_run_removes_the_network_and_exits_143") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let child = start_stopped(bench("2000", Some("stop:bench-netns-ready"), d.path()));
+    let pid = child.id();
+    assert!(
+        !leftovers(pid).is_empty(),
+        "the network exists at the failpoint"
+    );
+    signal(pid, libc::SIGTERM);
+    signal(pid, libc::SIGCONT);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert_nothing_left(pid, "SIGTERM");
+}
+
+fn killed_then_recovered(failpoint: &str, sig: i32) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let child = start_stopped(bench("2000", Some(failpoint), d.path()));
+    let pid = child.id();
+    assert!(
+        Path::new(&format!("/run/ebpf-prof/{pid}.netns")).exists(),
+        "noted first"
+    );
+    signal(pid, sig);
+    signal(pid, libc::SIGCONT);
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let stderr = recover(pid, d.path());
+    assert!(stderr.contains(&format!("ebpf-prof-{pid}-0")), "{stderr}");
+    assert_nothing_left(pid, failpoint);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn sigkill_after_making_the_network_is_recovered_by_the_next_start() {
+    if !need_root("sigkill_after_making_the_network_is_recovered_by_the_next_start") {
+        return;
+    }
+    killed_then_recovered("stop:bench-netns-ready", libc::SIGKILL);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn sigkill_between_the_note_and_the_network_is_recovered_too() {
+    if !need_root("sigkill_between_the_note_and_the_network_is_recovered_too") {
+        return;
+    }
+    killed_then_recovered("stop:netns-noted", libc::SIGKILL);
+}
