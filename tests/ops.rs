@@ -230,7 +230,8 @@ fn regression_own_benchmark_runs_are_counted_per_latency_it_printed() {
 
 /// `record --load HOOK` of the built-in bench (no `--op`), then `report --json`: both runs.
 fn record_and_report(dir: &Path, hook: &str) -> (Run, Value) {
-    let a = ["record", "--load", hook, "-n", "60000", "-F", "4999"];
+    let count = iterations(60_000);
+    let a = ["record", "--load", hook, "-n", &count, "-F", "4999"];
     let r = run(ebpf_prof(&a, dir));
     assert_eq!(r.code(), Some(0), "{r:?}");
     let report = run(ebpf_prof(&["report", "--json", "perf.data"], dir));
@@ -253,7 +254,10 @@ fn record_of_the_execve_hook_times_exec_and_shows_its_frames() {
         "{r:?}"
     );
     assert!(
-        r.stderr().contains("bench -n 60000 --op exec-missing "),
+        r.stderr().contains(&format!(
+            "bench -n {} --op exec-missing ",
+            iterations(60_000)
+        )),
         "{r:?}"
     );
     let programs = v["programs"].as_array().unwrap();

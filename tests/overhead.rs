@@ -18,7 +18,8 @@ fn with_hook(dir: &Path) {
 }
 
 fn overhead(dir: &Path, extra: &[&str]) -> Run {
-    let mut a = vec!["overhead", "--rounds", "5", "-n", "20000"];
+    let count = iterations(20_000);
+    let mut a = vec!["overhead", "--rounds", "5", "-n", &count];
     a.extend_from_slice(extra);
     run(ebpf_prof(&a, dir))
 }
@@ -64,14 +65,17 @@ fn assert_the_document_holds_the_cost(v: &serde_json::Value) {
         .find(|d| d["q"] == 50.0)
         .unwrap()
         .clone();
-    assert!(
-        p50["treat"].as_f64().unwrap() > p50["base"].as_f64().unwrap(),
-        "attached p50 exceeds baseline: {p50}"
-    );
-    assert!(
-        p50["lo"].as_f64().unwrap() > 0.0,
-        "the hook's cost is clear of zero: {p50}"
-    );
+    // Under emulation a round's timings are noise: the statistics are not judged there.
+    if !emulated() {
+        assert!(
+            p50["treat"].as_f64().unwrap() > p50["base"].as_f64().unwrap(),
+            "attached p50 exceeds baseline: {p50}"
+        );
+        assert!(
+            p50["lo"].as_f64().unwrap() > 0.0,
+            "the hook's cost is clear of zero: {p50}"
+        );
+    }
     assert!(v["clock"]["read_ns"].as_f64().unwrap() > 0.0);
     let progs = v["kernel"]["programs"].as_array().unwrap();
     assert!(

@@ -80,7 +80,7 @@ impl Held {
             .all(|n| held.programs.iter().any(|(_, p)| p == n))
         {
             assert!(
-                t.elapsed() < Duration::from_secs(30),
+                t.elapsed() < patience(Duration::from_secs(30)),
                 "{tool} never loaded {names:?}: {:?}",
                 held.programs
             );

@@ -93,6 +93,50 @@ fn unsafe_is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// How many times slower than an ordinary machine this one runs syscalls:
+/// `EBPF_PROF_TEST_SLOWDOWN`, which scripts/kernels-guest.sh sets under QEMU without KVM; 1 when
+/// unset.
+pub fn slowdown() -> u64 {
+    std::env::var("EBPF_PROF_TEST_SLOWDOWN")
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok())
+        .filter(|&value| value > 0)
+        .unwrap_or(1)
+}
+
+/// Whether the tests run on an emulated machine, where timings mean nothing: statistical
+/// claims about them are not judged there, only behaviour.
+pub fn emulated() -> bool {
+    slowdown() > 1
+}
+
+/// An iteration count for `-n`: `native` on an ordinary machine, divided by the slowdown
+/// elsewhere, never below 200 so that a run still has something to profile.
+pub fn iterations(native: u64) -> String {
+    (native / slowdown()).max(200).min(native).to_string()
+}
+
+/// How long to wait for something that takes `native` on an ordinary machine: ten times as long
+/// on an emulated one (its processes start and load programs slower, not a thousand times).
+pub fn patience(native: std::time::Duration) -> std::time::Duration {
+    if emulated() {
+        native * 10
+    } else {
+        native
+    }
+}
+
+/// Whether the running kernel is `major.minor` or newer.
+pub fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found >= (major, minor)
+}
+
 /// A sysctl's value.
 pub fn sysctl(name: &str) -> String {
     std::fs::read_to_string(format!("/proc/sys/{}", name.replace('.', "/")))

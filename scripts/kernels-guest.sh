@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs inside a guest that scripts/kernels.sh booted: the host's root is shared read-only, OUT
+# is the writable output directory. Runs each test of OUT/tests.list on its own and writes
+# OUT/results ("pass|fail|skip TEST [reason]"), OUT/boot-seconds and OUT/done.
+set -u
+out=$1
+accel=${2:-tcg}
+awk '{print $1}' /proc/uptime >"$out/boot-seconds"
+uname -r >"$out/uname"
+# perf cannot write perf.data onto the 9p share: every test works in a tmpfs on /tmp. The
+# output directory is bound elsewhere first, as it may itself lie under /tmp.
+mkdir -p /run/kernels-out
+mount --bind "$out" /run/kernels-out
+out=/run/kernels-out
+# The binaries run from memory, each bound over the path the tests know it by (copied before
+# the tmpfs covers /tmp, where the stripped copies may lie).
+mkdir -p /run/kernels-bin
+mount -t tmpfs tmpfs /run/kernels-bin
+while read -r original stripped; do
+  cp "$stripped" "/run/kernels-bin/${original##*/}"
+  mount --bind "/run/kernels-bin/${original##*/}" "$original"
+done <"$out/binaries"
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+# The perf matching this kernel, where the host prepared one: put where Debian puts it, in the
+# guest's own writable layer over /usr (the host's files are not touched).
+perf_tree=$(cat "$out/perf-tree" 2>/dev/null || echo none)
+if [ "$perf_tree" != none ]; then
+  cp -a "$perf_tree/usr/." /usr/
+  ldconfig
+fi
+mkdir -p /tmp/home
+export HOME=/tmp/home TMPDIR=/tmp EBPF_PROF_ROOT_TESTS=1
+# Under TCG a syscall costs about 1000 times more: the tests shrink their iteration counts.
+[ "$accel" = tcg ] && export EBPF_PROF_TEST_SLOWDOWN=100
+: >"$out/results"
+# Which perf doctor and record choose: the placed version-matched one, else the host's, with the
+# mismatch warning exactly when its major.minor differs from the kernel's.
+perf_check() {
+  local kernel want doctor log=$out/version-matched-perf.log
+  kernel=$(uname -r | cut -d. -f1,2)
+  if [ "$perf_tree" != none ]; then
+    want=/usr/bin/$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")
+  else
+    want=$(command -v perf)
+  fi
+  doctor=$(cd /tmp && ebpf_prof doctor 2>&1)
+  echo "$doctor" >"$log"
+  local line
+  line=$(echo "$doctor" | grep -E '^(ok|warn|fail) +perf ' | head -1)
+  if ! echo "$doctor" | grep -Eq "^ok +perf choice +$want "; then
+    echo "fail version-matched-perf: doctor did not choose $want"
+  elif [ "$perf_tree" != none ] || "$want" --version | grep -q " $kernel\."; then
+    if echo "$line" | grep -q '^ok'; then
+      perf_record_check "$want" "$log"
+    else
+      echo "fail version-matched-perf: $want matches $kernel but doctor says: $line"
+    fi
+  elif echo "$line" | grep -q "^warn.*does not match"; then
+    echo "pass version-matched-perf (none runs here for $kernel: $want, mismatch warned)"
+  else
+    echo "fail version-matched-perf: no mismatch warning for $want on $kernel: $line"
+  fi
+}
+
+ebpf_prof() { "$(head -1 "$out/binaries" | cut -d' ' -f1)" "$@"; }
+
+# record with the bundled sample hook held loaded: perf is the matched one.
+perf_record_check() { # PERF LOG
+  local dir hook status=0
+  dir=$(mktemp -d)
+  (cd "$dir" && exec "$(head -1 "$out/binaries" | cut -d' ' -f1)" hook --seconds 600) >>"$2" 2>&1 &
+  hook=$!
+  for _ in $(seq 120); do
+    grep -q '_path_check_callback.*\[bpf\]' /proc/kallsyms && break
+    sleep 1
+  done
+  (cd "$dir" && ebpf_prof record -n 200 -F 999 -o perf.data) >>"$2" 2>&1 || status=$?
+  kill -INT "$hook"
+  wait "$hook"
+  if [ "$status" -eq 0 ] && grep -q "running: $1 record" "$2"; then
+    echo "pass version-matched-perf ($1 chosen by doctor and record)"
+  else
+    echo "fail version-matched-perf: record (exit $status) did not run $1"
+  fi
+  rm -rf "$dir"
+}
+
+while read -r bin test; do
+  log=$out/$test.log
+  status=0
+  (cd /tmp && timeout -k 5 900 "$bin" --exact "$test" --include-ignored --test-threads=1 \
+    --nocapture) >"$log" 2>&1 </dev/null || status=$?
+  skip=$(grep -m1 "^SKIP $test" "$log" | cut -d: -f2- | sed 's/^ *//')
+  if [ "$status" -eq 0 ] && [ -n "$skip" ]; then
+    echo "skip $test $skip" >>"$out/results"
+  elif [ "$status" -eq 0 ] && grep -q 'test result: ok. 1 passed' "$log"; then
+    echo "pass $test" >>"$out/results"
+  else
+    echo "fail $test (exit $status)" >>"$out/results"
+  fi
+  echo "kernels-guest: $(tail -1 "$out/results")"
+done <"$out/tests.list"
+perf_check >>"$out/results"
+echo "kernels-guest: $(tail -1 "$out/results")"
+touch "$out/done"
