@@ -14,7 +14,7 @@ use std::process::Command;
 const FIXTURE: &str = "fixtures/perf-data/hook-lines.data";
 
 /// What an unnamed kernel frame folds to (perf printed `[unknown]`, inferno added the module).
-const UNNAMED: &str = "[[kernel.kallsyms]]_[k]";
+const UNNAMED: &str = "[unknown]_[k]";
 
 fn fixture(suffix: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("{FIXTURE}{suffix}"))
@@ -157,6 +157,27 @@ fn a_profile_from_another_kernel_build_names_no_kernel_frame() {
     let speedscope = place.run(&["flame", "--format", "speedscope", "-o", "x.json", input]);
     let export = std::fs::read_to_string(place.path("x.json")).unwrap();
     assert!(!export.contains("__htab_map_lookup_elem"), "{speedscope:?}");
+}
+
+#[test]
+fn regression_unnamed_kernel_frames_read_unknown_in_every_output() {
+    let place = Place::new();
+    let copy = place.profile_of_build(ANOTHER_BUILD);
+    let input = copy.to_str().unwrap();
+    let folded = place.folded(&copy, &[]).stdout();
+    let flame = place.run(&["flame", input, "-o", "flame.svg"]);
+    let diff = place.run(&["diff", input, input, "-o", "diff.svg"]);
+    let svgs = ["flame.svg", "diff.svg"].map(|f| std::fs::read_to_string(place.path(f)).unwrap());
+    for (what, text) in [("folded", &folded), ("flame", &svgs[0]), ("diff", &svgs[1])] {
+        assert!(
+            !text.contains("[[kernel.kallsyms]]"),
+            "{what} shows inferno's name: {flame:?} {diff:?}"
+        );
+    }
+    assert!(folded.contains(UNNAMED), "{folded}");
+    for svg in &svgs {
+        assert!(svg.contains(">[unknown] ("), "drawn as perf prints it");
+    }
 }
 
 #[test]

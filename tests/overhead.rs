@@ -131,6 +131,50 @@ fn attached_costs_more_and_every_output_is_there() {
     assert!(!hook_loaded());
 }
 
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn regression_every_file_written_is_named_in_one_line() {
+    if !need_root("regression_every_file_written_is_named_in_one_line") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let r = run(ebpf_prof(
+        &[
+            "overhead",
+            "--aa",
+            "--rounds",
+            "4",
+            "-n",
+            "200",
+            "--plot",
+            "p.svg",
+            "--keep",
+            "kept",
+            "--export-json",
+            "r.json",
+            "--export-markdown",
+            "r.md",
+        ],
+        d.path(),
+    ));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let err = r.stderr();
+    for line in [
+        "ebpf-prof: wrote the plot (--plot) to p.svg",
+        "ebpf-prof: wrote the JSON document (--export-json) to r.json",
+        "ebpf-prof: wrote the Markdown table (--export-markdown) to r.md",
+        "ebpf-prof: kept the rounds in kept: base-1.samples … base-4.samples, treat-1.samples … treat-4.samples (one latency in ns per line) and loads.json",
+    ] {
+        assert_eq!(err.lines().filter(|l| *l == line).count(), 1, "{line}: {r:?}");
+    }
+    assert!(d.path().join("kept/treat-4.samples").is_file(), "{r:?}");
+    assert!(
+        !r.stdout().contains("wrote"),
+        "stdout holds only the table: {r:?}"
+    );
+}
+
 /// `--export-json` holds what `--json` printed; `--export-markdown` its table and verdict.
 fn assert_exports_match(dir: &Path, stdout: &str, v: &serde_json::Value) {
     let json = std::fs::read_to_string(dir.join("export.json")).unwrap();

@@ -218,6 +218,48 @@ fn every_subcommand_has_a_section_in_docs_commands() {
     );
 }
 
+/// The packages `scripts/install-deps.sh` installs: the first word of each `need` line (perf's
+/// package, named by a function there, as `perf`).
+fn packages_the_script_installs() -> Vec<String> {
+    read("scripts/install-deps.sh")
+        .lines()
+        .filter_map(|line| line.strip_prefix("need "))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+        .map(|word| match word {
+            "\"$(perf_pkg)\"" => "perf".to_string(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn readme_lists_every_package_the_install_script_installs() {
+    let readme = read("README.md");
+    let start = readme
+        .find("**What the scripts install when it is missing**")
+        .expect("the README says what the scripts install");
+    let paragraph = &readme[start
+        ..readme[start..]
+            .find("\n\n")
+            .map_or(readme.len(), |end| start + end)];
+    let words: BTreeSet<&str> = paragraph
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .collect();
+    let packages = packages_the_script_installs();
+    assert!(
+        packages.len() >= 10,
+        "the script's need lines: {packages:?}"
+    );
+    let missing: Vec<&String> = packages
+        .iter()
+        .filter(|p| !words.contains(p.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's install list lacks {missing:?}: {paragraph}"
+    );
+}
+
 #[test]
 fn readme_asks_for_the_rust_version_of_cargo_toml() {
     let toml = read("Cargo.toml");

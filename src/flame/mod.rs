@@ -227,21 +227,13 @@ pub(crate) fn shared_labels(profiles: &[&Stacks]) -> HashMap<String, String> {
 
 /// Labels for BPF program frames: `bpf_prog_<tag>_<name>` drawn as `<name>` when no other
 /// program of that name (another tag) is in the profile — the 16 hex digits add nothing then,
-/// and a program's colour already says what it is. A kernel frame nobody could name is drawn
-/// as perf prints it, `[unknown]`, instead of inferno's `[[kernel.kallsyms]]`. Other frames
-/// keep their names. From and to names with what XML cannot hold dropped, each with its kind.
+/// and a program's colour already says what it is. Other frames keep their names (a kernel
+/// frame nobody could name is already `[unknown]_[k]` in the profile, drawn as `[unknown]`). From and to names with what XML cannot hold dropped, each with its kind.
 fn short_labels<'f>(frames: impl Iterator<Item = (&'f str, Kind)>) -> HashMap<String, String> {
     let mut tags: HashMap<String, HashSet<String>> = HashMap::new();
     let mut programs: HashMap<String, String> = HashMap::new();
-    let mut unnamed = HashMap::new();
     for (name, kind) in frames {
         let bare_name = bare(name);
-        if bare_name == crate::profile::frames::UNNAMED_KERNEL {
-            unnamed.insert(
-                name.to_string(),
-                name.replace(crate::profile::frames::UNNAMED_KERNEL, "[unknown]"),
-            );
-        }
         if kind != Kind::Program {
             continue;
         }
@@ -256,7 +248,6 @@ fn short_labels<'f>(frames: impl Iterator<Item = (&'f str, Kind)>) -> HashMap<St
     programs
         .into_iter()
         .filter(|(_, program)| tags.get(program).is_some_and(|t| t.len() == 1))
-        .chain(unnamed)
         .collect()
 }
 
@@ -296,10 +287,16 @@ mod tests {
             &svg[..400]
         );
         assert!(svg.contains("bpf_prog_2222222222222222_twin"));
-        let unnamed = labels_of("b;[[kernel.kallsyms]]_[k];bpf_prog_0123456789abcdef_hook 5\n");
+        let parsed = Stacks::parse("b;[[kernel.kallsyms]]_[k];bpf_prog_0123456789abcdef_hook 5\n");
+        let names: Vec<String> = parsed
+            .unwrap()
+            .to_text()
+            .lines()
+            .map(String::from)
+            .collect();
         assert_eq!(
-            unnamed.get("[[kernel.kallsyms]]_[k]").map(String::as_str),
-            Some("[unknown]_[k]"),
+            names,
+            ["b;[unknown]_[k];bpf_prog_0123456789abcdef_hook 5"],
             "an unnamed kernel frame is drawn as perf prints it"
         );
     }

@@ -212,7 +212,7 @@ impl Report {
         let json = serde_json::to_string_pretty(self)? + "\n";
         crate::out::stdout(&if o.json { json.clone() } else { self.table() })?;
         if let Some(p) = &o.export_json {
-            write_user_file(p, json.as_bytes())?;
+            write_user_file(p, EXPORT_JSON, json.as_bytes())?;
         }
         self.write_files(o, r)
     }
@@ -220,7 +220,7 @@ impl Report {
     /// Write the Markdown export and the plot, keep the rounds.
     pub fn write_files(&self, o: &OverheadOptions, r: &Rounds) -> Result<()> {
         if let Some(p) = &o.export_markdown {
-            write_user_file(p, self.markdown().as_bytes())?;
+            write_user_file(p, EXPORT_MARKDOWN, self.markdown().as_bytes())?;
         }
         if let Some(p) = &o.plot {
             self.plot(p, r)?;
@@ -453,7 +453,7 @@ impl Report {
                 legend_note: note,
             },
         );
-        write_user_file(path, svg.as_bytes())
+        write_user_file(path, PLOT, svg.as_bytes())
     }
 }
 
@@ -537,10 +537,19 @@ pub fn check_new_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What `--export-json` writes, as the line that says so names it.
+pub const EXPORT_JSON: &str = "the JSON document (--export-json)";
+/// What `--export-markdown` writes.
+pub const EXPORT_MARKDOWN: &str = "the Markdown table (--export-markdown)";
+/// What `--plot` writes.
+pub const PLOT: &str = "the plot (--plot)";
+
 /// Write a new file for the user (refusing to overwrite; complete or not at all), owned by the
-/// sudo user.
-pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::KeepWithoutForce)
+/// sudo user, and say which file, and what it holds, in one line.
+pub fn write_user_file(path: &Path, what: &str, bytes: &[u8]) -> Result<()> {
+    crate::runfiles::write_file(path, bytes, crate::runfiles::Existing::KeepWithoutForce)?;
+    crate::out::say(format!("wrote {what} to {}", path.display()));
+    Ok(())
 }
 
 /// "; p99.9 over 61 blocks of 45 pairs, each arm's rounds pooled" for the pooled quantiles.
@@ -580,7 +589,15 @@ fn keep(dir: &OutputDir, r: &Rounds) -> Result<()> {
     // Which pairs each load of the objects held, and in which order it was made: what
     // scripts/fit-load-model.py reads beside the rounds.
     let loads = serde_json::to_string_pretty(&r.loads)? + "\n";
-    dir.write("loads.json", loads.as_bytes(), Existing::Keep)
+    dir.write("loads.json", loads.as_bytes(), Existing::Keep)?;
+    let rounds = (r.base.samples.len(), r.treat.samples.len());
+    crate::out::say(format!(
+        "kept the rounds in {}: base-1.samples … base-{}.samples, treat-1.samples … treat-{}.samples (one latency in ns per line) and loads.json",
+        dir.shown().display(),
+        rounds.0,
+        rounds.1
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! has the whole `--max-time`; gates, the plot, `--keep` and `--profile` are the first's.
 
 use super::arms::ArmSpec;
-use super::output::{write_user_file, Report};
+use super::output::{write_user_file, Report, EXPORT_JSON};
 use super::{gate_exit, measure_and_report, OverheadOptions};
 use crate::bench::choose::{self, Chosen, OpChoice};
 use crate::bench::{OpKind, Operation};
@@ -145,7 +145,7 @@ fn emit(o: &OverheadOptions, doc: &SideCostReport, own_rounds: &super::Rounds) -
     };
     crate::out::stdout(if o.json { &json } else { &text })?;
     if let Some(p) = &o.export_json {
-        write_user_file(p, json.as_bytes())?;
+        write_user_file(p, EXPORT_JSON, json.as_bytes())?;
     }
     doc.own.write_files(o, own_rounds)
 }

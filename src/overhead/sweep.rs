@@ -160,14 +160,15 @@ pub fn run(
     let json = serde_json::to_string_pretty(&report)? + "\n";
     crate::out::stdout(&if o.json { json.clone() } else { table(&report) })?;
     if let Some(p) = &o.export_json {
-        super::output::write_user_file(p, json.as_bytes())?;
+        super::output::write_user_file(p, super::output::EXPORT_JSON, json.as_bytes())?;
     }
     if let Some(p) = &o.export_markdown {
-        super::output::write_user_file(p, format!("```\n{}```\n", table(&report)).as_bytes())?;
+        let markdown = format!("```\n{}```\n", table(&report));
+        super::output::write_user_file(p, super::output::EXPORT_MARKDOWN, markdown.as_bytes())?;
     }
     if let Some(p) = &o.plot {
         let svg = crate::plot::sweep_svg(&plot_of(&report));
-        super::output::write_user_file(p, svg.as_bytes())?;
+        super::output::write_user_file(p, super::output::PLOT, svg.as_bytes())?;
     }
     Ok(())
 }

@@ -38,7 +38,10 @@ pub enum Kind {
 /// The kind of a folded frame.
 pub fn kind(frame: &str) -> Kind {
     let name = bare(frame);
-    if is_bpf(name) {
+    if frame == UNNAMED_KERNEL_FOLDED || name == UNNAMED_KERNEL {
+        // Kernel text nobody could name: perf placed it in the kernel's map.
+        Kind::Kernel
+    } else if is_bpf(name) {
         if name.starts_with("bpf_prog_") {
             Kind::Program
         } else {
@@ -57,6 +60,20 @@ pub fn kind(frame: &str) -> Kind {
 /// name in brackets, `[[kernel.kallsyms]]_[k]`. It is kernel text (perf placed it in the
 /// kernel's map), unnamed because no kallsyms of the recording's kernel build was found.
 pub(crate) const UNNAMED_KERNEL: &str = "[[kernel.kallsyms]]";
+
+/// The same frame as every output of this tool writes it: as perf prints it, `[unknown]`,
+/// with the `_[k]` of kernel frames (inferno draws it as `[unknown]`, in kernel colours).
+pub(crate) const UNNAMED_KERNEL_FOLDED: &str = "[unknown]_[k]";
+
+/// A frame as the profile keeps it: inferno's unnamed kernel frame renamed
+/// [`UNNAMED_KERNEL_FOLDED`], every other frame as it is.
+pub(crate) fn canonical(frame: &str) -> std::borrow::Cow<'_, str> {
+    if bare(frame) == UNNAMED_KERNEL {
+        std::borrow::Cow::Borrowed(UNNAMED_KERNEL_FOLDED)
+    } else {
+        std::borrow::Cow::Borrowed(frame)
+    }
+}
 
 /// Whether a bare frame name is an address perf (or whoever folded) could not name.
 pub(crate) fn is_unresolved(name: &str) -> bool {
@@ -151,6 +168,9 @@ mod tests {
             Kind::Kernel,
             "kernel text, unnamed"
         );
+        assert_eq!(kind(UNNAMED_KERNEL_FOLDED), Kind::Kernel);
+        assert_eq!(canonical("[[kernel.kallsyms]]_[k]"), UNNAMED_KERNEL_FOLDED);
+        assert_eq!(canonical("do_syscall_64_[k]"), "do_syscall_64_[k]");
         assert_eq!(kind("0xffffffffc0288c18"), Kind::Unresolved);
         assert_eq!(kind("[unknown <ffffffffc0025cd2>]"), Kind::Unresolved);
         assert_eq!(kind("std::rt::lang_start"), Kind::Other);
@@ -183,6 +203,7 @@ mod tests {
         );
         assert_eq!(display("htab_map_hash_[k]"), "htab_map_hash");
         assert_eq!(display("[[kernel.kallsyms]]_[k]"), "[unknown]");
+        assert_eq!(display(UNNAMED_KERNEL_FOLDED), "[unknown]");
         assert_eq!(
             display("bpf_trampoline_6442491220"),
             "bpf_trampoline_6442491220"

@@ -67,6 +67,8 @@ pub struct Stacks {
 impl Stacks {
     /// The id of the frame named `name`, interned (and classified) on first sight.
     pub(crate) fn intern(&mut self, name: &str) -> FrameId {
+        let name = frames::canonical(name);
+        let name = name.as_ref();
         if let Some(&id) = self.index.get(name) {
             return id;
         }
@@ -108,12 +110,15 @@ impl Stacks {
         names: Vec<String>,
         stacks: impl IntoIterator<Item = (Vec<u32>, u64)>,
     ) -> Stacks {
-        let index = names
+        let table: Vec<Frame> = names
+            .into_iter()
+            .map(|name| Frame::new(frames::canonical(&name).into_owned()))
+            .collect();
+        let index = table
             .iter()
             .enumerate()
-            .map(|(at, name)| (name.clone(), FrameId(at as u32)))
+            .map(|(at, frame)| (frame.name.clone(), FrameId(at as u32)))
             .collect();
-        let table = names.into_iter().map(Frame::new).collect();
         let stacks = stacks
             .into_iter()
             .map(|(ids, count)| Stack {
