@@ -32,7 +32,7 @@ pub(crate) const LEGEND: &str = "blue-violet: BPF, warm: kernel, green: user spa
 /// 1000 px wide (the title is 17 px Verdana, centred; `scripts/svg-screenshots.sh` measures it).
 pub const TITLE_CHARS: usize = 72;
 /// The most characters of a subtitle (12 px Verdana) that fit across a window 1000 px wide.
-pub const SUBTITLE_CHARS: usize = 125;
+pub const SUBTITLE_CHARS: usize = 130;
 
 /// `text` cut from the right to at most `chars` characters, with "…" where it was cut.
 pub fn cut_right(text: &str, chars: usize) -> String {
@@ -48,7 +48,8 @@ pub(crate) fn fit_title(title: &str) -> String {
     cut_right(title, TITLE_CHARS)
 }
 
-/// `items` joined by ", " into at most `chars` characters: as many as fit, then "+N more".
+/// `items` joined by ", " into at most `chars` characters: as many as fit whole, then "+N more";
+/// only how many there are when not even the first fits.
 pub fn list_within(items: &[&str], chars: usize) -> String {
     let mut shown = String::new();
     for (index, item) in items.iter().enumerate() {
@@ -62,10 +63,7 @@ pub fn list_within(items: &[&str], chars: usize) -> String {
         if next.chars().count() + more.chars().count() > chars {
             let left = items.len() - index;
             return match index {
-                0 => {
-                    let room = chars.saturating_sub(more.chars().count());
-                    format!("{}{more}", cut_right(item, room))
-                }
+                0 => items.len().to_string(),
                 _ => format!("{shown}, +{left} more"),
             };
         }
@@ -355,6 +353,7 @@ mod tests {
             "{list}"
         );
         assert_eq!(list_within(&["a", "b"], 80), "a, b");
+        assert_eq!(list_within(&names, 12), "20");
         let mut svg = Vec::new();
         let opts = FlameOptions {
             title: "cpu-clock:k on Linux 6.18.44-fc-v1098 — ebpf-prof bench --path /etc/hostname -n 100000".into(),
