@@ -274,7 +274,7 @@ fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" text-anchor="{anchor}">{} full</text>"##,
+            r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" stroke="white" stroke-width="3" paint-order="stroke" text-anchor="{anchor}">{} full</text>"##,
             T + 50.0 + 16.0 * (row % LABEL_ROWS) as f64,
             esc(&newly.join(", "))
         );
