@@ -121,7 +121,7 @@ fn flame_subtitle_holds_the_legend_that_the_colours_follow() {
     let svg = r.stdout();
     let sub = &svg[svg.find("<text id=\"subtitle\"").expect("a subtitle")..];
     let sub = &sub[sub.find('>').unwrap() + 1..sub.find("</text>").unwrap()];
-    let legend = "blue-violet: BPF programs and glue; warm: kernel; green: user space";
+    let legend = "blue-violet: BPF, warm: kernel, green: user space";
     assert!(sub.contains(legend), "{sub}");
     let (r, g, b) = fill_of(&svg, "path_check_callback");
     assert!(

@@ -141,6 +141,77 @@ fn diff_text_and_svg() {
     assert_eq!(r.code(), Some(2), "refuses to overwrite: {r:?}");
 }
 
+/// The names of a folded file's frames, without `_[k]`.
+fn folded_names(path: &Path) -> std::collections::HashSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.rsplit_once(' '))
+        .flat_map(|(stack, _)| stack.split(';'))
+        .map(|frame| frame.trim_end_matches("_[k]").to_string())
+        .collect()
+}
+
+/// Each frame of an inferno SVG: its tooltip and its fill's `r,g,b`.
+fn svg_frames(svg: &str) -> Vec<(&str, &str)> {
+    svg.split("<g><title>")
+        .skip(1)
+        .map(|frame| {
+            let title = frame.split("</title>").next().unwrap();
+            let fill = frame.split("fill=\"rgb(").nth(1).unwrap();
+            (title, fill.split(')').next().unwrap())
+        })
+        .collect()
+}
+
+/// The differential SVG of fixtures, a folded pair and a perf.data against a folded base: frames
+/// are named as the flame graph names them, "(new)" only on frames the base has nowhere, and
+/// every frame that moved is drawn in a colour far from white.
+#[test]
+fn diff_svg_names_frames_as_the_flame_and_colours_them_readably() {
+    let base = fixture("no-bpf.folded");
+    let base_names = folded_names(&base);
+    let d = open_tempdir();
+    let svg = d.path().join("d.svg");
+    let perf_data = here().join("fixtures/perf-data/hook-lines.data");
+    for hooked in [fixture("sample-hook.folded"), perf_data] {
+        let (b, h, o) = (
+            base.to_str().unwrap(),
+            hooked.to_str().unwrap(),
+            svg.to_str().unwrap(),
+        );
+        let r = run(ebpf_prof(&["diff", b, h, "-o", o, "--force"], &here()));
+        assert_eq!(r.code(), Some(0), "{r:?}");
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(!text.contains("_[k]"), "kernel frames without _[k]");
+        assert!(!text.contains("bpf_prog_"), "programs without their tags");
+        assert!(text.contains("<title>path_check_callback (new) ("), "{h}");
+        assert!(
+            text.contains("<title>do_syscall_64 ("),
+            "a frame of both is not new"
+        );
+        let frames = svg_frames(&text);
+        let mut new = 0;
+        for (title, fill) in frames
+            .iter()
+            .filter(|(title, _)| !title.starts_with("all ("))
+        {
+            let name = &title[..title.rfind(" (").unwrap()];
+            match name.strip_suffix(" (new)") {
+                Some(bare) => {
+                    new += 1;
+                    assert!(!base_names.contains(bare), "{bare} is in the base");
+                }
+                None => assert!(base_names.contains(name), "{name} is new"),
+            }
+            let rgb: Vec<u8> = fill.split(',').map(|c| c.parse().unwrap()).collect();
+            let lowest = rgb.iter().copied().min().unwrap();
+            assert!(lowest <= 214, "{title}: rgb({fill}) is near white");
+        }
+        assert!(new > 5, "{new} of {} frames new", frames.len());
+    }
+}
+
 /// `diff --text --json` through the binary: the document (with its schema) holds
 /// the rows of the `--text` table, in its order, with the same figures.
 fn diff_json_matches_the_text(b: &str, h: &str, text: &str) {

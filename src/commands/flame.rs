@@ -117,7 +117,7 @@ fn encode(format: Format, opts: &FlameOptionsCli, p: &Profile) -> Result<Vec<u8>
 fn flame_options(opts: &FlameOptionsCli, p: &Profile) -> FlameOptions {
     let tail = [
         opts.bpf_only
-            .then(|| "BPF stacks only, from the attach point".to_string()),
+            .then(|| "BPF stacks from the attach point".to_string()),
         Some(LEGEND.to_string()),
     ]
     .into_iter()

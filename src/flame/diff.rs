@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 /// The key under the title.
-const SUBTITLE: &str = "width: hooked profile; colour: each frame's own time vs the base at equal totals: red more, blue less, deeper for more; grey: about the same";
+const SUBTITLE: &str = "width: hooked profile; own time against the base at equal totals: red more, blue less, deeper for more; grey: about the same";
 
 /// Render the differential graph of `base` → `hooked` into `out`; their stacks are written as
 /// text here, for inferno. Counts that add up past 2^64 in either are an error (inferno would

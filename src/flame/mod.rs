@@ -32,7 +32,7 @@ pub(crate) const LEGEND: &str = "blue-violet: BPF, warm: kernel, green: user spa
 /// 1000 px wide (the title is 17 px Verdana, centred; `scripts/svg-screenshots.sh` measures it).
 pub const TITLE_CHARS: usize = 72;
 /// The most characters of a subtitle (12 px Verdana) that fit across a window 1000 px wide.
-pub const SUBTITLE_CHARS: usize = 140;
+pub const SUBTITLE_CHARS: usize = 130;
 
 /// `text` cut from the right to at most `chars` characters, with "…" where it was cut.
 pub fn cut_right(text: &str, chars: usize) -> String {
@@ -48,7 +48,8 @@ pub(crate) fn fit_title(title: &str) -> String {
     cut_right(title, TITLE_CHARS)
 }
 
-/// `items` joined by ", " into at most `chars` characters: as many as fit, then "+N more".
+/// `items` joined by ", " into at most `chars` characters: as many as fit whole, then "+N more";
+/// only how many there are when not even the first fits.
 pub fn list_within(items: &[&str], chars: usize) -> String {
     let mut shown = String::new();
     for (index, item) in items.iter().enumerate() {
@@ -62,10 +63,7 @@ pub fn list_within(items: &[&str], chars: usize) -> String {
         if next.chars().count() + more.chars().count() > chars {
             let left = items.len() - index;
             return match index {
-                0 => {
-                    let room = chars.saturating_sub(more.chars().count());
-                    format!("{}{more}", cut_right(item, room))
-                }
+                0 => items.len().to_string(),
                 _ => format!("{shown}, +{left} more"),
             };
         }
@@ -330,5 +328,55 @@ mod tests {
         assert!(!svg.contains('\x1b'));
         assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(svg.contains("do_syscall_64"));
+    }
+
+    /// A label too long for its frame keeps its start ("htab_ma.."), the subtitle's list of
+    /// programs ends in "+N more" within its width, and a long title is cut before "Search".
+    #[test]
+    fn labels_are_cut_from_the_right_and_headings_fit() {
+        let folded =
+            "bench;do_syscall_64_[k];htab_map_hash_[k] 12\nbench;do_syscall_64_[k];x 200\n";
+        let programs: Vec<String> = (0..20)
+            .map(|n| format!("path_check_callback_{n}"))
+            .collect();
+        let names: Vec<&str> = programs.iter().map(String::as_str).collect();
+        let list = list_within(&names, 80);
+        assert!(
+            list.chars().count() <= 80 && list.ends_with(" more"),
+            "{list}"
+        );
+        assert!(
+            list.starts_with("path_check_callback_0, path_check_callback_1, "),
+            "{list}"
+        );
+        assert_eq!(list_within(&["a", "b"], 80), "a, b");
+        assert_eq!(list_within(&names, 12), "20");
+        let mut svg = Vec::new();
+        let opts = FlameOptions {
+            title: "cpu-clock:k on Linux 6.18.44-fc-v1098 — ebpf-prof bench --path /etc/hostname -n 100000".into(),
+            subtitle: Some(format!("programs: {}", names.join(", "))),
+            count_name: "ns".into(),
+        };
+        render(&Stacks::parse(folded).unwrap(), &opts, &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.contains("truncate_text_right = true"));
+        let heading = |id: &str| {
+            let at = svg.find(&format!("<text id=\"{id}\"")).unwrap();
+            let text = &svg[at..];
+            text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()].to_string()
+        };
+        let (title, subtitle) = (heading("title"), heading("subtitle"));
+        assert!(
+            title.chars().count() <= TITLE_CHARS && title.ends_with('…'),
+            "{title}"
+        );
+        assert!(subtitle.chars().count() <= SUBTITLE_CHARS, "{subtitle}");
+        // Inferno cuts from the right when it writes the SVG; its script cuts again as the
+        // window changes, from the side `truncate_text_right` names.
+        let cut = svg
+            .split("<text ")
+            .filter_map(|text| text.split('>').nth(1))
+            .find(|text| text.ends_with("..</text"));
+        assert!(cut.is_some_and(|text| text.starts_with("htab_")), "{cut:?}");
     }
 }

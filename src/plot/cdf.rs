@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// One distribution to draw.
 #[derive(Debug, Clone)]
-pub(crate) struct CdfSeries {
+pub struct CdfSeries {
     /// Shown in the legend (any text; escaped).
     pub label: String,
     /// Latencies in ns, any order.
@@ -24,7 +24,7 @@ pub(crate) struct CdfSeries {
 
 /// Text around the plot.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct PlotOptions {
+pub struct PlotOptions {
     /// The heading.
     pub title: String,
     /// A line under the heading, e.g. "Δp50 +212 ns [196, 228]; Δp99 +410 ns [380, 440]".
@@ -50,7 +50,7 @@ impl Prepared {
 }
 
 /// The SVG document: CDFs of `series` with p50/p99 marked, the legend, and `opts`' text.
-pub(crate) fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
+pub fn cdf_svg(series: &[CdfSeries], opts: &PlotOptions) -> String {
     let prepared = prepare(series);
     let mut out = String::new();
     let _ = write!(
@@ -338,15 +338,16 @@ fn markers(out: &mut String, panel: &Panel, series: &[Prepared]) {
     for (rank, (value, shown)) in at.iter().enumerate() {
         let dot_x = panel.px(*value);
         let dot_y = panel.py(percentile / 100.0);
-        let (lx, ly, anchor) = label_at(panel.y, rank, dot_x, dot_y);
+        let text = format!("{name} {}", fmt_duration(*value));
+        let (lx, ly, anchor) = label_at(panel, rank, (dot_x, dot_y), text.chars().count());
         let _ = writeln!(
             out,
             r##"<line x1="{dot_x:.2}" y1="{dot_y:.1}" x2="{dot_x:.2}" y2="{}" stroke="{c}" stroke-dasharray="3 3"/>
 <circle class="{name}" data-series="{i}" cx="{dot_x:.2}" cy="{dot_y:.1}" r="4.5" fill="{c}" stroke="white" stroke-width="1.5"/>
-<text x="{:.1}" y="{ly:.1}" text-anchor="{anchor}" fill="{c}" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">{name} {}</text>"##,
+<text x="{:.1}" y="{ly:.1}" text-anchor="{anchor}" fill="{c}" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             panel.bottom,
             lx,
-            esc(&fmt_duration(*value)),
+            esc(&text),
             c = shown.color,
             i = series
                 .iter()
@@ -356,14 +357,26 @@ fn markers(out: &mut String, panel: &Panel, series: &[Prepared]) {
     }
 }
 
-/// Where the value label of the `rank`-th lowest marker goes: on the CDF the lowest to the left
-/// of its dot and the others to the right; in the narrow tail panel all to the right, the lowest
-/// above its dot and the others below theirs.
-fn label_at(y_scale: YScale, rank: usize, dot_x: f64, dot_y: f64) -> (f64, f64, &'static str) {
-    match (y_scale, rank) {
-        (YScale::Cdf, 0) => (dot_x - 7.0, dot_y - 6.0, "end"),
+/// The width of a marker's label: bold 12 px text, about 7 px a character.
+const LABEL_CHAR_PX: f64 = 7.0;
+
+/// Where the value label (`chars` long) of the `rank`-th lowest marker goes: on the CDF the
+/// lowest to the left of its dot and the others to the right; in the narrow tail panel to the
+/// right, the lowest above its dot and the others below theirs. A label that would leave its
+/// panel goes on the dot's other side (the lowest on the CDF a row higher, clear of the next).
+fn label_at(panel: &Panel, rank: usize, dot: (f64, f64), chars: usize) -> (f64, f64, &'static str) {
+    let (dot_x, dot_y) = dot;
+    let width = LABEL_CHAR_PX * chars as f64;
+    let fits_right = dot_x + 7.0 + width <= panel.right;
+    let (x, y, anchor) = match (panel.y, rank) {
+        (YScale::Cdf, 0) if dot_x - 7.0 - width >= panel.left => (dot_x - 7.0, dot_y - 6.0, "end"),
+        (YScale::Cdf, 0) => (dot_x + 7.0, dot_y - 21.0, "start"),
         (YScale::Cdf, nth) => (dot_x + 7.0, dot_y - 6.0 + 15.0 * (nth - 1) as f64, "start"),
-        (YScale::Tail, 0) => (dot_x + 6.0, dot_y - 8.0, "start"),
-        (YScale::Tail, nth) => (dot_x + 6.0, dot_y + 4.0 + 15.0 * nth as f64, "start"),
+        (YScale::Tail, 0) => (dot_x + 7.0, dot_y - 8.0, "start"),
+        (YScale::Tail, nth) => (dot_x + 7.0, dot_y + 4.0 + 15.0 * nth as f64, "start"),
+    };
+    match (anchor, fits_right) {
+        ("start", false) => (dot_x - 7.0, y, "end"),
+        _ => (x, y, anchor),
     }
 }

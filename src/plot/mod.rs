@@ -9,8 +9,8 @@ pub mod sweep;
 mod tests;
 mod text;
 
-pub(crate) use cdf::{cdf_svg, CdfSeries, PlotOptions};
-pub(crate) use sweep::{sweep_svg, SweepPlot, SweepPoint};
+pub use cdf::{cdf_svg, CdfSeries, PlotOptions};
+pub use sweep::{sweep_svg, SweepPlot, SweepPoint};
 
 /// Baseline blue, attached orange, then more distinct colours (colour-blind safe order).
 pub(crate) const COLORS: [&str; 6] = [

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 /// What the sweep plot shows: one point per swept value.
 #[derive(Debug, Clone)]
-pub(crate) struct SweepPlot {
+pub struct SweepPlot {
     pub title: String,
     /// The swept parameter, for the x axis.
     pub param: String,
@@ -22,7 +22,7 @@ pub(crate) struct SweepPlot {
 
 /// One swept value: the p50 and p99 differences `(delta, lo, hi)` and the maps full there.
 #[derive(Debug, Clone)]
-pub(crate) struct SweepPoint {
+pub struct SweepPoint {
     pub value: usize,
     pub p50: Option<(f64, f64, f64)>,
     pub p99: Option<(f64, f64, f64)>,
@@ -206,9 +206,11 @@ fn axes(plot: &SweepPlot, frame: &Frame, out: &mut String) {
     let step = nice_step(((frame.y_hi - frame.y_lo) / 6.0).max(1.0));
     let mut tick = (frame.y_lo / step).ceil() * step;
     while tick <= frame.y_hi {
+        // A tick a rounding away from zero is zero, not "-0".
+        let shown = if tick.abs() < step / 2.0 { 0.0 } else { tick };
         let _ = writeln!(
             out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{tick:+.0}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{shown:+.0}</text>"##,
             L - 6.0,
             frame.py(tick) + 4.0
         );
@@ -272,7 +274,7 @@ fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" text-anchor="{anchor}">{} full</text>"##,
+            r##"<text x="{tx:.1}" y="{:.1}" font-size="12" fill="#c00" stroke="white" stroke-width="3" paint-order="stroke" text-anchor="{anchor}">{} full</text>"##,
             T + 50.0 + 16.0 * (row % LABEL_ROWS) as f64,
             esc(&newly.join(", "))
         );
@@ -281,7 +283,7 @@ fn cliffs(plot: &SweepPlot, frame: &Frame, out: &mut String) {
 }
 
 /// The sweep plot as a self-contained SVG.
-pub(crate) fn sweep_svg(plot: &SweepPlot) -> String {
+pub fn sweep_svg(plot: &SweepPlot) -> String {
     let bounds = frame(plot);
     let mut out = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>

@@ -326,3 +326,52 @@ fn sweep_scale_follows_the_p50() {
     assert!(svg.contains("Δp99 (cut off: the scale is the p50's)"));
     assert!(svg.contains(r#"clip-path="url(#plot-area)""#));
 }
+
+/// Each marker label's extent, estimated at 7 px a character: (left, right, text).
+fn marker_labels(svg: &str) -> Vec<(f64, f64, String)> {
+    svg.lines()
+        .filter(|line| line.starts_with("<text ") && line.contains("paint-order"))
+        .map(|line| {
+            let attr = |name: &str| {
+                let at = line.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+                line[at..].split('"').next().unwrap().to_string()
+            };
+            let x: f64 = attr("x").parse().unwrap();
+            let text = line[line.find('>').unwrap() + 1..line.find("</text>").unwrap()].to_string();
+            let width = 7.0 * text.chars().count() as f64;
+            match attr("text-anchor").as_str() {
+                "end" => (x - width, x, text),
+                _ => (x, x + width, text),
+            }
+        })
+        .collect()
+}
+
+/// Markers at the right edge of the tail panel and the left edge of the CDF keep their labels
+/// inside their panels (the tail panel ends at 880 px, the CDF starts at 70 px).
+#[test]
+fn marker_labels_stay_inside_their_panels() {
+    let arm = |level: u64| -> Vec<u64> {
+        (0..2000u64)
+            .map(|i| level + (i % 97) * 3 + if i % 50 == 0 { 4000 } else { 0 })
+            .collect()
+    };
+    let svg = cdf_svg(
+        &[series("base", arm(1840)), series("treat", arm(2050))],
+        &PlotOptions::default(),
+    );
+    check_xml(&svg).unwrap();
+    let labels = marker_labels(&svg);
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    for (left, right, text) in &labels {
+        let (low, high) = if text.starts_with("p99") {
+            (672.0, 880.0)
+        } else {
+            (70.0, 585.0)
+        };
+        assert!(
+            *left >= low && *right <= high,
+            "{text}: {left:.0}–{right:.0} px"
+        );
+    }
+}
