@@ -3,7 +3,8 @@
 //! sidecar), perf options that would move its output, pinned maps shared with whoever pinned
 //! the name first, debug files planted in the current directory, and names that carry terminal
 //! escapes. Races are won by a deterministic failpoint (`stop:NAME`), as an inotify watcher
-//! would win them. Root only (a failure under CI=true, a skip elsewhere).
+//! would win them. Root only (a failure under CI=true, a skip elsewhere), but for the test of
+//! escaped names, which runs as any user.
 
 mod common;
 use common::runs::*;
@@ -81,4 +82,45 @@ fn overhead_loads_every_generation_from_the_bytes_read_at_the_start() {
     assert_eq!(first, second, "the file swapped in was loaded");
     let (code, err) = finish_continuing(child);
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// A process name that carries terminal escapes (a title change, a screen clear, a C1 CSI)
+/// reaches the terminal through neither `report` nor `diff --text` nor `flame --folded`: each
+/// shows it escaped, and its `;` does not split its frame. Runs as any user: the names come
+/// from a `perf script` text as perf prints another user's process.
+#[test]
+fn names_with_terminal_escapes_are_shown_escaped_in_every_text_output() {
+    let d = tempfile::tempdir().unwrap();
+    let comm = "\x1b]0;pwn\x07\x1b[2J\u{9b}1m";
+    let mut script = String::new();
+    for (at, leaf) in [(1, "do_sys_openat2"), (2, "bpf_prog_0123456789abcdef_hook")] {
+        script.push_str(&format!(
+            "{comm} 4242 [000] {at}.000000: 1 cycles:k: \n\tffffffff81000000 {leaf}+0x0 ([kernel.kallsyms])\n\n"
+        ));
+    }
+    std::fs::write(d.path().join("evil.txt"), &script).unwrap();
+    let runs = [
+        vec!["report", "evil.txt"],
+        vec!["diff", "evil.txt", "evil.txt", "--text"],
+        vec!["flame", "evil.txt", "--folded"],
+    ];
+    for args in runs {
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{args:?}: {r:?}");
+        let out = r.stdout() + &r.stderr();
+        let obeyed = out
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t');
+        assert!(
+            !obeyed,
+            "{args:?}: a control character reached the output: {out:?}"
+        );
+        if args[0] == "flame" {
+            for line in r.stdout().lines() {
+                let (stack, _count) = line.rsplit_once(' ').unwrap();
+                assert_eq!(stack.split(';').count(), 2, "{line}");
+                assert!(stack.starts_with("\\x1b]0:pwn\\x07\\x1b[2J"), "{line}");
+            }
+        }
+    }
 }
