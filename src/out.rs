@@ -47,9 +47,44 @@ pub fn install() {
     }));
 }
 
-/// Write `text` to stdout and flush; a closed pipe is not an error.
+/// Write `text` to stdout and flush; a closed pipe is not an error. Control characters other
+/// than newline and tab are shown escaped ([`escape_controls`]): a process or file name that
+/// carries a terminal escape never reaches the terminal as one.
 pub fn stdout(text: &str) -> anyhow::Result<()> {
-    stdout_bytes(text.as_bytes())
+    stdout_bytes(escape_controls(text, Keep::Layout).as_bytes())
+}
+
+/// Which characters [`escape_controls`] leaves as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Newline and tab, the layout of a whole text.
+    Layout,
+    /// None: a name is one line, so a newline or tab in it is escaped too.
+    Nothing,
+}
+
+/// `text` with every control character (C0, DEL, C1) and every bidirectional override shown as
+/// an escape: `\xNN` below U+0080 (`\x1b` for ESC), `\u{NNNN}` above (`\u{9b}`, `\u{202e}`).
+/// A terminal then shows the name instead of obeying it; a backslash is left as it is.
+pub fn escape_controls(text: &str, keep: Keep) -> std::borrow::Cow<'_, str> {
+    let kept = |character: char| keep == Keep::Layout && matches!(character, '\n' | '\t');
+    let bidi = |character: char| matches!(character, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let escaped = |character: char| (character.is_control() || bidi(character)) && !kept(character);
+    if !text.chars().any(escaped) {
+        return text.into();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for character in text.chars() {
+        let code = u32::from(character);
+        if !escaped(character) {
+            shown.push(character);
+        } else if code < 0x80 {
+            shown.push_str(&format!("\\x{code:02x}"));
+        } else {
+            shown.push_str(&format!("\\u{{{code:x}}}"));
+        }
+    }
+    shown.into()
 }
 
 /// Write `bytes` to stdout and flush; a closed pipe is not an error, a closed stdout (`>&-`)
@@ -83,7 +118,9 @@ pub fn plain(e: &std::io::Error) -> String {
 
 /// A progress line or warning on stderr, prefixed `ebpf-prof: `; lost if stderr is closed.
 pub fn say(msg: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr().lock(), "ebpf-prof: {msg}");
+    let line = msg.to_string();
+    let line = escape_controls(&line, Keep::Layout);
+    let _ = writeln!(std::io::stderr().lock(), "ebpf-prof: {line}");
 }
 
 /// Text on stderr as it is (no prefix, no newline added); lost if stderr is closed.
@@ -135,5 +172,22 @@ mod tests {
         assert!(ok_unless_real(Err(pipe.context("writing"))).is_ok());
         let full = anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::StorageFull));
         assert!(ok_unless_real(Err(full)).is_err());
+    }
+
+    #[test]
+    fn terminal_escapes_are_shown_not_obeyed() {
+        let title = "bench\x1b]0;owned\x07\x1b[2J\u{9b}31m\u{202e}x\x7f";
+        let shown = escape_controls(title, Keep::Layout);
+        assert_eq!(
+            shown,
+            "bench\\x1b]0;owned\\x07\\x1b[2J\\u{9b}31m\\u{202e}x\\x7f"
+        );
+        assert!(!shown.chars().any(|c| c.is_control()));
+        assert_eq!(escape_controls("a\tb\nc", Keep::Layout), "a\tb\nc");
+        assert_eq!(escape_controls("a\tb\nc", Keep::Nothing), "a\\x09b\\x0ac");
+        assert!(matches!(
+            escape_controls("plain name_[k]", Keep::Nothing),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -803,7 +803,7 @@ fn record_output_through_another_users_link_is_refused_and_deletes_nothing() {
         "2000",
         "-o",
         "att/out/perf.data",
-        "--perf-arg=--no-such-option",
+        "--perf-arg=--clockid=nonsense",
     ];
     let r = run(ebpf_prof(&args, d.path()));
     assert_eq!(r.code(), Some(2), "{r:?}");

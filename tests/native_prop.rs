@@ -250,7 +250,7 @@ fn perf_file(be: bool, data: Vec<u8>, arch: Option<&str>) -> Vec<u8> {
 fn fold(bytes: Vec<u8>, kallsyms: Option<&std::path::Path>) -> Result<String, String> {
     let data = PerfData::from_bytes(bytes).map_err(|e| e.to_string())?;
     let opts = SymbolOptions {
-        kallsyms: kallsyms.map(std::path::Path::to_path_buf),
+        kallsyms: kallsyms.map(|path| std::fs::read(path).unwrap().into()),
         user_symbols: false,
         ..SymbolOptions::default()
     };

@@ -3,12 +3,14 @@
 //! sidecar), perf options that would move its output, pinned maps shared with whoever pinned
 //! the name first, debug files planted in the current directory, and names that carry terminal
 //! escapes. Races are won by a deterministic failpoint (`stop:NAME`), as an inotify watcher
-//! would win them. Root only (a failure under CI=true, a skip elsewhere).
+//! would win them. Root only (a failure under CI=true, a skip elsewhere), but for the test of
+//! escaped names, which runs as any user.
 
 mod common;
 use common::runs::*;
 use common::*;
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -81,4 +83,103 @@ fn overhead_loads_every_generation_from_the_bytes_read_at_the_start() {
     assert_eq!(first, second, "the file swapped in was loaded");
     let (code, err) = finish_continuing(child);
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// A process name that carries terminal escapes (a title change, a screen clear, a C1 CSI)
+/// reaches the terminal through neither `report` nor `diff --text` nor `flame --folded`: each
+/// shows it escaped, and its `;` does not split its frame. Runs as any user: the names come
+/// from a `perf script` text as perf prints another user's process.
+#[test]
+fn names_with_terminal_escapes_are_shown_escaped_in_every_text_output() {
+    let d = tempfile::tempdir().unwrap();
+    let comm = "\x1b]0;pwn\x07\x1b[2J\u{9b}1m";
+    let mut script = String::new();
+    for (at, leaf) in [(1, "do_sys_openat2"), (2, "bpf_prog_0123456789abcdef_hook")] {
+        script.push_str(&format!(
+            "{comm} 4242 [000] {at}.000000: 1 cycles:k: \n\tffffffff81000000 {leaf}+0x0 ([kernel.kallsyms])\n\n"
+        ));
+    }
+    std::fs::write(d.path().join("evil.txt"), &script).unwrap();
+    let runs = [
+        vec!["report", "evil.txt"],
+        vec!["diff", "evil.txt", "evil.txt", "--text"],
+        vec!["flame", "evil.txt", "--folded"],
+    ];
+    for args in runs {
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{args:?}: {r:?}");
+        let out = r.stdout() + &r.stderr();
+        let obeyed = out
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t');
+        assert!(
+            !obeyed,
+            "{args:?}: a control character reached the output: {out:?}"
+        );
+        if args[0] == "flame" {
+            for line in r.stdout().lines() {
+                let (stack, _count) = line.rsplit_once(' ').unwrap();
+                assert_eq!(stack.split(';').count(), 2, "{line}");
+                assert!(stack.starts_with("\\x1b]0:pwn\\x07\\x1b[2J"), "{line}");
+            }
+        }
+    }
+}
+
+/// Wait for a run that must end soon; kill it and fail when it does not (a hang).
+fn finish_within(mut c: Child, secs: u64) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while c.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("the run hung on the file swapped in");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(c)
+}
+
+/// The kallsyms snapshot beside a recording is read once, through the descriptor that was
+/// checked: a FIFO renamed over it after the check (the failpoint `profile:symbols-read` stops
+/// `report` there) is never opened, by the built-in reader or by perf (which is handed a
+/// private copy of the text), so the run neither hangs nor loses its kernel names.
+#[test]
+fn a_fifo_swapped_in_for_the_kallsyms_snapshot_is_never_opened() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perf-data");
+    for via_perf in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        for name in [
+            "hook-lines.data",
+            "hook-lines.data.json",
+            "hook-lines.data.kallsyms",
+        ] {
+            std::fs::copy(fixture.join(name), d.path().join(name)).unwrap();
+        }
+        let mut c = ebpf_prof(&["report", "hook-lines.data"], d.path());
+        if via_perf {
+            c.arg("--via-perf");
+        }
+        let out = std::fs::File::create(d.path().join("report.txt")).unwrap();
+        c.env("EBPF_PROF_FAILPOINT", "stop:profile:symbols-read")
+            .stdout(out)
+            .stderr(Stdio::piped());
+        let child = c.spawn().unwrap();
+        let pid = child.id();
+        wait_stopped(pid);
+        let _resume = Resume(pid);
+        let fifo = d.path().join("fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+        std::fs::rename(&fifo, d.path().join("hook-lines.data.kallsyms")).unwrap();
+        kill(pid, libc::SIGCONT);
+        let (code, err) = finish_within(child, 60);
+        assert_eq!(code, Some(0), "via perf {via_perf}: {err}");
+        let report = std::fs::read_to_string(d.path().join("report.txt")).unwrap();
+        assert!(
+            report.contains("htab_map_lookup_elem"),
+            "via perf {via_perf}: kernel frames lost their names: {report}"
+        );
+    }
 }

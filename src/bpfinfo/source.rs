@@ -5,7 +5,7 @@
 //! under `--via-perf` or where that reader does not handle the file.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -101,7 +101,7 @@ pub fn for_each_sample(
         crate::out::say(format!("warning: {note}"));
     }
     if !src.perf.via_perf {
-        match native_samples(&file, symbols.path.clone(), programs, &mut each) {
+        match native_samples(&file, symbols.text.clone(), programs, &mut each) {
             Ok(()) => return Ok(()),
             Err(why) => crate::out::say(format!(
                 "reading {} with perf script: the native reader does not handle {why}",
@@ -136,7 +136,7 @@ pub fn for_each_sample(
 /// unnamed; BPF frames from KSYMBOL records; user frames are not needed here). `Err`: why the reader cannot read this file.
 fn native_samples(
     file: &std::fs::File,
-    kallsyms: Option<PathBuf>,
+    kallsyms: Option<std::sync::Arc<[u8]>>,
     programs: BpfPrograms,
     each: &mut impl FnMut(&RawSample<'_>),
 ) -> std::result::Result<(), String> {

@@ -423,7 +423,11 @@ fn resolved_feed_aggregates_as_per_sample_feeding() {
     };
     // The fixture's own snapshot: kernel names must not come from the machine the test runs on.
     let opts = SymbolOptions {
-        kallsyms: Some(path.with_extension("data.kallsyms")),
+        kallsyms: Some(
+            std::fs::read(path.with_extension("data.kallsyms"))
+                .unwrap()
+                .into(),
+        ),
         ..SymbolOptions::default()
     };
     fold_data_observed(&data, &opts, Some(&mut observe)).unwrap();

@@ -195,7 +195,8 @@ pub struct RecordArgs {
     /// How long --all-cpus or --pid records: 30s, 2m, 500ms, or seconds.
     #[arg(long, value_name = "TIME", value_parser = Time::DAY)]
     pub duration: Option<f64>,
-    /// Extra argument for perf record (repeatable), placed before `--`.
+    /// Extra argument for perf record (repeatable), placed before `--`: one of perf 6.1's record
+    /// options or its value; none that moves or rotates perf's output.
     #[arg(long = "perf-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub perf_args: Vec<String>,
     #[command(flatten)]

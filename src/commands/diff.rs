@@ -40,10 +40,14 @@ pub fn run(opts: &DiffOptions) -> Result<()> {
     let (base, hooked) = (base?, hooked?);
     let bytes = if opts.text || opts.json {
         let d = delta::deltas(&base.stacks, &hooked.stacks);
-        match opts.json {
-            true => delta::json(&d, opts.top)?.into_bytes(),
-            false => delta::table(&d, opts.top).into_bytes(),
-        }
+        let text = match opts.json {
+            true => delta::json(&d, opts.top)?,
+            false => delta::table(&d, opts.top),
+        };
+        // The names in it are escaped already; this keeps any other text from a terminal too.
+        crate::out::escape_controls(&text, crate::out::Keep::Layout)
+            .into_owned()
+            .into_bytes()
     } else {
         let count_name = hooked.record.as_ref().map_or("samples", |r| r.count_unit());
         let title = opts

@@ -4,6 +4,7 @@
 pub mod features;
 pub mod locate;
 mod nearest;
+pub mod options;
 mod probe;
 pub mod record;
 pub mod script;

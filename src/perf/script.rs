@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,6 +38,56 @@ pub fn argv(
 
 /// The descriptor number `perf script` reads the profile from (see [`Script::start`]).
 const DATA_FD: i32 = 3;
+/// The descriptor number `perf script` reads the kallsyms snapshot from: a private copy of the
+/// text that was checked, in memory (`memfd_create`), never the user's path.
+const KALLSYMS_FD: i32 = 4;
+
+/// Between fork and exec, put the profile at fd 3 and the kallsyms copy (if any) at fd 4.
+fn place_fds(cmd: &mut Command, src: i32, symbols: Option<i32>) {
+    // SAFETY: between fork and exec only dup2 and fcntl, which are async-signal-safe; the
+    // profile ends at fd 3 and the kallsyms copy at fd 4 without FD_CLOEXEC (dup2 clears
+    // it; a descriptor already in place has it cleared by fcntl), and a failure fails the
+    // spawn. The copy is moved out of the way first when it sits at fd 3.
+    unsafe {
+        cmd.pre_exec(move || {
+            let symbols = match symbols {
+                Some(fd) if fd == DATA_FD => Some(libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10)),
+                other => other,
+            };
+            let placed = [(Some(src), DATA_FD), (symbols, KALLSYMS_FD)];
+            for (from, to) in placed {
+                let ret = match from {
+                    None => 0,
+                    Some(fd) if fd < 0 => -1,
+                    Some(fd) if fd == to => libc::fcntl(fd, libc::F_SETFD, 0),
+                    Some(fd) => libc::dup2(fd, to),
+                };
+                if ret < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A private copy of `text` in an anonymous memory file, for perf to read as
+/// `/proc/self/fd/4`: no one else can swap it, and it goes with the last descriptor.
+fn private_copy(text: &[u8]) -> Result<std::fs::File> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: a NUL-terminated name and valid flags; the fd returned is ours alone.
+    let fd = unsafe { libc::memfd_create(c"ebpf-prof-kallsyms".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error())
+            .context("cannot make the kallsyms copy for perf");
+    }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    let mut copy = unsafe { std::fs::File::from_raw_fd(fd) };
+    copy.write_all(text)
+        .context("cannot write the kallsyms copy for perf")?;
+    Ok(copy)
+}
 
 /// A running `perf script`: read its output from [`Script::reader`], then call [`Script::finish`].
 pub(crate) struct Script {
@@ -54,7 +104,7 @@ impl Script {
         perf: &Path,
         shown: &Path,
         data: &std::fs::File,
-        kallsyms: Option<&Path>,
+        kallsyms: Option<&[u8]>,
         force: bool,
     ) -> Result<Script> {
         Script::start_with(perf, shown, data, kallsyms, force, &[])
@@ -65,14 +115,17 @@ impl Script {
         perf: &Path,
         shown: &Path,
         data: &std::fs::File,
-        kallsyms: Option<&Path>,
+        kallsyms: Option<&[u8]>,
         force: bool,
         extra: &[&str],
     ) -> Result<Script> {
         let fd_path = format!("/proc/self/fd/{DATA_FD}");
-        let mut args = argv(perf, Path::new(&fd_path), kallsyms, force);
+        let copy = kallsyms.map(private_copy).transpose()?;
+        let copy_path = PathBuf::from(format!("/proc/self/fd/{KALLSYMS_FD}"));
+        let copy_given = copy.as_ref().map(|_| copy_path.as_path());
+        let mut args = argv(perf, Path::new(&fd_path), copy_given, force);
         args.extend(extra.iter().map(std::ffi::OsString::from));
-        let mut shown_argv = argv(perf, shown, kallsyms, force);
+        let mut shown_argv = argv(perf, shown, copy_given, force);
         shown_argv.extend(extra.iter().map(std::ffi::OsString::from));
         let line = shown_argv
             .iter()
@@ -88,23 +141,11 @@ impl Script {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let src = data.as_raw_fd();
-        // SAFETY: between fork and exec only dup2 and fcntl, which are async-signal-safe; the
-        // profile ends at fd 3 without FD_CLOEXEC (dup2 clears it; when it is fd 3 already,
-        // fcntl does), and a failure fails the spawn.
-        unsafe {
-            cmd.pre_exec(move || {
-                let ret = if src == DATA_FD {
-                    libc::fcntl(src, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(src, DATA_FD)
-                };
-                if ret < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        place_fds(
+            &mut cmd,
+            data.as_raw_fd(),
+            copy.as_ref().map(|c| c.as_raw_fd()),
+        );
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", perf.display()))?;

@@ -212,7 +212,9 @@ fn header(line: &str) -> Option<Option<&str>> {
     Some(period_and_event.and_then(|p| p.rsplit(' ').next()))
 }
 
-/// A reader that turns every byte ≥ 0x80 into `?`.
+/// A reader that turns every byte ≥ 0x80 into `?`, and every `;` into `:`. inferno writes a `;`
+/// in a function name as `:` but keeps one in a process name, where it would split the folded
+/// line's first frame in two; here both are written as inferno writes the first.
 struct AsciiOnly<R>(R);
 
 impl<R: Read> Read for AsciiOnly<R> {
@@ -221,6 +223,8 @@ impl<R: Read> Read for AsciiOnly<R> {
         for byte in &mut buf[..count] {
             if *byte >= 0x80 {
                 *byte = b'?';
+            } else if *byte == b';' {
+                *byte = b':';
             }
         }
         Ok(count)
@@ -362,6 +366,13 @@ mod tests {
         let text = "bench 1 1.0: 1 cpu-clock:k:\n\tffffffff81000130 entry_SYSCALL\u{fffd}64_after_hwframe+0x76 ([kernel.kallsyms])\n\n";
         let out = String::from_utf8(collapse_perf_script(text.as_bytes()).unwrap()).unwrap();
         assert!(out.contains("entry_SYSCALL???64_after_hwframe"), "{out}");
+    }
+
+    #[test]
+    fn regression_a_semicolon_in_a_process_name_does_not_split_its_frame() {
+        let script = "my;comm 123 [000] 1.000000: 1 cycles:k: \n\tffffffff81000000 do_sys_open+0x0 ([kernel.kallsyms])\n\n";
+        let folded = String::from_utf8(collapse_perf_script(script.as_bytes()).unwrap()).unwrap();
+        assert_eq!(folded.trim_end(), "my:comm;do_sys_open_[k] 1");
     }
 
     #[test]

@@ -25,8 +25,9 @@ use crate::runfiles::RunFiles;
 use crate::runrecord::RunRecord;
 use anyhow::Result;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How much of a kallsyms is read to see whether it shows addresses: real files have a
 /// non-zero address on their first line.
@@ -64,8 +65,12 @@ impl SymbolSource {
 /// The kallsyms to name a recording's kernel frames with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSymbols {
-    /// The file to read; `None` when no candidate is of the recording's build.
+    /// The file chosen, for messages; `None` when no candidate is of the recording's build.
     pub path: Option<PathBuf>,
+    /// Its text, read through the very descriptor that was checked (a regular file, capped):
+    /// the file is never opened again by its path, so a FIFO or a device swapped in after the
+    /// check neither hangs the read nor fills memory. perf is handed this text, not the path.
+    pub text: Option<Arc<[u8]>>,
     pub source: SymbolSource,
     /// One line for the user when the names are missing or unchecked.
     pub note: Option<String>,
@@ -79,12 +84,15 @@ impl Default for KernelSymbols {
 }
 
 impl KernelSymbols {
-    fn found(path: PathBuf, source: SymbolSource) -> KernelSymbols {
-        KernelSymbols {
+    /// The symbols of `file`, opened and checked at `path`: its text read from that descriptor.
+    fn found(path: PathBuf, file: &File, source: SymbolSource) -> Result<KernelSymbols> {
+        let text = read_checked(file, &path)?;
+        Ok(KernelSymbols {
             path: Some(path),
+            text: Some(text),
             source,
             note: None,
-        }
+        })
     }
 
     /// The symbols given for an input that carries its own names (perf script text, folded
@@ -92,18 +100,18 @@ impl KernelSymbols {
     /// snapshot beside it that cannot be read leaves them unnamed, with a warning.
     pub fn for_named_input(input: &Path, given: Option<&Path>) -> Result<KernelSymbols> {
         if let Some(path) = given {
-            open_regular(path, Role::Kallsyms, false)?;
-            return Ok(KernelSymbols::found(
-                path.to_path_buf(),
-                SymbolSource::Given,
-            ));
+            let (file, _) = open_regular(path, Role::Kallsyms, false)?;
+            return KernelSymbols::found(path.to_path_buf(), &file, SymbolSource::Given);
         }
         let beside = RunFiles::new(input).kallsyms();
         if std::fs::symlink_metadata(&beside).is_err() {
             return Ok(nothing(None));
         }
-        match open_regular(&beside, Role::Kallsyms, true) {
-            Ok(_) => Ok(KernelSymbols::found(beside, SymbolSource::Snapshot)),
+        let opened = open_regular(&beside, Role::Kallsyms, true);
+        match opened
+            .and_then(|(file, _)| KernelSymbols::found(beside, &file, SymbolSource::Snapshot))
+        {
+            Ok(found) => Ok(found),
             Err(err) => {
                 crate::out::say(format!("warning: {err:#}; unresolved frames stay unnamed"));
                 Ok(nothing(None))
@@ -111,11 +119,12 @@ impl KernelSymbols {
         }
     }
 
-    /// The file to hand `perf script` with `--kallsyms`: one taken at the recording's time.
-    /// For the running kernel's own kallsyms none is given, as perf finds it itself (and
-    /// checks its build id); with no match none is given either, and perf prints `[unknown]`.
-    pub fn for_perf(&self) -> Option<&Path> {
-        self.path
+    /// The text to hand `perf script` as its `--kallsyms` (a private copy, see
+    /// [`crate::perf::script`]): one taken at the recording's time. For the running kernel's own
+    /// kallsyms none is given, as perf finds it itself (and checks its build id); with no match
+    /// none is given either, and perf prints `[unknown]`.
+    pub fn for_perf(&self) -> Option<&[u8]> {
+        self.text
             .as_deref()
             .filter(|_| self.source.from_recording_time())
     }
@@ -160,10 +169,7 @@ fn given_file(path: &Path) -> Result<KernelSymbols> {
             path.display()
         )));
     }
-    Ok(KernelSymbols::found(
-        path.to_path_buf(),
-        SymbolSource::Given,
-    ))
+    KernelSymbols::found(path.to_path_buf(), &file, SymbolSource::Given)
 }
 
 /// The snapshot beside the input, when it is of the recording's build. A snapshot that is a
@@ -190,7 +196,7 @@ fn beside_snapshot(
             passed_over.push("the snapshot beside it shows no addresses".into());
             Ok(None)
         }
-        _ => Ok(Some(KernelSymbols::found(path, SymbolSource::Snapshot))),
+        _ => KernelSymbols::found(path, &file, SymbolSource::Snapshot).map(Some),
     }
 }
 
@@ -210,10 +216,15 @@ fn build_id_cache(wanted: &str, passed_over: &mut Vec<String>) -> Option<KernelS
         ));
         return None;
     }
-    match open_regular(&path, Role::Kallsyms, true) {
-        Ok((file, _)) if shows_addresses(&file) => {
-            Some(KernelSymbols::found(path, SymbolSource::BuildIdCache))
-        }
+    let opened = open_regular(&path, Role::Kallsyms, true);
+    match opened.map(|(file, _)| (shows_addresses(&file), file)) {
+        Ok((true, file)) => match KernelSymbols::found(path, &file, SymbolSource::BuildIdCache) {
+            Ok(found) => Some(found),
+            Err(err) => {
+                passed_over.push(format!("{err:#}"));
+                None
+            }
+        },
         Ok(_) => {
             passed_over.push(format!("{} shows no addresses", path.display()));
             None
@@ -235,16 +246,25 @@ fn running_kernel(
     let host = Host::live();
     let path = kallsyms::live_path(&host);
     let running = notes::running_build_id(&host).map(|id| super::perfdata::hex(&id));
-    let visible = File::open(&path).is_ok_and(|file| shows_addresses(&file));
+    // The kernel's own file, read once: its text when it shows addresses to this user.
+    let text = File::open(&path)
+        .ok()
+        .filter(shows_addresses)
+        .and_then(|file| read_checked(&file, &path).ok());
     let input = input.display();
     let Some(wanted) = wanted else {
-        return unchecked(input, path, visible);
+        return unchecked(input, path, text);
     };
     let same_build = running
         .as_deref()
         .is_some_and(|id| id.eq_ignore_ascii_case(wanted));
-    if same_build && visible {
-        return KernelSymbols::found(path, SymbolSource::RunningKernel);
+    if let Some(text) = text.filter(|_| same_build) {
+        return KernelSymbols {
+            path: Some(path),
+            text: Some(text),
+            source: SymbolSource::RunningKernel,
+            note: None,
+        };
     }
     let fix = if same_build {
         passed_over.insert(0, format!(
@@ -270,8 +290,12 @@ fn running_kernel(
 
 /// This machine's kallsyms for a recording that names no kernel build, when it shows
 /// addresses: it cannot be checked, and the note says so.
-fn unchecked(input: std::path::Display<'_>, path: PathBuf, visible: bool) -> KernelSymbols {
-    if !visible {
+fn unchecked(
+    input: std::path::Display<'_>,
+    path: PathBuf,
+    text: Option<Arc<[u8]>>,
+) -> KernelSymbols {
+    if text.is_none() {
         return nothing(Some(format!(
             "kernel frames of {input} stay [unknown]: it names no kernel build id, has no snapshot beside it, and {} shows no addresses to this user; pass --kallsyms with a snapshot taken as root",
             path.display()
@@ -279,6 +303,7 @@ fn unchecked(input: std::path::Display<'_>, path: PathBuf, visible: bool) -> Ker
     }
     KernelSymbols {
         path: Some(path),
+        text,
         source: SymbolSource::RunningKernelUnchecked,
         note: Some(format!(
             "{input} names no kernel build id (recorded with --no-buildid?) and has no snapshot beside it: kernel frames are named from this machine's kallsyms without a check; if it was recorded elsewhere, pass --kallsyms with that machine's snapshot"
@@ -289,9 +314,26 @@ fn unchecked(input: std::path::Display<'_>, path: PathBuf, visible: bool) -> Ker
 fn nothing(note: Option<String>) -> KernelSymbols {
     KernelSymbols {
         path: None,
+        text: None,
         source: SymbolSource::Nothing,
         note,
     }
+}
+
+/// The whole text of an opened kallsyms (from its start, at most its role's cap).
+fn read_checked(mut file: &File, path: &Path) -> Result<Arc<[u8]>> {
+    let mut text = Vec::new();
+    let read = file
+        .rewind()
+        .and_then(|()| file.take(Role::Kallsyms.cap()).read_to_end(&mut text));
+    read.map_err(|err| {
+        usage(format!(
+            "cannot read {}: {}",
+            path.display(),
+            crate::out::plain(&err)
+        ))
+    })?;
+    Ok(text.into())
 }
 
 /// Whether an opened kallsyms shows any real address in its first bytes.

@@ -165,6 +165,7 @@ fn load_inner<'a>(
         }
         _ => KernelSymbols::for_named_input(input, kallsyms)?,
     };
+    crate::failpoint::hit("profile:symbols-read");
     let Collapsed {
         stacks,
         samples,
@@ -317,7 +318,7 @@ fn collapse_perf_data<'a>(
             decorate,
             bpf_programs: programs,
         };
-        match perfdata::fold_file(file, input, symbols.path.as_deref(), hooks)? {
+        match perfdata::fold_file(file, input, symbols.text.clone(), hooks)? {
             perfdata::Native::Folded {
                 stacks,
                 samples,

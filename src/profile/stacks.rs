@@ -29,7 +29,16 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The frame of `name` as every output shows it: control characters escaped (a process
+    /// name with a terminal escape reaches no terminal, `\x1b[2J` is shown as text), and a `;`
+    /// written as `:`, as inferno's collapser writes it in function names, so that the folded
+    /// line still holds one frame per name.
     fn new(name: String) -> Frame {
+        let shown = crate::out::escape_controls(&name, crate::out::Keep::Nothing);
+        let name = match shown.contains(';') {
+            true => shown.replace(';', ":"),
+            false => shown.into_owned(),
+        };
         Frame {
             kind: frames::kind(&name),
             name,
@@ -300,6 +309,16 @@ mod tests {
         assert!(built.checked_total().unwrap_err().starts_with("line 2:"));
         assert_eq!(first_malformed("a 1\n\nbad\nb 2\nworse\n"), Some((3, 2)));
         assert_eq!(first_malformed("a 1\n"), None);
+    }
+
+    #[test]
+    fn names_with_controls_or_semicolons_stay_one_frame_and_inert() {
+        let names = vec!["ev;il\x1b]0;x\x07".to_string(), "leaf\n".to_string()];
+        let stacks = Stacks::from_table(names, [(vec![0, 1], 3)]);
+        let text = stacks.to_text();
+        assert_eq!(text, "ev:il\\x1b]0:x\\x07;leaf\\x0a 3\n");
+        let again = Stacks::parse(&text).unwrap();
+        assert_eq!(again.frames_of(&again.stacks[0]).len(), 2);
     }
 
     #[test]

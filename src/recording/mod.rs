@@ -320,13 +320,7 @@ fn check_perf_options(opts: &RecordOptions) -> Result<()> {
             "-F 0: perf samples at a frequency of at least 1 Hz; give e.g. -F 997",
         ));
     }
-    let output = |a: &String| a.starts_with("-o") || a.starts_with("--output");
-    if let Some(arg) = opts.perf_args.iter().find(|a| output(a)) {
-        return Err(usage(format!(
-            "--perf-arg {arg}: the recording's file is ebpf-prof record's own -o, not perf's"
-        )));
-    }
-    Ok(())
+    crate::perf::options::check_record_args(&opts.perf_args).map_err(usage)
 }
 
 fn require_privileges(host: &Host) -> Result<()> {

@@ -24,9 +24,8 @@ mod text;
 mod walk;
 
 use crate::host::kallsyms::{self, Symbol};
-use crate::out::say;
 use crate::profile::stacks::Stacks;
-use crate::profile::{read_sidecar, Profile};
+use crate::profile::Profile;
 use crate::runrecord::RunRecord;
 use crate::stats::pct;
 use serde::Serialize;
@@ -58,8 +57,11 @@ pub fn report_on(
             .any(|&id| crate::profile::frames::address(&stacks.frame(id).name).is_some())
     });
     let symbols = &p.kernel_symbols;
-    let syms = match &symbols.path {
-        Some(path) if bare && symbols.source.from_recording_time() => snapshot(path),
+    // The snapshot's text as read when it was checked, never the file again.
+    let syms = match &symbols.text {
+        Some(text) if bare && symbols.source.from_recording_time() => {
+            Some(kallsyms::parse(&String::from_utf8_lossy(text)))
+        }
         _ => None,
     };
     Ok(build(&Input {
@@ -73,19 +75,6 @@ pub fn report_on(
         counted: p.samples,
         event: p.sampled.event.as_deref(),
     }))
-}
-
-/// The symbols of a kallsyms snapshot, to name unresolved addresses with; one that cannot be
-/// read leaves them unnamed, with a warning.
-fn snapshot(path: &Path) -> Option<Vec<Symbol>> {
-    match read_sidecar(path) {
-        Ok(Some(text)) => Some(kallsyms::parse(&text)),
-        Ok(None) => None,
-        Err(e) => {
-            say(format!("warning: {e:#}; unresolved frames stay unnamed"));
-            None
-        }
-    }
 }
 
 pub use kinds::{Category, Hint, ACTION_SHARE, HINT_SHARE};

@@ -111,12 +111,18 @@ pub fn fold(path: &Path, opts: &FoldOptions) -> Result<FoldedProfile, PerfDataEr
         ));
         None
     });
+    // Read once, through the opener that refuses a FIFO or a device and caps the size.
+    let text = match &kallsyms {
+        Some(file) => Some(read_kallsyms(file)?),
+        None => None,
+    };
     let sym = SymbolOptions {
-        kallsyms,
+        kallsyms: text,
         buildid_dir: opts.buildid_dir.clone(),
         user_symbols: opts.user_symbols,
     };
     let mut p = fold_data(&data, &sym)?;
+    p.kallsyms = kallsyms;
     p.warnings.splice(0..0, warnings);
     Ok(p)
 }
@@ -196,7 +202,6 @@ pub fn fold_data_with(
             .find(|a| a.filter_key() == k)
             .and_then(|a| a.name.clone())
     });
-    p.kallsyms = opts.kallsyms.clone();
     // Without a kallsyms the caller chose to have none, and has said why.
     if let Some(why) = samples
         .kernel_symbols_missing()
@@ -205,6 +210,16 @@ pub fn fold_data_with(
         p.warnings.push(format!("kernel frames are unnamed: {why}"));
     }
     Ok(p)
+}
+
+/// The text of the kallsyms snapshot at `path`, read through one checked open.
+fn read_kallsyms(path: &Path) -> Result<std::sync::Arc<[u8]>, PerfDataError> {
+    crate::input::read_whole(path, crate::input::Role::Kallsyms)
+        .map(Into::into)
+        .map_err(|err| PerfDataError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!("{err:#}")),
+        })
 }
 
 /// Stacks as id vectors: `[comm text, frame texts root first…]` → (count, samples).

@@ -32,7 +32,7 @@ pub enum Native {
 pub fn fold_file(
     file: &File,
     input: &Path,
-    kallsyms: Option<&Path>,
+    kallsyms: Option<std::sync::Arc<[u8]>>,
     hooks: super::FoldHooks<'_>,
 ) -> Result<Native> {
     let data = match PerfData::from_file(file) {
@@ -40,7 +40,7 @@ pub fn fold_file(
         Err(e) => return refuse(input, e),
     };
     let opts = SymbolOptions {
-        kallsyms: kallsyms.map(Path::to_path_buf),
+        kallsyms,
         ..SymbolOptions::default()
     };
     match super::fold_data_with(&data, &opts, hooks) {

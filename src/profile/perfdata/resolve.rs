@@ -35,9 +35,9 @@ const CONTEXT_USER: u64 = -512i64 as u64;
 /// Where symbols come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SymbolOptions {
-    /// The kallsyms snapshot to name kernel addresses with; `None`: kernel frames stay
-    /// unnamed (`[kernel.kallsyms]`).
-    pub kallsyms: Option<PathBuf>,
+    /// The text of the kallsyms snapshot to name kernel addresses with, read by the caller
+    /// from the file it checked; `None`: kernel frames stay unnamed (`[kernel.kallsyms]`).
+    pub kallsyms: Option<std::sync::Arc<[u8]>>,
     /// perf's build-id cache; `None`: `$PERF_BUILDID_DIR`, else `$HOME/.debug`.
     pub buildid_dir: Option<PathBuf>,
     /// Read user-space binaries for symbols (false: user frames are `[dso basename]`).
@@ -212,13 +212,7 @@ fn default_buildid_dir() -> Option<PathBuf> {
 impl<'d> Samples<'d> {
     /// Index `data` and prepare symbol sources; reads the kallsyms file now.
     pub fn new(data: &'d PerfData, opts: &SymbolOptions) -> Result<Samples<'d>, PerfDataError> {
-        let kallsyms = match &opts.kallsyms {
-            Some(path) => Some(std::fs::read(path).map_err(|source| PerfDataError::Io {
-                path: path.clone(),
-                source,
-            })?),
-            None => None,
-        };
+        let kallsyms = opts.kallsyms.as_ref().map(|text| text.to_vec());
         let build_ids = data
             .build_ids()
             .into_iter()
