@@ -370,7 +370,8 @@ fn regression_a_loader_that_will_not_load_is_not_waited_for_until_the_timeout() 
     ];
     for (loader, says) in cases {
         let (r, took) = attach(d.path(), loader, &["--attach-timeout", "50s"]);
-        assert_eq!(r.code(), Some(2), "{r:?}");
+        // A loader that fails is a program we ran that failed: docs/exit-codes.md's 3.
+        assert_eq!(r.code(), Some(3), "{r:?}");
         let stderr = r.stderr();
         let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error:")).collect();
         assert_eq!(errors.len(), 1, "{r:?}");
