@@ -32,6 +32,8 @@ need bpftool        command -v bpftool
 need util-linux     command -v taskset chrt runuser unshare
 # Real, unmodified programs from a public tools collection, for tests/real_tools.rs.
 need libbpf-tools    test -x /usr/sbin/syscount -a -x /usr/sbin/opensnoop
+# bpftrace attaches through perf events without a link: tests/real_tools/bpftrace.rs.
+need bpftrace       command -v bpftrace
 need bsdutils       command -v script
 # A real reader of the pprof export, for tests/real_profiles.rs (`go tool pprof`).
 need golang-go      command -v go

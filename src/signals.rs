@@ -109,3 +109,20 @@ pub fn send(pid: u32, sig: i32) {
     // SAFETY: kill has no memory-safety preconditions; the pid is one of our children.
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
+
+/// Send `sig` to the process group `pgid`, which a child of ours leads (it was started with
+/// `setpgid(0, 0)`).
+pub fn send_group(pgid: u32, sig: i32) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill has no memory-safety preconditions; a negative pid names the group.
+    unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+}
+
+/// Whether process group `pgid` has no process left (zombies count until reaped).
+pub fn group_is_empty(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the group exists; nothing is sent.
+    let ret = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
+    ret != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}

@@ -321,7 +321,7 @@ fn watcher_fails_at_once_when_the_command_has_exited() {
         text.starts_with("the command exited before loading any BPF program"),
         "{text}"
     );
-    assert_eq!(exit_code(&err), 2);
+    assert_eq!(exit_code(&err), 3, "a program we ran failed");
     assert!(start.elapsed() < Duration::from_secs(2));
 }
 

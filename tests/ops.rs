@@ -374,7 +374,8 @@ fn regression_a_loader_that_will_not_load_is_not_waited_for_until_the_timeout() 
     ];
     for (loader, says) in cases {
         let (r, took) = attach(d.path(), loader, &["--attach-timeout", "50s"]);
-        assert_eq!(r.code(), Some(2), "{r:?}");
+        // A loader that fails is a program we ran that failed: docs/exit-codes.md's 3.
+        assert_eq!(r.code(), Some(3), "{r:?}");
         let stderr = r.stderr();
         let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error:")).collect();
         assert_eq!(errors.len(), 1, "{r:?}");
@@ -384,4 +385,110 @@ fn regression_a_loader_that_will_not_load_is_not_waited_for_until_the_timeout() 
             "{loader}: {took:?}, not the 50 s timeout"
         );
     }
+}
+
+/// Processes whose working directory is `dir` (the loaders a test started there).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir))
+        .collect()
+}
+
+/// Wait up to `secs` for `done`.
+fn within(secs: u64, done: impl Fn() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(secs) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
+/// A loader under a shell that forks it (`sh -c 'LOADER; true'`), or one that leaves a child in
+/// the background (`sh -c 'sleep 300 & exec LOADER'`): the whole process group is ended after
+/// the run, nothing outlives it. (A loader that is itself put in the background is no
+/// descendant of the run any more, and `hook` would wait for the run's lock.)
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn regression_a_loader_under_a_shell_does_not_outlive_overhead() {
+    if !need_root("regression_a_loader_under_a_shell_does_not_outlive_overhead") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for shape in [
+        "{} hook --load on_execve.bpf.o; true",
+        "sleep 300 & exec {} hook --load on_execve.bpf.o",
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        with_event_hooks(d.path());
+        let script = shape.replace("{}", &bin().display().to_string());
+        let loader = format!("sh -c '{script}'");
+        let (r, _) = attach(d.path(), &loader, &["--op", "exec-missing"]);
+        assert_eq!(r.code(), Some(0), "{loader}: {r:?}");
+        assert!(
+            within(5, || processes_in(d.path()).is_empty()),
+            "{loader}: left running {:?}",
+            processes_in(d.path())
+        );
+    }
+}
+
+/// A run SIGKILLed while its loader runs under a shell: the shell goes with it, the loader it
+/// forked stays; the next start of ebpf-prof ends that loader group and says so.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn regression_a_killed_runs_loader_group_is_ended_by_the_next_start() {
+    if !need_root("regression_a_killed_runs_loader_group_is_ended_by_the_next_start") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    with_event_hooks(d.path());
+    let loader = format!(
+        "sh -c '{} hook --load on_execve.bpf.o; true'",
+        bin().display()
+    );
+    let mut command = ebpf_prof(
+        &[
+            "overhead",
+            "--attach-cmd",
+            &loader,
+            "--op",
+            "exec-missing",
+            "--max-time",
+            "60s",
+        ],
+        d.path(),
+    );
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut measuring = command.spawn().unwrap();
+    let started = within(60, || processes_in(d.path()).len() >= 2);
+    // SAFETY: kill on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(measuring.id() as i32, libc::SIGKILL) };
+    measuring.wait().unwrap();
+    assert!(started, "the loader never started");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = processes_in(d.path());
+    if left.is_empty() {
+        // Killed between two loader starts: nothing was left to end.
+        return;
+    }
+    let next = run(ebpf_prof(&["doctor"], d.path()));
+    assert!(
+        next.stderr().contains("ended the loader process group"),
+        "{left:?} left, and the next start said: {next:?}"
+    );
+    assert!(
+        within(5, || processes_in(d.path()).is_empty()),
+        "still running: {:?}",
+        processes_in(d.path())
+    );
 }

@@ -10,7 +10,7 @@ use libbpf_rs::MapCore;
 
 use super::ids;
 use super::Attached;
-use crate::error::usage;
+use crate::error::{child, usage};
 use crate::host::{kallsyms, sysctl, Host};
 
 /// How often the watcher lists program ids.
@@ -106,13 +106,22 @@ pub fn wait_for_new_programs(
     timeout: Duration,
     still_running: &mut dyn FnMut() -> bool,
 ) -> anyhow::Result<Vec<LoadedProgram>> {
-    wait_for_loader(before, timeout, &mut || {
+    wait_for_loader(before, timeout, LoaderMounts::Host, &mut || {
         if still_running() {
             LoaderState::Running
         } else {
             LoaderState::Exited
         }
     })
+}
+
+/// Where a loader finds its filesystems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoaderMounts {
+    /// The host's, as they are.
+    Host,
+    /// A mount namespace of its own with tracefs (and debugfs) mounted (`--attach-tracefs`).
+    PrivateTracefs,
 }
 
 /// What the loader being waited for is doing, as its watcher sees it.
@@ -128,10 +137,14 @@ pub enum LoaderState {
 }
 
 /// [`wait_for_new_programs`], told by `state` what the loader does: the wait ends as soon as
-/// the loader has exited or shows it will not load, with no new program loaded.
+/// the loader has exited or shows it will not load, with no new program loaded. `mounts`: how
+/// the loader was started, so that a hint never asks for what was given. A loader that exits
+/// or will not load is a program we ran that failed (exit code 3); a wait that times out is
+/// not (2: allow more time).
 pub fn wait_for_loader(
     before: &BTreeSet<u32>,
     timeout: Duration,
+    mounts: LoaderMounts,
     state: &mut dyn FnMut() -> LoaderState,
 ) -> anyhow::Result<Vec<LoadedProgram>> {
     let start = Instant::now();
@@ -151,11 +164,11 @@ pub fn wait_for_loader(
         if settle.set.is_empty() {
             match state() {
                 LoaderState::Running => {}
-                LoaderState::Exited => return Err(exited_error(ever_seen)),
+                LoaderState::Exited => return Err(exited_error(ever_seen, mounts)),
                 LoaderState::WillNotLoad(how) => {
-                    return Err(usage(format!(
+                    return Err(child(format!(
                         "{how}, and no BPF program of its is loaded{}",
-                        tracefs_hint()
+                        tracefs_hint(mounts)
                     )))
                 }
             }
@@ -219,7 +232,7 @@ fn missing_symbols(programs: &[LoadedProgram], kallsyms_text: &str) -> Vec<u32> 
         .collect()
 }
 
-fn exited_error(ever_seen: bool) -> anyhow::Error {
+fn exited_error(ever_seen: bool, mounts: LoaderMounts) -> anyhow::Error {
     let why = if ever_seen {
         "the command exited, and the BPF programs it had loaded were unloaded with it: \
          a loader must keep running (or pin its programs) while it is measured"
@@ -227,12 +240,16 @@ fn exited_error(ever_seen: bool) -> anyhow::Error {
         "the command exited before loading any BPF program: run it by hand to see why \
          (it must load and attach its programs, then keep running)"
     };
-    usage(format!("{why}{}", tracefs_hint()))
+    child(format!("{why}{}", tracefs_hint(mounts)))
 }
 
 /// What a libbpf loader meets here when tracefs is not mounted (libbpf-tools' `syscount`
-/// prints "failed to determine tracepoint … perf event ID" and exits).
-fn tracefs_hint() -> &'static str {
+/// prints "failed to determine tracepoint … perf event ID" and exits). Given
+/// `--attach-tracefs`, tracefs was there: the loader's own lines say why it failed.
+fn tracefs_hint(mounts: LoaderMounts) -> &'static str {
+    if mounts == LoaderMounts::PrivateTracefs {
+        return "; it ran with tracefs and debugfs mounted (--attach-tracefs), so its own error lines above say why";
+    }
     if crate::host::mounts::tracefs_visible(&crate::host::Host::live()) {
         return "";
     }
@@ -333,8 +350,20 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 1);
         assert_eq!(crate::error::exit_code(&err), 2);
-        let err = exited_error(false).to_string();
+        let exited = exited_error(false, LoaderMounts::Host);
+        let err = exited.to_string();
         assert!(err.starts_with("the command exited before loading any BPF program"));
+        assert_eq!(
+            crate::error::exit_code(&exited),
+            3,
+            "a program we ran failed"
+        );
+        let given = exited_error(false, LoaderMounts::PrivateTracefs).to_string();
+        assert!(!given.contains("give --attach-tracefs"), "{given}");
+        assert!(
+            given.contains("ran with tracefs and debugfs mounted"),
+            "{given}"
+        );
         assert_eq!(seconds(Duration::from_millis(2500)), "2.5 s");
     }
 }

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 pub use ids::marked_if_cut;
 pub use introspect::{
     full_name, links_to, loaded_program_ids, loaded_programs, wait_for_loader,
-    wait_for_new_programs, LoadedProgram, LoaderState,
+    wait_for_new_programs, LoadedProgram, LoaderMounts, LoaderState,
 };
 pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
 pub(crate) use loader::check_object;

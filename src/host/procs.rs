@@ -1,6 +1,6 @@
 //! Processes as /proc shows them: a process and its descendants, and the CPU time they have
 //! used. `overhead --attach-cmd` watches a loader this way to tell that it has gone idle without
-//! loading anything.
+//! loading anything, and a loader's process group, which it ends when it stops the loader.
 
 use super::Host;
 
@@ -45,9 +45,36 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// The processes of `host` in process group `pgid`, from each /proc/PID/stat.
+pub fn group_members(host: &Host, pgid: u32) -> Vec<u32> {
+    let Ok(list) = std::fs::read_dir(host.path("proc")) else {
+        return Vec::new();
+    };
+    list.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| process_group(host, *pid) == Some(pgid))
+        .collect()
+}
+
+/// Field 5 of /proc/PID/stat, counted after the parenthesised command name.
+fn process_group(host: &Host, pid: u32) -> Option<u32> {
+    let stat = host.read(&format!("proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// The CPU time of `pid` and its descendants together, in clock ticks.
 pub fn tree_cpu_ticks(host: &Host, pid: u32) -> u64 {
     tree(host, pid)
+        .into_iter()
+        .filter_map(|p| cpu_ticks(host, p))
+        .sum()
+}
+
+/// The CPU time of every process of group `pgid` together, in clock ticks: a loader a shell
+/// put in the background is no descendant of ours any more, but still in the group.
+pub fn group_cpu_ticks(host: &Host, pgid: u32) -> u64 {
+    group_members(host, pgid)
         .into_iter()
         .filter_map(|p| cpu_ticks(host, p))
         .sum()

@@ -2,6 +2,11 @@
 //! state file under /run/ebpf-prof; it removes the file once everything is back. The next start
 //! of any command finds a file whose process is gone, restores it and says so.
 //!
+//! A run that starts a user's loader (`overhead --attach-cmd`) records the loader's process
+//! group the same way: a killed run's next start ends what is left of that group (a loader a
+//! shell put in the background, with its programs still attached), after checking the group is
+//! still the one that was started.
+//!
 //! The state files are input that root acts on, so they are read with suspicion: the directory
 //! must be a real directory of root's (of this user's in tests) that nobody else can write, each
 //! file a small regular file of the same owner, opened without following links; only the
@@ -9,6 +14,7 @@
 //! and a sysctl that no longer holds the value we set (someone else changed it since) is left
 //! alone, with a warning.
 
+use crate::host::procs;
 use crate::host::sysctl::{self, Saved};
 use crate::host::Host;
 use anyhow::{bail, Context, Result};
@@ -38,6 +44,46 @@ pub struct State {
     /// /proc/PID/stat start time, so a recycled pid is not mistaken for the owner.
     pub start_time: Option<u64>,
     pub sysctls: Vec<Saved>,
+    /// Process groups of loaders this process started and has not ended yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loader_groups: Vec<LoaderGroup>,
+}
+
+/// A loader started in a process group of its own: the group's id (the loader's pid) and the
+/// loader's start time, so that a recycled pid is never taken for it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoaderGroup {
+    pub pgid: u32,
+    pub start_time: Option<u64>,
+}
+
+impl LoaderGroup {
+    /// The group led by process `pid`, as `host` shows it now.
+    pub fn of(host: &Host, pid: u32) -> LoaderGroup {
+        LoaderGroup {
+            pgid: pid,
+            start_time: start_time(host, pid),
+        }
+    }
+}
+
+/// Record (`Some`) or forget (`None`) the process group of the loader this process runs, in a
+/// state file of its own beside the sysctls'.
+pub fn save_loader_group(host: &Host, group: Option<LoaderGroup>) -> Result<()> {
+    let pid = std::process::id();
+    let path = tagged_path(host, pid, Some("loader"));
+    let Some(group) = group else {
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(host.path(STATE_DIR));
+        return Ok(());
+    };
+    let st = State {
+        pid,
+        start_time: start_time(host, pid),
+        sysctls: Vec::new(),
+        loader_groups: vec![group],
+    };
+    write_state_file(host, &path, &serde_json::to_vec_pretty(&st)?)
 }
 
 /// The state file of process `pid` (the recording's guard).
@@ -110,6 +156,7 @@ pub fn save_tagged(host: &Host, tag: Option<&str>, sysctls: &[Saved]) -> Result<
         pid,
         start_time: start_time(host, pid),
         sysctls: sysctls.to_vec(),
+        loader_groups: Vec::new(),
     };
     write_state_file(host, &path, &serde_json::to_vec_pretty(&st)?)
 }
@@ -249,6 +296,9 @@ pub fn recover(host: &Host) -> Vec<String> {
             }
         };
         let mut ok = true;
+        for group in &st.loader_groups {
+            lines.extend(end_loader_group(host, group, st.pid));
+        }
         for s in st.sysctls.iter().rev() {
             let (line, restored) = restore_one(host, s, st.pid);
             ok &= restored;
@@ -260,6 +310,37 @@ pub fn recover(host: &Host) -> Vec<String> {
         }
     }
     lines
+}
+
+/// End what is left of a killed run's loader group: SIGKILL to the group, once it is sure to be
+/// the one that run started. Its leader, when still there, must have the recorded start time
+/// (else the pid was recycled and the group is someone else's); members without their leader
+/// keep the group's id reserved, so they are the loader's. Never our own group. One line when
+/// something was ended or left alone; none when the group is gone.
+fn end_loader_group(host: &Host, group: &LoaderGroup, owner: u32) -> Option<String> {
+    let members = procs::group_members(host, group.pgid);
+    if members.is_empty() {
+        return None;
+    }
+    let leader_alive = host.path(&format!("proc/{}", group.pgid)).exists();
+    let recycled = leader_alive && start_time(host, group.pgid) != group.start_time;
+    // SAFETY: getpgrp has no preconditions and cannot fail.
+    let ours = unsafe { libc::getpgrp() } as u32 == group.pgid;
+    if recycled || ours || group.pgid <= 1 {
+        return Some(format!(
+            "warning: left process group {} alone: it is no longer the loader group ebpf-prof pid {owner} started",
+            group.pgid
+        ));
+    }
+    if host.is_live() {
+        // SAFETY: kill has no memory-safety preconditions; the group was checked above.
+        unsafe { libc::kill(-(group.pgid as libc::pid_t), libc::SIGKILL) };
+    }
+    Some(format!(
+        "ended the loader process group {} ({} processes) left running by ebpf-prof pid {owner} (killed before it could)",
+        group.pgid,
+        members.len()
+    ))
 }
 
 /// Whether `v` looks like a value of one of [`ALLOWED`]: a small integer.

@@ -29,6 +29,7 @@ fn write_state(dir: &Path, pid: u32, sysctls: Vec<Saved>) -> PathBuf {
         pid,
         start_time: None,
         sysctls,
+        loader_groups: Vec::new(),
     };
     let p = dir.join(format!("{pid}.json"));
     std::fs::write(&p, serde_json::to_vec(&st).unwrap()).unwrap();
@@ -151,6 +152,7 @@ fn a_linked_or_oversized_or_special_state_file_is_ignored() {
         pid: 999_994,
         start_time: None,
         sysctls: vec![saved("net.core.bpf_jit_kallsyms", "0", "1")],
+        loader_groups: Vec::new(),
     };
     std::fs::write(&real, serde_json::to_vec(&st).unwrap()).unwrap();
     std::os::unix::fs::symlink(&real, dir.join("999994.json")).unwrap();
@@ -247,4 +249,72 @@ fn a_state_directory_or_file_another_user_owns_is_ignored() {
     );
     let e = save(&host, &entry).unwrap_err();
     assert!(format!("{e:#}").contains("refusing"), "{e:#}");
+}
+
+/// A fake process `pid` in group `pgid`, started at `start`.
+fn fake_process(host: &Host, pid: u32, pgid: u32, start: u64) {
+    let dir = host.path(&format!("proc/{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+    // stime cutime cstime priority nice threads itrealvalue starttime
+    let stat =
+        format!("{pid} (bpf trace) S 1 {pgid} {pgid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0");
+    std::fs::write(dir.join("stat"), stat).unwrap();
+}
+
+/// A killed run's loader group: ended when its members are the group that run started, left
+/// alone when the group's id now leads someone else's group, and nothing said when it is gone.
+#[test]
+fn a_killed_runs_loader_group_is_ended_only_when_it_is_still_that_group() {
+    let (_d, host, dir) = tree("1");
+    // The loader (pid 700_001) is gone; what it put in the background is still in its group.
+    fake_process(&host, 700_002, 700_001, 55);
+    fake_process(&host, 700_003, 700_001, 56);
+    fake_process(&host, 700_004, 700_004, 57);
+    assert_eq!(
+        {
+            let mut m = procs::group_members(&host, 700_001);
+            m.sort();
+            m
+        },
+        [700_002, 700_003]
+    );
+    let st = State {
+        pid: 999_990,
+        start_time: None,
+        sysctls: Vec::new(),
+        loader_groups: vec![LoaderGroup {
+            pgid: 700_001,
+            start_time: Some(50),
+        }],
+    };
+    std::fs::write(
+        dir.join("999990-loader.json"),
+        serde_json::to_vec(&st).unwrap(),
+    )
+    .unwrap();
+    let lines = recover(&host);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("ended the loader process group 700001 (2 processes) left running by ebpf-prof pid 999990"),
+        "{lines:?}"
+    );
+    assert!(!dir.join("999990-loader.json").exists());
+    // The group's id now leads another group started later: left alone.
+    fake_process(&host, 700_001, 700_001, 90);
+    let recycled = LoaderGroup {
+        pgid: 700_001,
+        start_time: Some(50),
+    };
+    let line = end_loader_group(&host, &recycled, 999_990).unwrap();
+    assert!(
+        line.starts_with("warning: left process group 700001 alone"),
+        "{line}"
+    );
+    // A group with no process left: nothing to say.
+    let gone = LoaderGroup {
+        pgid: 700_100,
+        start_time: Some(50),
+    };
+    assert_eq!(end_loader_group(&host, &gone, 999_990), None);
 }

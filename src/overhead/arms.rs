@@ -21,7 +21,6 @@ use super::anchor::Anchors;
 use super::loader::Loader;
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
 use crate::error::child;
-use crate::signals;
 use anyhow::{Context, Result};
 use libbpf_rs::Link;
 use std::collections::BTreeSet;
@@ -402,24 +401,13 @@ fn start_command(loader: &Loader) -> Result<Engaged<'static>> {
     }
 }
 
-/// SIGTERM the loader we started, by its pid; SIGKILL after 5 s.
+/// Stop the loader we started and its whole process group (see [`super::loader::stop`]); an
+/// error when it had exited on its own meanwhile.
 fn stop_child(child: &mut Child, line: &str) -> Result<()> {
-    if child.try_wait()?.is_some() {
-        return Err(child_err(line));
+    match super::loader::stop(child).context("cannot stop the --attach-cmd process group")? {
+        super::loader::Stopped::Ended => Ok(()),
+        super::loader::Stopped::HadExited => Err(child_err(line)),
     }
-    signals::send(child.id(), libc::SIGTERM);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if child.try_wait()?.is_some() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-        .kill()
-        .context("cannot kill the --attach-cmd process")?;
-    child.wait()?;
-    Ok(())
 }
 
 fn child_err(line: &str) -> anyhow::Error {

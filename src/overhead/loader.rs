@@ -4,26 +4,26 @@
 //! mounted — while its stderr is passed on and watched, so that the wait for its programs ends
 //! as soon as it exits, prints an error and loads nothing, or idles without having loaded
 //! anything, instead of after the whole `--attach-timeout`.
+//!
+//! The loader runs in a process group of its own, and stopping it ends the whole group: a
+//! loader that a shell put in the background (`sh -c '… &'`) goes too. The group is recorded in
+//! the restore state (`host::recovery`) while it runs, so that should this run be SIGKILLed the
+//! next start ends what is left of it. Its stderr is passed on once per distinct line: a line
+//! seen before (bpftrace's RLIMIT_MEMLOCK warning at each of a dozen starts) is counted, and
+//! the counts are said once at the end ([`repeated_lines`]).
 
+pub use crate::bpf::LoaderMounts;
 use crate::bpf::{self, LoadedProgram, LoaderState};
 use crate::error::usage;
+use crate::host::recovery::{self, LoaderGroup};
 use crate::host::{procs, Host};
 use anyhow::Result;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Where the loader finds its filesystems.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoaderMounts {
-    /// The host's, as they are.
-    Host,
-    /// A mount namespace of its own with tracefs (and debugfs) mounted (`--attach-tracefs`).
-    PrivateTracefs,
-}
 
 /// How a loader is started and waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,23 +81,29 @@ impl Loader {
         let mut child = cmd
             .spawn()
             .map_err(|e| usage(format!("cannot start --attach-cmd {line}: {e}")))?;
+        let host = Host::live();
+        recovery::save_loader_group(&host, Some(LoaderGroup::of(&host, child.id())))?;
         let errors = pass_on_stderr(&mut child);
         let mut watch = Watch::new(child.id(), errors);
-        let waited = bpf::wait_for_loader(&before, self.options.timeout, &mut || {
-            watch.state(&mut child)
-        });
+        let (timeout, mounts) = (self.options.timeout, self.options.mounts);
+        let waited =
+            bpf::wait_for_loader(&before, timeout, mounts, &mut || watch.state(&mut child));
         Ok((child, waited))
     }
 }
 
-/// Between fork and exec: stop the loader with us (the kernel sends it SIGTERM should we be
-/// SIGKILLed, and the programs it holds go with it), and give it its mount namespace.
+/// Between fork and exec: a process group of its own (so that stopping it ends what it
+/// starts), stop the loader with us (the kernel sends it SIGTERM should we be SIGKILLed, and
+/// the programs it holds go with it), and give it its mount namespace.
 fn prepare_child(cmd: &mut Command, mounts: LoaderMounts) {
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl, getppid, unshare and mount are async-signal-safe system calls, and
-    // nothing here allocates or touches the parent's memory.
+    // SAFETY: setpgid, prctl, getppid, unshare and mount are async-signal-safe system calls,
+    // and nothing here allocates or touches the parent's memory.
     unsafe {
         cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             if libc::getppid() != parent {
                 // We were already gone before the prctl took effect.
@@ -111,8 +117,94 @@ fn prepare_child(cmd: &mut Command, mounts: LoaderMounts) {
     }
 }
 
+/// How a loader's stop went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It was running, and it and its group were ended.
+    Ended,
+    /// It had exited before it was asked to (its group was ended all the same).
+    HadExited,
+}
+
+/// How long a loader's group has to go after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// End the loader `child` and its whole process group: SIGTERM to the group, SIGKILL to what
+/// is left of it after [`TERM_GRACE`]; the loader reaped, and its group's record forgotten.
+pub fn stop(child: &mut Child) -> Result<Stopped> {
+    let pgid = child.id();
+    // A shell that put the loader in the background has exited, but the loader runs on in
+    // its group: only an empty group means the loader is gone.
+    let had_exited = child.try_wait()?.is_some() && crate::signals::group_is_empty(pgid);
+    crate::signals::send_group(pgid, libc::SIGTERM);
+    if !wait_group_gone(child, pgid, TERM_GRACE)? {
+        crate::signals::send_group(pgid, libc::SIGKILL);
+        child.wait()?;
+        wait_group_gone(child, pgid, Duration::from_secs(1))?;
+    }
+    recovery::save_loader_group(&Host::live(), None)?;
+    Ok(match had_exited {
+        true => Stopped::HadExited,
+        false => Stopped::Ended,
+    })
+}
+
+/// Reap the loader when it exits, and wait up to `within` for its group to have no process
+/// left; whether it has none.
+fn wait_group_gone(child: &mut Child, pgid: u32, within: Duration) -> Result<bool> {
+    let deadline = Instant::now() + within;
+    loop {
+        let reaped = child.try_wait()?.is_some();
+        if reaped && crate::signals::group_is_empty(pgid) {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every distinct line the loaders of this run printed on stderr, with how often. A loader is
+/// started a dozen times in a run; its start-up lines are the same each time.
+static LINES_SEEN: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+
+/// Whether to pass `line` on: the first time it is seen in this run; it is counted either way.
+fn first_time(line: &str) -> bool {
+    let Ok(mut seen) = LINES_SEEN.lock() else {
+        return true;
+    };
+    let count = seen.entry(line.to_string()).or_insert(0);
+    *count += 1;
+    *count == 1
+}
+
+/// The lines the loaders printed more than once, each with its count, for the end of the run
+/// ("… repeated N times"); the counts start again after.
+pub fn repeated_lines() -> Vec<String> {
+    let Ok(mut seen) = LINES_SEEN.lock() else {
+        return Vec::new();
+    };
+    let taken = std::mem::take(&mut *seen);
+    repeats_said(&taken)
+}
+
+/// The words for the lines of `seen` printed more than once.
+fn repeats_said(seen: &BTreeMap<String, u64>) -> Vec<String> {
+    seen.iter()
+        .filter(|(_, count)| **count > 1)
+        .map(|(line, count)| {
+            format!(
+                "the loader's line \"{}\" (shown once above) repeated {count} times in all",
+                line.trim()
+            )
+        })
+        .collect()
+}
+
 /// Pass the loader's stderr on to ours, line by line, on a thread of its own (until the loader
-/// closes it); the last line that reads as an error, with when it came.
+/// closes it), each distinct line once a run ([`first_time`]); the last line that reads as an
+/// error, with when it came.
 fn pass_on_stderr(child: &mut Child) -> Arc<Mutex<Option<(String, Instant)>>> {
     let last = Arc::new(Mutex::new(None));
     let Some(stderr) = child.stderr.take() else {
@@ -123,7 +215,9 @@ fn pass_on_stderr(child: &mut Child) -> Arc<Mutex<Option<(String, Instant)>>> {
         .name("ebpf-prof-loader-stderr".into())
         .spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                crate::out::err_text(&format!("{line}\n"));
+                if first_time(&line) {
+                    crate::out::err_text(&format!("{line}\n"));
+                }
                 if reads_as_error(&line) {
                     if let Ok(mut slot) = seen.lock() {
                         *slot = Some((line, Instant::now()));
@@ -173,7 +267,10 @@ impl Watch {
 
     /// Asked while none of its programs is loaded.
     fn state(&mut self, child: &mut Child) -> LoaderState {
-        if !matches!(child.try_wait(), Ok(None)) {
+        // The command may have exited leaving the loader it started in the background, in its
+        // process group: the loader has exited when the whole group has.
+        let exited = !matches!(child.try_wait(), Ok(None));
+        if exited && crate::signals::group_is_empty(self.pid) {
             return LoaderState::Exited;
         }
         let error = self.errors.lock().ok().and_then(|e| e.clone());
@@ -184,7 +281,10 @@ impl Watch {
                 line.trim()
             ));
         }
-        let ticks = procs::tree_cpu_ticks(&Host::live(), self.pid);
+        let ticks = match exited {
+            false => procs::tree_cpu_ticks(&Host::live(), self.pid),
+            true => procs::group_cpu_ticks(&Host::live(), self.pid),
+        };
         if ticks != self.ticks {
             self.ticks = ticks;
             self.busy_at = Instant::now();
@@ -417,6 +517,22 @@ mod tests {
         assert!(!reads_as_error(
             "Tracing syscalls, printing top 10... Ctrl+C to quit."
         ));
+    }
+
+    #[test]
+    fn repeated_lines_are_said_once_with_their_count() {
+        let seen: BTreeMap<String, u64> = [
+            ("ERROR: couldn't set RLIMIT_MEMLOCK".to_string(), 25),
+            ("Attaching 1 probe...".to_string(), 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            repeats_said(&seen),
+            ["the loader's line \"ERROR: couldn't set RLIMIT_MEMLOCK\" (shown once above) repeated 25 times in all"]
+        );
+        assert!(first_time("a line only this test prints"));
+        assert!(!first_time("a line only this test prints"));
     }
 
     #[test]

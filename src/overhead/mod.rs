@@ -522,8 +522,18 @@ fn check_stop(stop: Stop) -> Result<()> {
     }
 }
 
-/// Run `overhead`; exit status 1 when a gate is exceeded.
+/// Run `overhead`; exit status 1 when a gate is exceeded. The loaders' repeated stderr lines
+/// are counted at the end, however the run ended.
 pub fn run(o: &OverheadOptions) -> Result<()> {
+    let result = run_measured(o);
+    for line in loader::repeated_lines() {
+        crate::out::say(line);
+    }
+    result
+}
+
+/// [`run`] itself.
+fn run_measured(o: &OverheadOptions) -> Result<()> {
     let (base, treat, mode) = arms(o)?;
     check_stop(o.stop)?;
     check_confidence(o.confidence)?;

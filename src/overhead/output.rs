@@ -341,8 +341,12 @@ impl Report {
         let c = &self.comparison;
         let conf = format!("{:.0}%", 100.0 * c.confidence);
         if c.method == stats::METHOD_LOADS {
+            let (per, across) = match self.mode {
+                super::Mode::AttachCmd => ("per loader start", "starts"),
+                _ => ("per load of the objects", "loads"),
+            };
             return format!(
-                "method: per-round mid-quantiles, paired in time (coin seed {}); per load of the objects the median of its pair differences{}; across the {} loads the mean, with its Student t {conf} interval",
+                "method: per-round mid-quantiles, paired in time (coin seed {}); {per} the median of its pair differences{}; across the {} {across} the mean, with its Student t {conf} interval",
                 self.seed,
                 pooled_clause(c),
                 c.loads
@@ -364,16 +368,14 @@ impl Report {
         if c.method != stats::METHOD_LOADS {
             return None;
         }
-        let objects = match self.mode {
-            super::Mode::Load => format!("{} loaded {} times", self.treat.label, c.loads),
-            super::Mode::AaLoad => {
-                format!("{} loaded {} times on each arm", self.treat.label, c.loads)
-            }
-            _ => format!("each object loaded {} times", c.loads),
+        let objects = loads_words(self.mode, &self.treat.label, c.loads);
+        let first = match self.mode {
+            super::Mode::AttachCmd => "whether the loader ran first",
+            _ => "which object was loaded first",
         };
         let order = p50.order_effect.map_or_else(String::new, |effect| {
             format!(
-                ", half of them in each order (which object was loaded first moved the p50 difference by ±{:.1} ns; the estimate is free of it)",
+                ", half of them in each order ({first} moved the p50 difference by ±{:.1} ns; the estimate is free of it)",
                 effect.abs()
             )
         });
@@ -600,6 +602,17 @@ fn keep(dir: &OutputDir, r: &Rounds) -> Result<()> {
     Ok(())
 }
 
+/// How many loads each arm had, in words: objects are loaded, a loader (`--attach-cmd`) is
+/// started.
+fn loads_words(mode: super::Mode, label: &str, loads: usize) -> String {
+    match mode {
+        super::Mode::Load => format!("{label} loaded {loads} times"),
+        super::Mode::AaLoad => format!("{label} loaded {loads} times on each arm"),
+        super::Mode::AttachCmd => format!("{loads} loader starts of {label}"),
+        super::Mode::Compare | super::Mode::Aa => format!("each object loaded {loads} times"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -690,6 +703,23 @@ mod tests {
             op: None,
             ran: None,
         }
+    }
+
+    #[test]
+    fn a_loader_is_started_not_loaded() {
+        use super::super::Mode;
+        assert_eq!(
+            loads_words(Mode::AttachCmd, "bpftrace", 12),
+            "12 loader starts of bpftrace"
+        );
+        assert_eq!(
+            loads_words(Mode::Load, "hook.bpf.o", 12),
+            "hook.bpf.o loaded 12 times"
+        );
+        assert_eq!(
+            loads_words(Mode::Compare, "b.bpf.o", 4),
+            "each object loaded 4 times"
+        );
     }
 
     #[test]

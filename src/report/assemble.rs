@@ -6,7 +6,7 @@ use super::resolve::{self, Resolver};
 use super::walk::{self, Tally};
 use super::*;
 use crate::profile::stacks::Stacks;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Median folded count below which counts are taken for sample counts: a period-weighted stack
 /// weighs at least one period (thousands of ns or cycles), a stack of counted samples a few.
@@ -53,7 +53,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         total_weight: t.total,
         samples,
         samples_source,
-        attach_points: attach_points(&t),
+        attach_points: attach_points(&t, input.record),
         not_sampled: not_sampled(&t, input.record),
         programs,
         kernel_functions,
@@ -136,7 +136,7 @@ fn ancestor(t: &Tally, anc: &Option<(String, u64)>) -> Option<Ancestor> {
     })
 }
 
-fn attach_points(t: &Tally) -> Vec<AttachPoint> {
+fn attach_points(t: &Tally, record: Option<&RunRecord>) -> Vec<AttachPoint> {
     let mut out: Vec<AttachPoint> = t
         .attach
         .iter()
@@ -151,11 +151,39 @@ fn attach_points(t: &Tally) -> Vec<AttachPoint> {
                 grandparent: ancestor(t, &a.ancestors[1]),
                 programs: a.programs.iter().cloned().collect(),
                 via: a.via.iter().cloned().collect(),
+                attached_nowhere: attached_nowhere(t, &a.programs, record),
             }
         })
         .collect();
     out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));
     out
+}
+
+/// Of `programs` (entered at one attach point), those the recording's program list shows
+/// attached nowhere: tail-call targets, entered in their caller's place. `None` when the
+/// recording does not say (no program list, or a program not found in it by its tag).
+fn attached_nowhere(
+    t: &Tally,
+    programs: &BTreeSet<String>,
+    record: Option<&RunRecord>,
+) -> Option<Vec<String>> {
+    let loaded = &record?.loaded_programs;
+    let mut nowhere = Vec::new();
+    for name in programs {
+        let tags = &t.progs.get(name)?.tags;
+        let listed = loaded.iter().find(|p| tags.contains(&p.tag))?;
+        if !listed.attached {
+            nowhere.push(name.clone());
+        }
+    }
+    Some(nowhere)
+}
+
+/// A program's attach points, the one it was entered from most first.
+fn by_weight(attach: &BTreeMap<String, u64>) -> Vec<String> {
+    let mut points: Vec<(&String, &u64)> = attach.iter().collect();
+    points.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    points.into_iter().map(|(name, _)| name.clone()).collect()
 }
 
 fn programs(t: &Tally, record: Option<&RunRecord>) -> Vec<Program> {
@@ -175,7 +203,7 @@ fn programs(t: &Tally, record: Option<&RunRecord>) -> Vec<Program> {
                 tags: tags.into_iter().collect(),
                 percent: pct(p.incl, t.total),
                 self_percent: pct(p.own, t.total),
-                attach_points: p.attach.iter().cloned().collect(),
+                attach_points: by_weight(&p.attach),
                 functions: functions(t, name, p),
             }
         })

@@ -167,6 +167,9 @@ pub struct AttachPoint {
     pub programs: Vec<String>,
     /// Glue frames between it and the programs (a trampoline, resolved or not).
     pub via: Vec<String>,
+    /// Of the programs entered here, those the recording's program list shows attached
+    /// nowhere (tail-call targets); `None` when the recording does not say.
+    pub attached_nowhere: Option<Vec<String>>,
 }
 
 /// A function of a program: its entry or a sub-function.

@@ -95,10 +95,28 @@ fn attach_points(s: &mut String, r: &Report) {
                 );
             }
         }
-        if a.programs.len() > 1 {
-            let _ = writeln!(s, "    {} programs entered here: each is attached here, or a tail-call target (a tail call replaces its caller's frame, so the target shows in the caller's place)", a.programs.len());
+        if let Some(line) = several_programs(a) {
+            let _ = writeln!(s, "    {line}");
         }
     }
+}
+
+/// What it means that several programs were entered at one attach point: each attached to an
+/// event of its own that this function runs, or a tail-call target in its caller's place, as
+/// far as the recording's program list tells.
+fn several_programs(a: &crate::report::AttachPoint) -> Option<String> {
+    let count = a.programs.len();
+    if count < 2 {
+        return None;
+    }
+    Some(match &a.attached_nowhere {
+        None => format!("{count} programs entered here: each is attached to an event this function runs, or a tail-call target (a tail call replaces its caller's frame, so the target shows in the caller's place)"),
+        Some(targets) if targets.is_empty() => format!("{count} programs entered here, each attached to an event of its own that this function runs"),
+        Some(targets) => format!(
+            "{count} programs entered here: {} attached nowhere, so entered by a tail call (a tail call replaces its caller's frame, so the target shows in the caller's place)",
+            targets.join(", ")
+        ),
+    })
 }
 
 fn programs(s: &mut String, r: &Report) {
@@ -263,5 +281,49 @@ fn list<'a>(s: &mut String, title: &str, items: impl Iterator<Item = &'a str>) {
     let _ = writeln!(s, "\n{title}");
     for i in items {
         let _ = writeln!(s, "  - {i}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(programs: &[&str], nowhere: Option<&[&str]>) -> crate::report::AttachPoint {
+        crate::report::AttachPoint {
+            name: "trace_call_bpf".into(),
+            percent: 50.0,
+            bpf_percent: 40.0,
+            bpf_share_of_it: 80.0,
+            parent: None,
+            grandparent: None,
+            programs: programs.iter().map(|p| p.to_string()).collect(),
+            via: Vec::new(),
+            attached_nowhere: nowhere.map(|n| n.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn a_tail_call_is_named_only_where_there_is_one() {
+        assert_eq!(several_programs(&point(&["a"], Some(&[]))), None);
+        let opensnoop = point(
+            &[
+                "tracepoint__syscalls__sys_enter_openat",
+                "tracepoint__syscalls__sys_exit_openat",
+            ],
+            Some(&[]),
+        );
+        let said = several_programs(&opensnoop).unwrap();
+        assert_eq!(
+            said,
+            "2 programs entered here, each attached to an event of its own that this function runs"
+        );
+        let tail = point(
+            &["enforce_access_policy", "tail_call_security_check"],
+            Some(&["enforce_access_policy"]),
+        );
+        let said = several_programs(&tail).unwrap();
+        assert!(said.starts_with("2 programs entered here: enforce_access_policy attached nowhere, so entered by a tail call"), "{said}");
+        let unknown = several_programs(&point(&["a", "b"], None)).unwrap();
+        assert!(unknown.contains("or a tail-call target"), "{unknown}");
     }
 }

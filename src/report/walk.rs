@@ -166,7 +166,8 @@ pub(crate) struct ProgTally {
     pub incl: u64,
     pub own: u64,
     pub tags: BTreeSet<String>,
-    pub attach: BTreeSet<String>,
+    /// Each attach point it was entered from, with the weight entered from it.
+    pub attach: BTreeMap<String, u64>,
     pub functions: BTreeMap<String, FuncTally>,
 }
 
@@ -345,7 +346,10 @@ fn program(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, entry: &E
     let rehomed = frames[entry.at].display() != entry.home;
     let prog = tally.progs.entry(entry.home.to_string()).or_default();
     crate::report::add(&mut prog.incl, weight);
-    prog.attach.insert(entry.attach.to_string());
+    crate::report::add(
+        prog.attach.entry(entry.attach.to_string()).or_default(),
+        weight,
+    );
     if !rehomed {
         prog.tags.extend(frames::tag(&frames[entry.at].name));
     }
