@@ -25,3 +25,4 @@ pub mod runfiles;
 pub mod runrecord;
 pub mod signals;
 pub mod stats;
+pub mod testrun;
