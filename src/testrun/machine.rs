@@ -26,10 +26,16 @@ pub struct Machine<'a> {
 }
 
 impl Runner for Machine<'_> {
-    fn call(&mut self, object: usize, packet: usize, repeat: u32) -> Result<f64> {
+    fn call(&mut self, object: usize, packet: usize, repeat: u32) -> Result<measure::Call> {
         let bytes = &self.packets[packet].bytes;
-        kernel::timed_call(self.programs[object], bytes, repeat, self.mode)
-            .map(f64::from)
+        let start = std::time::Instant::now();
+        let timed = kernel::timed_call(self.programs[object], bytes, repeat, self.mode);
+        let wall_ns = start.elapsed().as_nanos() as f64;
+        timed
+            .map(|mean| measure::Call {
+                wall_ns,
+                kernel_mean: f64::from(mean),
+            })
             .map_err(|errno| {
                 anyhow::Error::from(std::io::Error::from_raw_os_error(errno))
                     .context(format!("BPF_PROG_TEST_RUN of packet {} failed", packet + 1))

@@ -147,6 +147,7 @@ fn measure_loaded(
     let xdp = loaded[0].program.kind == kernel::PacketKind::Xdp;
     let (batches, ended, dispatcher) = machine::run(&plan, runner, placement, xdp)?;
     let (samples, timer) = measure::per_run_costs(&plan, &batches);
+    let kernel_samples = measure::kernel_costs(&plan, &batches, &samples);
     let context = output::Context {
         options: o,
         program: &loaded[0].program,
@@ -156,7 +157,7 @@ fn measure_loaded(
         ended,
         timer,
     };
-    let mut report = output::build(&context, &classes, &samples);
+    let mut report = output::build(&context, &classes, &samples, &kernel_samples);
     report.gates = output_gates::evaluate(&o.gates, &report.classes);
     if let machine::Dispatcher::NotHeld(errno) = dispatcher {
         report.notes.push(format!(

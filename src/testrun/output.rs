@@ -57,6 +57,8 @@ pub struct ClassReport {
     pub p50_ns: f64,
     pub lo_ns: f64,
     pub hi_ns: f64,
+    /// The cross-check: the median of the batches' slopes of the kernel's own means (whole ns).
+    pub kernel_p50_ns: f64,
     pub batches: usize,
     /// Runs in the shorter call of a batch.
     pub repeat: u32,
@@ -93,12 +95,22 @@ pub struct GateReport {
 }
 
 /// The report of the batches.
-pub fn build(context: &Context<'_>, classes: &[Class], samples: &[Vec<Vec<f64>>]) -> TestRunReport {
+pub fn build(
+    context: &Context<'_>,
+    classes: &[Class],
+    samples: &[Vec<Vec<f64>>],
+    kernel_samples: &[Vec<Vec<f64>>],
+) -> TestRunReport {
     let o = context.options;
     let mut reports: Vec<ClassReport> = classes
         .iter()
         .enumerate()
-        .map(|(index, class)| class_report(context, index, class, &samples[index]))
+        .map(|(index, class)| {
+            let mut report = class_report(context, index, class, &samples[index]);
+            report.kernel_p50_ns = median_interval(&kernel_samples[index][0], 0.5)
+                .map_or(f64::NAN, |interval| interval.estimate);
+            report
+        })
         .collect();
     reports.sort_by(|a, b| a.p50_ns.total_cmp(&b.p50_ns));
     let refused = context.outcomes[0].iter().filter(|o| o.is_none()).count();
@@ -169,6 +181,7 @@ fn class_report(
         p50_ns,
         lo_ns,
         hi_ns,
+        kernel_p50_ns: f64::NAN,
         batches: per_object[0].len(),
         repeat: plan.repeat,
         timing: match plan.timing {

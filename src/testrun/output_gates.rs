@@ -65,6 +65,7 @@ mod tests {
             p50_ns: lo_ns + 5.0,
             lo_ns,
             hi_ns: lo_ns + 10.0,
+            kernel_p50_ns: lo_ns + 5.0,
             batches: 400,
             repeat: 28,
             timing: "slope",

@@ -55,7 +55,7 @@ fn headline(report: &TestRunReport) -> String {
         _ => "",
     };
     format!(
-        "test run of {} ({}) in {}{against}{mode}: {} packets ({}) in {} classes; per class the median of its batches' per-run cost (from the kernel's means of R and 2R runs) with its {:.0}% interval",
+        "test run of {} ({}) in {}{against}{mode}: {} packets ({}) in {} classes; per class the median of its batches' per-run cost (the slope of calls of R and 2R runs) with its {:.0}% interval",
         report.program,
         report.kind,
         report.object,
