@@ -23,6 +23,8 @@ pub enum Role {
     Kallsyms,
     /// A compiled BPF object (`--load`, `--compare`): read whole into memory, so capped.
     BpfObject,
+    /// A packet capture (`--test-run --pcap`): read whole into memory, so capped.
+    Capture,
 }
 
 impl Role {
@@ -33,17 +35,20 @@ impl Role {
             Role::RunRecord => "remove it, or put there the perf.data.json written by `ebpf-prof record`",
             Role::Kallsyms => "give the kallsyms snapshot written by `ebpf-prof record` (perf.data.kallsyms)",
             Role::BpfObject => "give the path of a compiled BPF object (.bpf.o)",
+            Role::Capture => "give a pcap or pcapng capture (tcpdump -w FILE), or leave --pcap out for the built-in packets",
         }
     }
 
     /// The largest file read for this role: a kallsyms snapshot is ~5 MB, a run record a few
-    /// KB, a BPF object with its debug info a few MB; a profile has no cap.
+    /// KB, a BPF object with its debug info a few MB, a capture of the packets a test run can
+    /// time in a sitting well under 256 MB; a profile has no cap.
     pub fn cap(self) -> u64 {
         match self {
             Role::Profile => u64::MAX,
             Role::RunRecord => 16 << 20,
             Role::Kallsyms => 256 << 20,
             Role::BpfObject => 128 << 20,
+            Role::Capture => crate::packets::capture::MAX_FILE,
         }
     }
 

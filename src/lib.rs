@@ -26,3 +26,4 @@ pub mod runfiles;
 pub mod runrecord;
 pub mod signals;
 pub mod stats;
+pub mod testrun;

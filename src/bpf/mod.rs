@@ -30,8 +30,8 @@ pub use introspect::{
     wait_for_new_programs, LoadedProgram, LoaderMounts, LoaderState,
 };
 pub use inventory::{is_traced_kind, programs as inventory, Program as InventoryProgram};
-pub(crate) use loader::check_object;
 pub use loader::{attach, object_programs, Attached};
+pub(crate) use loader::{check_object, load_only};
 pub use pressure::{key_digests, map_pressure, tail_call_targets, MapPressure};
 #[doc(hidden)]
 pub use runstats::enable_run_stats_via_sysctl;

@@ -361,6 +361,29 @@ pub struct HookArgs {
     pub seconds: Option<u64>,
 }
 
+/// What `overhead --test-run` cannot take: it attaches nothing and runs no bench.
+const TEST_RUN_CONFLICTS: [&str; 19] = [
+    "attach_cmd",
+    "aa",
+    "side_cost",
+    "sweep",
+    "profile",
+    "plot",
+    "keep",
+    "op",
+    "bench",
+    "target_ns",
+    "loads",
+    "iterations",
+    "export_json",
+    "export_markdown",
+    "max_p99_ns",
+    "max_p99_pct",
+    "prog_ids",
+    "prog_names",
+    "attach_tracefs",
+];
+
 #[derive(Debug, Clone, Args)]
 pub struct OverheadArgs {
     #[command(flatten)]
@@ -408,6 +431,19 @@ pub struct OverheadArgs {
     /// programs (what attaching costs every other operation).
     #[arg(long)]
     pub side_cost: bool,
+    /// Time a packet program with the kernel's test run (BPF_PROG_TEST_RUN) per packet class
+    /// (verdict, protocol, destination port) instead of on an operation: nothing attached;
+    /// --rounds is the batches per class [default: 400], --max-time their budget.
+    #[arg(long, conflicts_with_all = TEST_RUN_CONFLICTS)]
+    pub test_run: bool,
+    /// With --test-run: the packets of this pcap or pcapng capture (Ethernet frames, at most
+    /// 256 MB and a million packets) instead of the built-in ones.
+    #[arg(long, value_name = "FILE", requires = "test_run")]
+    pub pcap: Option<PathBuf>,
+    /// With --test-run of an XDP program: live frames (Linux 5.18+), each verdict carried out
+    /// (PASS up the stack, TX and REDIRECT out) in a private network namespace.
+    #[arg(long, requires = "test_run")]
+    pub live_frames: bool,
     /// How long to wait for the --attach-cmd loader to load its programs: 30s, 2m.
     #[arg(long, value_name = "TIME", value_parser = Time::HOUR, default_value = "30s")]
     pub attach_timeout: f64,

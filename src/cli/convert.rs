@@ -26,8 +26,14 @@ impl From<&PerfArgs> for crate::perf::PerfChoice {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     crate::perf::trust::drop_relative_path_entries();
     // Options that name no measurement are refused before waiting for another run's lock.
+    let test_run = match cli.command {
+        Command::Overhead(ref args) if args.test_run => {
+            Some(super::testrun::options((**args).clone())?)
+        }
+        _ => None,
+    };
     let overhead = match cli.command {
-        Command::Overhead(ref args) => Some(overhead_options((**args).clone())?),
+        Command::Overhead(ref args) if !args.test_run => Some(overhead_options((**args).clone())?),
         _ => None,
     };
     check_object_before_the_lock(&cli.command)?;
@@ -36,6 +42,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(options) = overhead {
         return commands::overhead::run(&options);
     }
+    if let Some(options) = test_run {
+        return crate::testrun::run(&options);
+    }
     match cli.command {
         Command::Bench(a) if a.serve => commands::bench::serve(&a.into()),
         Command::Bench(a) => commands::bench::run(&a.into()),
@@ -43,7 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(a) => commands::record::run(&record_options(a)),
         Command::Flame(a) => commands::flame::run(&a.into()),
         Command::Hook(a) => commands::hook::run(&a.into(), lock),
-        Command::Overhead(_) => unreachable!("overhead ran above"),
+        Command::Overhead(_) => unreachable!("overhead or its test run ran above"),
         Command::Demo(a) => commands::demo::run(&a.into()),
         Command::Report(a) => commands::report::run(&a.into()),
         Command::Diff(a) => commands::diff::run(&a.into()),

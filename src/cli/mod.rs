@@ -5,6 +5,7 @@ mod args;
 mod convert;
 pub mod oparg;
 pub mod ranges;
+mod testrun;
 #[cfg(test)]
 mod tests;
 
