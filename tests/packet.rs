@@ -278,3 +278,65 @@ fn sigkill_between_the_note_and_the_network_is_recovered_too() {
     }
     killed_then_recovered("stop:netns-noted", libc::SIGKILL);
 }
+
+/// Kernel ids of the loaded programs named `name`.
+fn program_ids(name: &str) -> Vec<u32> {
+    let out = Command::new("bpftool")
+        .args(["-j", "prog", "show"])
+        .output()
+        .unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    all.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"] == name)
+        .filter_map(|p| p["id"].as_u64().map(|id| id as u32))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() {
+    if !need_root("overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let hooks = ebpf_prof::bpf::PACKET_HOOKS;
+    for (name, place) in [
+        ("xdp_8", "to XDP of"),
+        ("tcx_8", "to tcx ingress of"),
+        ("tc_8", "to the ingress of a clsact qdisc on"),
+    ] {
+        let bytes = hooks.iter().find(|(n, _)| *n == name).unwrap().1;
+        let object = d.path().join(format!("{name}.bpf.o"));
+        std::fs::write(&object, bytes).unwrap();
+        let object = object.to_string_lossy().into_owned();
+        let args = ["overhead", "--load", &object, "--rounds", "4", "--json"];
+        let child = ebpf_prof(&args, d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("attached {name} {place} ep{pid}p0")),
+            "{stderr}"
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            report["op"]["op"], "udp-veth",
+            "{name}: chosen from the section"
+        );
+        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+        assert!(
+            (0.9..1.1).contains(&runs),
+            "{name}: {runs} runs per datagram"
+        );
+        assert_nothing_left(pid, name);
+        assert!(program_ids(name).is_empty(), "{name} is unloaded");
+    }
+}

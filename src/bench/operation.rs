@@ -147,12 +147,17 @@ impl Operation {
         }
     }
 
-    /// Whether one call builds and tears down a process, a TCP connection or a file: several
-    /// µs to tens of µs, five to fifteen times an openat.
+    /// Whether one call builds and tears down a process, a TCP connection or a file, or sends a
+    /// packet through two network stacks: several µs to tens of µs, five to fifteen times an
+    /// openat.
     pub fn is_heavy(self) -> bool {
         matches!(
             self,
-            Operation::Exec | Operation::Fork | Operation::Connect | Operation::Unlink
+            Operation::Exec
+                | Operation::Fork
+                | Operation::Connect
+                | Operation::Unlink
+                | Operation::UdpVeth
         )
     }
 

@@ -131,7 +131,7 @@ impl Drop for UdpVeth {
 }
 
 /// Run `make` with this thread in the network namespace at `path`, then come back.
-fn in_namespace<T>(path: &Path, make: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn in_namespace<T>(path: &Path, make: impl FnOnce() -> Result<T>) -> Result<T> {
     let open = |p: &Path| {
         std::fs::File::open(p)
             .map(OwnedFd::from)

@@ -103,7 +103,9 @@ pub(crate) fn attach_error(
     if errno == libc::EPERM {
         return permission_error(host, object, Some(prog));
     }
-    let mut detail = last_warning(log).unwrap_or_else(|| errno_text(errno));
+    let mut detail = super::packet::attach_failure(&prog.section, errno)
+        .or_else(|| last_warning(log))
+        .unwrap_or_else(|| errno_text(errno));
     if errno == libc::ENOENT && !crate::host::mounts::tracefs_visible(host) {
         detail.push_str(" (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing)");
     }

@@ -17,6 +17,7 @@ use libbpf_rs::{
 
 use super::diagnose::{self, ProgMeta};
 use super::libbpf_log::Capture;
+use super::packet::Attachment;
 use super::{ObjectSource, ProgramInfo};
 use crate::host::mounts::{self, tracefs_visible, with_private_mount};
 use crate::host::Host;
@@ -28,7 +29,7 @@ use crate::input::{open_regular, read_whole, Role};
 /// a link comes and goes in well under a millisecond, an unload waits for an RCU grace period).
 pub struct Attached {
     // Fields drop in order: the links (detach) before the object (unload).
-    links: Vec<Link>,
+    links: Vec<Attachment>,
     object: Object,
     programs: Vec<ProgramInfo>,
     name: String,
@@ -102,7 +103,7 @@ impl Attached {
     /// detaches the programs (`overhead` hands them to a thread, so that the tracepoint's
     /// teardown — tens of ms of RCU grace periods after the program is already off the hook —
     /// does not hold up the next round). The object stays loaded.
-    pub fn take_links(&mut self) -> Vec<Link> {
+    pub fn take_links(&mut self) -> Vec<Attachment> {
         std::mem::take(&mut self.links)
     }
 
@@ -124,14 +125,14 @@ impl Attached {
             .collect();
         let capture = Capture::start();
         let (name, object) = (&self.name, &self.object);
-        let attach = || -> anyhow::Result<Vec<Link>> {
+        let attach = || -> anyhow::Result<Vec<Attachment>> {
             let mut links = Vec::new();
             for prog in object.progs() {
                 let pname = prog.name().to_string_lossy().into_owned();
                 if !wanted.contains(&pname) {
                     continue;
                 }
-                let link = attach_one(&prog).map_err(|errno| {
+                let link = attach_one(&prog, Announce::Quiet).map_err(|errno| {
                     let meta = ProgMeta {
                         name: pname.clone(),
                         section: prog.section().to_string_lossy().into_owned(),
@@ -250,14 +251,14 @@ fn attach_all(
     name: &str,
     object: &Object,
     capture: &Capture,
-) -> anyhow::Result<(Vec<Link>, Vec<ProgramInfo>)> {
+) -> anyhow::Result<(Vec<Attachment>, Vec<ProgramInfo>)> {
     let targets = tail_call_targets(object);
     let mut links = Vec::new();
     let mut programs = Vec::new();
     for prog in object.progs().filter(|p| p.autoload()) {
         let mut info = program_info(&prog)?;
         if !targets.contains(&info.id) {
-            if let Some(link) = attach_one(&prog).map_err(|errno| {
+            if let Some(link) = attach_one(&prog, Announce::Say).map_err(|errno| {
                 let meta = ProgMeta {
                     name: info.name.clone(),
                     section: info.section.clone(),
@@ -273,8 +274,30 @@ fn attach_all(
     Ok((links, programs))
 }
 
-/// `Ok(None)` when libbpf cannot auto-attach the program's section (no attach target).
-fn attach_one(prog: &Program<'_>) -> Result<Option<Link>, i32> {
+/// Whether attaching says where a packet program went (once, when the object is loaded; not
+/// each time `overhead` puts it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Announce {
+    Say,
+    Quiet,
+}
+
+/// `Ok(None)` when libbpf cannot auto-attach the program's section (no attach target) and it is
+/// no packet program the run has a place for (`super::packet`).
+fn attach_one(prog: &Program<'_>, announce: Announce) -> Result<Option<Attachment>, i32> {
+    let section = prog.section().to_string_lossy().into_owned();
+    if let Some(attached) = super::packet::attach(prog, &section) {
+        let (link, line) = attached?;
+        if announce == Announce::Say {
+            super::packet::say_once(line);
+        }
+        return Ok(Some(link));
+    }
+    Ok(attach_by_section(prog)?.map(Attachment::Link))
+}
+
+/// libbpf's own attach of `prog` by its section; `Ok(None)` when it cannot (no target).
+fn attach_by_section(prog: &Program<'_>) -> Result<Option<Link>, i32> {
     let raw = prog.as_libbpf_object();
     // SAFETY: `raw` is a loaded program of a live object.
     let link = unsafe { libbpf_sys::bpf_program__attach(raw.as_ptr()) };

@@ -19,6 +19,7 @@ mod introspect;
 mod inventory;
 mod libbpf_log;
 mod loader;
+pub mod packet;
 mod pressure;
 mod runstats;
 
@@ -54,6 +55,53 @@ pub const SAMPLE_HOOK_REJECTED: &[u8] =
 #[doc(hidden)]
 pub const SAMPLE_NO_PROGRAMS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/bad/no_programs.bpf.o"));
+
+/// The calibrated packet programs (fixtures/hooks/packet/): for each kind (`xdp`, `tc`,
+/// `tcx/ingress`, `cgroup_skb/egress`, `socket`) one doing 0 and one doing 8 hash-map look-ups
+/// per packet before letting it through, by name (`xdp_8`, which is also the program's name).
+#[doc(hidden)]
+pub const PACKET_HOOKS: [(&str, &[u8]); 10] = [
+    (
+        "xdp_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/xdp_0.bpf.o")),
+    ),
+    (
+        "xdp_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/xdp_8.bpf.o")),
+    ),
+    (
+        "tc_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/tc_0.bpf.o")),
+    ),
+    (
+        "tc_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/tc_8.bpf.o")),
+    ),
+    (
+        "tcx_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/tcx_0.bpf.o")),
+    ),
+    (
+        "tcx_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/tcx_8.bpf.o")),
+    ),
+    (
+        "cgroup_skb_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/cgroup_skb_0.bpf.o")),
+    ),
+    (
+        "cgroup_skb_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/cgroup_skb_8.bpf.o")),
+    ),
+    (
+        "socket_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/socket_0.bpf.o")),
+    ),
+    (
+        "socket_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/socket_8.bpf.o")),
+    ),
+];
 
 /// Hook A of the sensitivity pair: `tracepoint/syscalls/sys_enter_openat` doing
 /// [`HOOK_LOOKUPS_A_COUNT`] hash-map look-ups per call (fixtures/hooks/lookups_common.h).

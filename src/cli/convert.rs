@@ -379,5 +379,6 @@ fn record_options(a: RecordArgs) -> crate::recording::RecordOptions {
             },
             (false, None) => crate::perf::record::Scope::Bench,
         },
+        netns: None,
     }
 }

@@ -14,6 +14,12 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     } else {
         None
     };
+    if makes_network && !crate::host::security::is_root() {
+        return Err(crate::error::usage(format!(
+            "--op {} makes a network namespace and a veth pair: run it with sudo",
+            opts.op.operation()
+        )));
+    }
     let network = match makes_network {
         true => Some(crate::netpath::VethPair::create(&crate::host::Host::live())?),
         false => None,

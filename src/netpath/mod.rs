@@ -17,6 +17,7 @@
 pub mod journal;
 pub mod names;
 
+use crate::bench::OpKind;
 use crate::error::child;
 use crate::host::Host;
 use anyhow::Result;
@@ -85,6 +86,54 @@ impl Drop for VethPair {
             crate::out::say(format!("warning: {line}; the next start tries again"));
         }
     }
+}
+
+/// The private network of a run timing a packet operation, with the packet programs' attach
+/// place set to it (`bpf::packet`) for as long as it lives.
+#[derive(Debug)]
+pub struct PacketNetwork {
+    // Fields drop in order: the attach place is unset before the pair goes.
+    _target: crate::bpf::packet::TargetGuard,
+    pair: VethPair,
+}
+
+impl PacketNetwork {
+    /// A network for `op` when it is a packet operation run by the built-in bench (`builtin`);
+    /// `None` for every other operation.
+    pub fn for_op(op: &OpKind, builtin: Bench) -> Result<Option<PacketNetwork>> {
+        if !op.needs_netns() || builtin == Bench::Own {
+            return Ok(None);
+        }
+        let pair = VethPair::create(&Host::live())?;
+        let target = crate::bpf::packet::PacketTarget {
+            netns: pair.netns_path(),
+            peer_if: pair.names.peer_if.clone(),
+            host_if: pair.names.host_if.clone(),
+        };
+        Ok(Some(PacketNetwork {
+            _target: crate::bpf::packet::TargetGuard::install(target),
+            pair,
+        }))
+    }
+
+    /// `op` sending into this network.
+    pub fn op(&self, op: &OpKind) -> OpKind {
+        op.in_netns(&self.pair.names.netns)
+    }
+
+    /// The pair.
+    pub fn pair(&self) -> &VethPair {
+        &self.pair
+    }
+}
+
+/// Whose benchmark a run times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bench {
+    /// The built-in bench, which sends through the network.
+    BuiltIn,
+    /// A benchmark command of the user's, which makes its own operation.
+    Own,
 }
 
 /// The `ip` argument lists that make the namespace and the pair, in order.

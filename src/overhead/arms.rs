@@ -19,10 +19,10 @@
 
 use super::anchor::Anchors;
 use super::loader::Loader;
+use crate::bpf::packet::Attachment;
 use crate::bpf::{self, Attached, LoadedProgram, ObjectSource};
 use crate::error::child;
 use anyhow::{Context, Result};
-use libbpf_rs::Link;
 use std::collections::BTreeSet;
 use std::process::Child;
 use std::sync::Arc;
@@ -116,7 +116,7 @@ pub struct Reaper {
 
 impl Reaper {
     /// Drop `links` on a new thread (here, if no thread can be started).
-    fn drop_later(&self, links: Vec<Link>) {
+    fn drop_later(&self, links: Vec<Attachment>) {
         let mut threads = self.threads.borrow_mut();
         threads.retain(|t| !t.is_finished());
         let spawned = std::thread::Builder::new()

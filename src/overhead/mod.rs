@@ -27,6 +27,7 @@ use crate::bench::workingset::WorkingSet;
 use crate::bench::OpKind;
 use crate::error::{check, usage};
 use crate::host::{cpu, security, Host};
+use crate::netpath::{Bench, PacketNetwork};
 use crate::out::say;
 use crate::runfiles::{Contents, OutputDir, Owner};
 use crate::signals::Interrupts;
@@ -565,6 +566,11 @@ fn run_measured(o: &OverheadOptions) -> Result<()> {
     let watch = watched_maps(o)?;
     let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
     let o = &OverheadOptions { opened, ..resolved };
+    let network = PacketNetwork::for_op(&o.op, bench_kind(o))?;
+    let o = &match &network {
+        Some(net) => o.with_op(net.op(&o.op), o.op_choice),
+        None => o.clone(),
+    };
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, (&host, cpu), (&base, &treat), &watch, &ints);
     }
@@ -585,6 +591,15 @@ fn run_measured(o: &OverheadOptions) -> Result<()> {
         profile::record_arms(dir, [("base", &base), ("treat", &treat)], &done.bench)?;
     }
     gate_exit(&done.report.gates)
+}
+
+/// Whose benchmark `o` times: a packet operation sends through a network only in the built-in
+/// one.
+fn bench_kind(o: &OverheadOptions) -> Bench {
+    match o.bench.is_empty() {
+        true => Bench::BuiltIn,
+        false => Bench::Own,
+    }
 }
 
 /// One measurement of `o` with its report (and the profiles of `--profile`).

@@ -52,6 +52,7 @@ pub fn record_arms(dir: &OutputDir, arms: [(&str, &ArmSpec); 2], bench: &BenchRu
             perf: PerfChoice::default(),
             command: bench.command.clone(),
             scope: Scope::Bench,
+            netns: None,
         };
         let recorded = record::run(&opts);
         if let Some(a) = active {

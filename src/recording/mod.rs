@@ -69,6 +69,10 @@ pub struct RecordOptions {
     pub command: Vec<OsString>,
     /// The bench (default), every CPU, or one process.
     pub scope: Scope,
+    /// The private network namespace a packet operation of the built-in bench sends into, when
+    /// the run's caller made it (`overhead --profile` runs its own bench; `None` otherwise:
+    /// [`run`] makes one when the operation needs it).
+    pub netns: Option<String>,
 }
 
 impl RecordOptions {
@@ -91,6 +95,7 @@ impl RecordOptions {
             perf: PerfChoice::default(),
             command: Vec::new(),
             scope,
+            netns: None,
         }
     }
 }
@@ -168,6 +173,18 @@ struct Prepared {
 pub fn run(opts: &RecordOptions) -> Result<Recorded> {
     let ints = Interrupts::install()?;
     let host = Host::live();
+    let network = packet_network(opts)?;
+    let in_network;
+    let opts = match &network {
+        Some(net) => {
+            in_network = RecordOptions {
+                netns: Some(net.pair().names().netns.clone()),
+                ..opts.clone()
+            };
+            &in_network
+        }
+        None => opts,
+    };
     let prep = prepare(&host, opts)?;
     let mut guard = SysctlGuard::new(host.clone()).with_journal({
         let h = host.clone();
@@ -188,6 +205,31 @@ pub fn run(opts: &RecordOptions) -> Result<Recorded> {
         files: prep.files,
         record: rec,
     })
+}
+
+/// The private network for a recording of the built-in bench whose operation (given, or
+/// chosen from the object's sections) sends packets; `None` for every other recording.
+fn packet_network(opts: &RecordOptions) -> Result<Option<crate::netpath::PacketNetwork>> {
+    use crate::bench::choose::OpChoice;
+    if opts.scope != Scope::Bench || !opts.command.is_empty() || opts.netns.is_some() {
+        return Ok(None);
+    }
+    let source = match &opts.load {
+        Load::Object(p) => Some(ObjectSource::Path(p)),
+        Load::InMemory(object) => Some(object.source()),
+        Load::Nothing | Load::SampleHook => None,
+    };
+    let op = match (opts.op_choice, source) {
+        (OpChoice::Given, _) | (_, None) => opts.op.clone(),
+        (by, Some(src)) => {
+            let path = opts
+                .op
+                .path()
+                .unwrap_or(std::path::Path::new("/etc/hostname"));
+            bpf::choice::for_object(src, &opts.op, by, path)?.0
+        }
+    };
+    crate::netpath::PacketNetwork::for_op(&op, crate::netpath::Bench::BuiltIn)
 }
 
 /// Everything checked before anything changes: privileges, the filter, the CPU, the process,
@@ -344,6 +386,10 @@ fn bench_command(opts: &RecordOptions, op: &crate::bench::OpKind) -> Result<Vec<
             "-n".into(),
             opts.iterations.to_string().into(),
         ];
+        let op = match (&opts.netns, op.needs_netns()) {
+            (Some(netns), true) => op.in_netns(netns),
+            _ => op.clone(),
+        };
         c.extend(op.bench_args());
         return Ok(c);
     }

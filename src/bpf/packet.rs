@@ -1,0 +1,297 @@
+//! Attaching the packet programs libbpf cannot attach from their section alone (`xdp`, `tcx/*`,
+//! `tc/*`, `tc`, `classifier`): they need an interface, and the run's private network
+//! (`netpath::VethPair`) gives one. While a [`TargetGuard`] lives, the loader attaches such a
+//! program there: XDP and ingress programs on the peer inside the private namespace (the
+//! thread enters it for the attach: an ifindex is looked up in the caller's namespace), egress
+//! programs on this side's end. The place is a property of the run, not of one call, which is
+//! why it is set once for every loader call (`overhead`'s arms, their re-attaches each round,
+//! `record --load`) instead of passed down each of them.
+//!
+//! XDP is attached with a BPF link and the kernel's own choice of mode, which is native
+//! (driver) mode on veth; the mode it got is read back and said. `tcx/*` sections are attached
+//! with tcx links (kernel 6.6+; a kernel without them is said so). `tc` and `classifier`
+//! sections go on a clsact qdisc's ingress (libbpf-rs `TcHook`), and come off with the qdisc.
+
+use libbpf_rs::{libbpf_sys, AsRawLibbpf, Link, Program, TcHookBuilder, TC_INGRESS};
+use std::ffi::CString;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+/// Where packet programs attach: the private namespace and the two ends of the veth pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketTarget {
+    /// The namespace's file (`/run/netns/NAME`).
+    pub netns: PathBuf,
+    /// The receiving end, inside the namespace.
+    pub peer_if: String,
+    /// The sending end, in the tool's namespace.
+    pub host_if: String,
+}
+
+/// Where one packet program goes, by its section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// XDP on the receiving end.
+    Xdp,
+    /// A clsact qdisc's ingress on the receiving end.
+    TcIngress,
+    /// tcx ingress on the receiving end.
+    TcxIngress,
+    /// tcx egress on the sending end.
+    TcxEgress,
+}
+
+impl Place {
+    /// The place for a program of section `section`, if it is a packet program.
+    pub fn of_section(section: &str) -> Option<Place> {
+        let kind = section.split('/').next().unwrap_or(section);
+        match (kind, section) {
+            ("xdp" | "xdp.frags", _) => Some(Place::Xdp),
+            (_, "tcx/egress" | "tc/egress") => Some(Place::TcxEgress),
+            ("tcx", _) | (_, "tc/ingress") => Some(Place::TcxIngress),
+            ("tc" | "classifier", _) => Some(Place::TcIngress),
+            _ => None,
+        }
+    }
+}
+
+/// The target set for this run, if any.
+static TARGET: Mutex<Option<PacketTarget>> = Mutex::new(None);
+
+/// Packet programs attach to a target while this lives.
+#[derive(Debug)]
+pub struct TargetGuard(());
+
+impl TargetGuard {
+    /// Attach packet programs to `target` until the guard is dropped.
+    pub fn install(target: PacketTarget) -> TargetGuard {
+        *TARGET.lock().unwrap_or_else(|p| p.into_inner()) = Some(target);
+        TargetGuard(())
+    }
+}
+
+impl Drop for TargetGuard {
+    fn drop(&mut self) {
+        *TARGET.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Where packet programs were said to be attached already: `overhead` loads an object afresh
+/// for each load, and the place is the same each time.
+static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Say `line` unless it was said before in this run.
+pub fn say_once(line: String) {
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if !said.contains(&line) {
+        crate::out::say(&line);
+        said.push(line);
+    }
+}
+
+fn target() -> Option<PacketTarget> {
+    TARGET.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// A program on its packet hook, taken off when dropped: a BPF link (XDP, tcx, and every
+/// program libbpf attaches itself), or a filter on a clsact qdiscs's ingress.
+pub enum Attachment {
+    Link(Link),
+    Tc(TcFilter),
+}
+
+/// A `tc` program on the ingress of a clsact qdisc the tool added to the peer; dropping it
+/// removes the qdisc, and the filter with it.
+pub struct TcFilter {
+    netns: PathBuf,
+    ifname: String,
+}
+
+impl Drop for TcFilter {
+    fn drop(&mut self) {
+        let ifname = &self.ifname;
+        let _ = crate::bench::in_namespace(&self.netns, || {
+            remove_clsact(ifname);
+            Ok(())
+        });
+    }
+}
+
+/// Remove the clsact qdisc of `ifname` (in this thread's namespace), both its directions.
+fn remove_clsact(ifname: &str) {
+    let Some(index) = ifindex(ifname) else {
+        return;
+    };
+    // SAFETY: a zeroed hook with its size set is what libbpf expects.
+    let mut hook: libbpf_sys::bpf_tc_hook = unsafe { std::mem::zeroed() };
+    hook.sz = size_of::<libbpf_sys::bpf_tc_hook>() as libbpf_sys::size_t;
+    hook.ifindex = index;
+    hook.attach_point = libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS;
+    // SAFETY: destroying the qdisc the hook names; nothing else points at the hook.
+    unsafe { libbpf_sys::bpf_tc_hook_destroy(&mut hook) };
+}
+
+/// Attach `prog` (of section `section`) to the run's target when it is a packet program and a
+/// target is set: `None` when it is not for here, else the attachment, with a line saying where
+/// and how, or the errno.
+pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, String), i32>> {
+    let place = Place::of_section(section)?;
+    let target = target()?;
+    let name = prog.name().to_string_lossy().into_owned();
+    Some(match place {
+        Place::TcxEgress => attach_here(prog, place, &target.host_if).map(|link| {
+            let line = format!("attached {name} to tcx egress of {}", target.host_if);
+            (Attachment::Link(link), line)
+        }),
+        Place::TcIngress => {
+            let peer = target.peer_if.clone();
+            let entered = crate::bench::in_namespace(&target.netns, || Ok(tc_filter(prog, &peer)));
+            entered.unwrap_or(Err(libc::EINVAL)).map(|()| {
+                let line = format!("attached {name} to the ingress of a clsact qdisc on {peer}");
+                let filter = TcFilter {
+                    netns: target.netns.clone(),
+                    ifname: peer,
+                };
+                (Attachment::Tc(filter), line)
+            })
+        }
+        Place::Xdp | Place::TcxIngress => {
+            let peer = target.peer_if.clone();
+            let entered = crate::bench::in_namespace(&target.netns, || {
+                let link = attach_here(prog, place, &peer);
+                let line = link.as_ref().ok().map(|_| describe(place, &name, &peer));
+                Ok(link.map(|l| (Attachment::Link(l), line.unwrap_or_default())))
+            });
+            entered.unwrap_or(Err(libc::EINVAL))
+        }
+    })
+}
+
+/// A clsact qdisc on `ifname` (in this thread's namespace) with `prog` on its ingress.
+fn tc_filter(prog: &Program<'_>, ifname: &str) -> Result<(), i32> {
+    let index = ifindex(ifname).ok_or(libc::ENODEV)?;
+    let mut hook = TcHookBuilder::new(prog.as_fd())
+        .ifindex(index)
+        .replace(true)
+        .handle(1)
+        .priority(1)
+        .hook(TC_INGRESS);
+    // libbpf-rs keeps the errno only in its message; the OS error is still the last one.
+    let errno = |_: libbpf_rs::Error| {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL)
+    };
+    hook.create().map_err(errno)?;
+    if let Err(e) = hook.attach() {
+        let failed = errno(e);
+        remove_clsact(ifname);
+        return Err(failed);
+    }
+    Ok(())
+}
+
+/// Attach in this thread's namespace to interface `ifname` with a BPF link.
+fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i32> {
+    let index = ifindex(ifname).ok_or(libc::ENODEV)?;
+    let raw = prog.as_libbpf_object();
+    // SAFETY: `raw` is a loaded program of a live object; a NULL opts asks for the defaults.
+    let link = unsafe {
+        match place {
+            Place::Xdp => libbpf_sys::bpf_program__attach_xdp(raw.as_ptr(), index),
+            _ => libbpf_sys::bpf_program__attach_tcx(raw.as_ptr(), index, std::ptr::null()),
+        }
+    };
+    // SAFETY: libbpf_get_error accepts any pointer libbpf returned, NULL included.
+    let err = unsafe { libbpf_sys::libbpf_get_error(link.cast()) };
+    match (NonNull::new(link), err) {
+        // SAFETY: a non-NULL link without error is ours to own and destroy.
+        (Some(link), 0) => Ok(unsafe { Link::from_ptr(link) }),
+        (_, err) => Err(i32::try_from(-err).unwrap_or(libc::EINVAL)),
+    }
+}
+
+/// The line for a program attached on the receiving end: XDP's mode as the kernel reports it.
+fn describe(place: Place, name: &str, ifname: &str) -> String {
+    match place {
+        Place::Xdp => format!(
+            "attached {name} to XDP of {ifname} in {} mode",
+            xdp_mode(ifname).unwrap_or("an unknown")
+        ),
+        _ => format!("attached {name} to tcx ingress of {ifname}"),
+    }
+}
+
+/// The XDP mode of `ifname` in this thread's namespace: native (driver) or generic (skb).
+fn xdp_mode(ifname: &str) -> Option<&'static str> {
+    let index = ifindex(ifname)?;
+    // SAFETY: a zeroed opts with its size set is what bpf_xdp_query expects.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as libbpf_sys::size_t;
+    // SAFETY: querying an interface into opts we own.
+    if unsafe { libbpf_sys::bpf_xdp_query(index, 0, &mut opts) } != 0 {
+        return None;
+    }
+    match u32::from(opts.attach_mode) {
+        libbpf_sys::XDP_ATTACHED_DRV => Some("native (driver)"),
+        libbpf_sys::XDP_ATTACHED_SKB => Some("generic (skb)"),
+        _ => None,
+    }
+}
+
+/// The index of interface `ifname` in this thread's namespace.
+fn ifindex(ifname: &str) -> Option<i32> {
+    let c = CString::new(ifname).ok()?;
+    // SAFETY: a NUL-terminated name we own.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    i32::try_from(index).ok().filter(|i| *i > 0)
+}
+
+/// The kernel's own `ENOTSUPP` (not the C library's `ENOTSUP`), which BPF calls return.
+const KERNEL_ENOTSUPP: i32 = 524;
+
+/// What to say when attaching to the target failed with `errno`.
+pub fn attach_failure(section: &str, errno: i32) -> Option<String> {
+    let place = Place::of_section(section)?;
+    let lacks_tcx = matches!(place, Place::TcxIngress | Place::TcxEgress)
+        && matches!(errno, libc::EINVAL | libc::EOPNOTSUPP | KERNEL_ENOTSUPP);
+    lacks_tcx.then(|| {
+        format!("this kernel has no tcx links (they came in 6.6), which a {section} program is attached with here")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_find_their_place() {
+        assert_eq!(Place::of_section("xdp"), Some(Place::Xdp));
+        assert_eq!(Place::of_section("xdp.frags"), Some(Place::Xdp));
+        assert_eq!(Place::of_section("tcx/ingress"), Some(Place::TcxIngress));
+        assert_eq!(Place::of_section("tc/ingress"), Some(Place::TcxIngress));
+        assert_eq!(Place::of_section("tc"), Some(Place::TcIngress));
+        assert_eq!(Place::of_section("classifier"), Some(Place::TcIngress));
+        assert_eq!(Place::of_section("tcx/egress"), Some(Place::TcxEgress));
+        assert_eq!(
+            Place::of_section("tracepoint/syscalls/sys_enter_openat"),
+            None
+        );
+        assert_eq!(Place::of_section("socket"), None);
+    }
+
+    #[test]
+    fn without_a_target_nothing_is_attached_here() {
+        assert!(target().is_none());
+        let guard = TargetGuard::install(PacketTarget {
+            netns: "/run/netns/ebpf-prof-1-0".into(),
+            peer_if: "ep1p0".into(),
+            host_if: "ep1h0".into(),
+        });
+        assert_eq!(target().unwrap().peer_if, "ep1p0");
+        drop(guard);
+        assert!(target().is_none());
+    }
+}
