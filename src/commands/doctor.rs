@@ -79,12 +79,23 @@ pub fn program_table(p: &[&InventoryProgram]) -> String {
             "  {:>6}  {:<16} {:<40} {:<16}  {}{runs}\n",
             p.id,
             p.prog_type,
-            p.attach.as_deref().unwrap_or("-"),
+            attach_column(p),
             p.tag,
             p.name
         ));
     }
     s
+}
+
+/// A program's attach point as the table shows it. A program held by a link whose info does not
+/// name its target (a tracepoint's perf_event link before kernel 6.6) is said to be attached
+/// somewhere unnamed, not shown as unattached.
+fn attach_column(program: &InventoryProgram) -> &str {
+    match (&program.attach, program.linked) {
+        (Some(attach), _) => attach,
+        (None, true) => "? (the link does not say)",
+        (None, false) => "-",
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +117,25 @@ mod tests {
             mean_run_ns: runs.map(|r| r.1),
             map_ids: vec![7],
         }
+    }
+
+    /// Regression: on kernels before 6.6 a tracepoint program's link does not name its
+    /// tracepoint; the table says so instead of the "-" of an unattached program.
+    #[test]
+    fn regression_a_link_that_does_not_say_where_is_not_shown_unattached() {
+        let mut linked = program(1, "on_link", None);
+        linked.attach = None;
+        let mut loose = program(2, "loose", None);
+        loose.attach = None;
+        loose.linked = false;
+        let t = program_table(&[&linked, &loose]);
+        let line = |id: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(id))
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        assert!(line("1").contains("? (the link does not say)"), "{t}");
+        assert!(line("2").contains(" - "), "{t}");
     }
 
     /// Id, type, attach point, tag and name on each line, and the run count
