@@ -87,12 +87,15 @@ pub fn program_table(p: &[&InventoryProgram]) -> String {
     s
 }
 
-/// Where a program is attached, or that it is attached nowhere (never a bare "-").
+/// Where a program is attached, or that it is attached nowhere (never a bare "-"). A program
+/// held by a link whose info does not name its target (a tracepoint's perf_event link before
+/// kernel 6.6) is said to be attached somewhere unnamed, not shown as unattached.
 fn attached_words(p: &InventoryProgram) -> String {
-    match (&p.attach, &p.loaded_for) {
-        (Some(points), _) => points.clone(),
-        (None, Some(target)) => format!("({target}: attached nowhere)"),
-        (None, None) => format!("({})", crate::bpf::attachments::nowhere(&p.prog_type)),
+    match (&p.attach, p.attached, &p.loaded_for) {
+        (Some(points), _, _) => points.clone(),
+        (None, true, _) => "? (the link does not say)".to_string(),
+        (None, false, Some(target)) => format!("({target}: attached nowhere)"),
+        (None, false, None) => format!("({})", crate::bpf::attachments::nowhere(&p.prog_type)),
     }
 }
 
@@ -117,6 +120,25 @@ mod tests {
             mean_run_ns: runs.map(|r| r.1),
             map_ids: vec![7],
         }
+    }
+
+    /// Regression: on kernels before 6.6 a tracepoint program's link does not name its
+    /// tracepoint; the table says so instead of calling it attached nowhere.
+    #[test]
+    fn regression_a_link_that_does_not_say_where_is_not_shown_unattached() {
+        let mut linked = program(1, "on_link", None);
+        linked.attach = None;
+        let mut loose = program(2, "loose", None);
+        loose.attach = None;
+        loose.attached = false;
+        let t = program_table(&[&linked, &loose]);
+        let line = |id: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(id))
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        assert!(line("1").contains("? (the link does not say)"), "{t}");
+        assert!(line("2").contains("attached nowhere"), "{t}");
     }
 
     /// Id, type, attach point, tag and name on each line, and the run count
