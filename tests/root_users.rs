@@ -253,3 +253,97 @@ fn record_writes_only_into_the_directory_it_checked_not_a_link_swapped_in() {
     assert!(att.join("moved/perf.data").is_file(), "{err}");
     assert!(private_dirs(&att.join("moved")).is_empty(), "{err}");
 }
+
+/// A pin removed when dropped (the test's own decoy).
+struct Pin(&'static str);
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// The bytes of the one value of the array map pinned at `path`.
+fn pinned_value(path: &str) -> Vec<String> {
+    let out = std::process::Command::new("bpftool")
+        .args(["-j", "map", "dump", "pinned", path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let dump: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = dump[0]["value"].as_array().cloned().unwrap_or_default();
+    value
+        .iter()
+        .map(|b| b.as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The pins and private pin directories of ebpf-prof's at the top of bpffs, sorted (other
+/// tools' pins are not looked at).
+fn bpffs_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/fs/bpf")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("ebpf-prof-") || name.starts_with("ebpf_prof_pinned"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// An object whose map is pinned by name (`LIBBPF_PIN_BY_NAME`) is loaded with a private pin
+/// directory: someone else's pin of the same name at /sys/fs/bpf (a deployed agent's) is
+/// neither reused nor written to, and nothing is left pinned after `hook` or `overhead`.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn maps_pinned_by_name_get_a_private_pin_directory_and_leave_nothing() {
+    if !need_root("maps_pinned_by_name_get_a_private_pin_directory_and_leave_nothing")
+        || !need_tool("/usr/sbin/bpftool", "bpftool")
+    {
+        return;
+    }
+    let _s = serial();
+    let decoy = "/sys/fs/bpf/ebpf_prof_pinned";
+    let _ = std::fs::remove_file(decoy);
+    let made = std::process::Command::new("bpftool")
+        .args([
+            "map", "create", decoy, "type", "array", "key", "4", "value", "8",
+        ])
+        .args(["entries", "1", "name", "ebpf_prof_pinned"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let _decoy = Pin(decoy);
+    let before = bpffs_names();
+    let zero = pinned_value(decoy);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("pinned.bpf.o"), ebpf_prof::bpf::HOOK_PINNED).unwrap();
+    let runs = [
+        vec!["hook", "--load", "pinned.bpf.o", "--seconds", "1"],
+        vec![
+            "overhead",
+            "--load",
+            "pinned.bpf.o",
+            "--loads",
+            "2",
+            "--max-time",
+            "1s",
+            "-n",
+            "1000",
+        ],
+    ];
+    for args in runs {
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{args:?}: {r:?}");
+        assert!(
+            r.stderr().contains("pinned in /sys/fs/bpf/ebpf-prof-"),
+            "{r:?}"
+        );
+        assert_eq!(
+            pinned_value(decoy),
+            zero,
+            "{args:?}: the other pin was written to"
+        );
+        assert_eq!(bpffs_names(), before, "{args:?}: a pin was left");
+    }
+}
