@@ -10,6 +10,7 @@ mod common;
 use common::runs::*;
 use common::*;
 use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::Mutex;
@@ -181,5 +182,168 @@ fn a_fifo_swapped_in_for_the_kallsyms_snapshot_is_never_opened() {
             report.contains("htab_map_lookup_elem"),
             "via perf {via_perf}: kernel frames lost their names: {report}"
         );
+    }
+}
+
+const NOBODY: u32 = 65534;
+
+/// `record -o att/out/perf.data` under sudo by the user who owns `att`: after the checks (the
+/// failpoint `record:after-load` stops the run there, as the check bench's child would signal
+/// it), that user swaps `att/out` for a link to a directory of root's. The run must write,
+/// rotate and hand over only in the directory it checked: root's directory is untouched (its
+/// `perf.data` not rotated, its `.old` files neither overwritten nor deleted).
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_writes_only_into_the_directory_it_checked_not_a_link_swapped_in() {
+    if !need_root("record_writes_only_into_the_directory_it_checked_not_a_link_swapped_in") {
+        return;
+    }
+    let _s = serial();
+    let d = tempfile::tempdir().unwrap();
+    let root_only = d.path().join("rootdir");
+    std::fs::create_dir(&root_only).unwrap();
+    std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for name in ["perf.data", "perf.data.old", "perf.data.old.kallsyms"] {
+        std::fs::write(root_only.join(name), format!("root's {name}")).unwrap();
+    }
+    let att = d.path().join("att");
+    std::fs::create_dir_all(att.join("out")).unwrap();
+    for dir in [&att, &att.join("out")] {
+        std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut c = ebpf_prof(
+        &[
+            "record",
+            "--allow-no-bpf",
+            "-n",
+            "2000",
+            "-o",
+            "att/out/perf.data",
+        ],
+        d.path(),
+    );
+    c.env("SUDO_UID", NOBODY.to_string())
+        .env("SUDO_GID", NOBODY.to_string());
+    let child = spawn_with(c, "stop:record:after-load");
+    let pid = child.id();
+    wait_stopped(pid);
+    let _resume = Resume(pid);
+    std::fs::rename(att.join("out"), att.join("moved")).unwrap();
+    std::os::unix::fs::symlink(&root_only, att.join("out")).unwrap();
+    std::os::unix::fs::lchown(att.join("out"), Some(NOBODY), Some(NOBODY)).unwrap();
+    kill(pid, libc::SIGCONT);
+    let (code, err) = finish(child);
+    let mut names: Vec<String> = std::fs::read_dir(&root_only)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["perf.data", "perf.data.old", "perf.data.old.kallsyms"],
+        "{err}"
+    );
+    for name in names {
+        let text = std::fs::read_to_string(root_only.join(&name)).unwrap();
+        assert_eq!(text, format!("root's {name}"), "{err}");
+    }
+    assert_eq!(code, Some(0), "{err}");
+    assert!(att.join("moved/perf.data").is_file(), "{err}");
+    assert!(private_dirs(&att.join("moved")).is_empty(), "{err}");
+}
+
+/// A pin removed when dropped (the test's own decoy).
+struct Pin(&'static str);
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// The bytes of the one value of the array map pinned at `path`.
+fn pinned_value(path: &str) -> Vec<String> {
+    let out = std::process::Command::new("bpftool")
+        .args(["-j", "map", "dump", "pinned", path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let dump: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = dump[0]["value"].as_array().cloned().unwrap_or_default();
+    value
+        .iter()
+        .map(|b| b.as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The pins and private pin directories of ebpf-prof's at the top of bpffs, sorted (other
+/// tools' pins are not looked at).
+fn bpffs_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/fs/bpf")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("ebpf-prof-") || name.starts_with("ebpf_prof_pinned"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// An object whose map is pinned by name (`LIBBPF_PIN_BY_NAME`) is loaded with a private pin
+/// directory: someone else's pin of the same name at /sys/fs/bpf (a deployed agent's) is
+/// neither reused nor written to, and nothing is left pinned after `hook` or `overhead`.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn maps_pinned_by_name_get_a_private_pin_directory_and_leave_nothing() {
+    if !need_root("maps_pinned_by_name_get_a_private_pin_directory_and_leave_nothing")
+        || !need_tool("/usr/sbin/bpftool", "bpftool")
+    {
+        return;
+    }
+    let _s = serial();
+    let decoy = "/sys/fs/bpf/ebpf_prof_pinned";
+    let _ = std::fs::remove_file(decoy);
+    let made = std::process::Command::new("bpftool")
+        .args([
+            "map", "create", decoy, "type", "array", "key", "4", "value", "8",
+        ])
+        .args(["entries", "1", "name", "ebpf_prof_pinned"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let _decoy = Pin(decoy);
+    let before = bpffs_names();
+    let zero = pinned_value(decoy);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("pinned.bpf.o"), ebpf_prof::bpf::HOOK_PINNED).unwrap();
+    let runs = [
+        vec!["hook", "--load", "pinned.bpf.o", "--seconds", "1"],
+        vec![
+            "overhead",
+            "--load",
+            "pinned.bpf.o",
+            "--loads",
+            "2",
+            "--max-time",
+            "1s",
+            "-n",
+            "1000",
+        ],
+    ];
+    for args in runs {
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{args:?}: {r:?}");
+        assert!(
+            r.stderr().contains("pinned in /sys/fs/bpf/ebpf-prof-"),
+            "{r:?}"
+        );
+        assert_eq!(
+            pinned_value(decoy),
+            zero,
+            "{args:?}: the other pin was written to"
+        );
+        assert_eq!(bpffs_names(), before, "{args:?}: a pin was left");
     }
 }

@@ -33,6 +33,9 @@ pub struct Attached {
     object: Object,
     programs: Vec<ProgramInfo>,
     name: String,
+    /// The private pin directory of its maps pinned by name, held only to be removed after the
+    /// object (fields drop in order).
+    _pins: Option<super::pins::PinRoot>,
 }
 
 impl Attached {
@@ -76,7 +79,13 @@ pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
     let name = src.display_name();
     let bytes = src.bytes()?;
     let capture = Capture::start();
-    let object = load(&name, &bytes, &capture)?;
+    let (object, pins) = load(&name, &bytes, &capture)?;
+    if let Some(root) = &pins {
+        crate::out::say(format!(
+            "{name} pins maps by name: they are pinned in {} for this load only (removed after), never at a pin of the same name someone else has",
+            root.dir().display()
+        ));
+    }
     let attach = || attach_all(&name, &object, &capture);
     let (links, programs) = if tracefs_visible(&Host::live()) {
         attach()
@@ -88,6 +97,7 @@ pub fn attach(src: ObjectSource<'_>) -> anyhow::Result<Attached> {
         object,
         programs,
         name,
+        _pins: pins,
     })
 }
 
@@ -155,7 +165,8 @@ impl Attached {
 /// Open and load `bytes` without attaching anything.
 pub(crate) fn load_only(name: &str, bytes: &[u8]) -> anyhow::Result<Object> {
     let capture = Capture::start();
-    load(name, bytes, &capture)
+    // The pins go at once; the object keeps its maps through its own descriptors.
+    load(name, bytes, &capture).map(|(object, _pins)| object)
 }
 
 impl ObjectSource<'_> {
@@ -214,14 +225,21 @@ pub fn object_programs(src: ObjectSource<'_>) -> anyhow::Result<Vec<(String, Str
     Ok(progs.into_iter().map(|p| (p.name, p.section)).collect())
 }
 
-fn load(name: &str, bytes: &[u8], capture: &Capture) -> anyhow::Result<Object> {
-    let open = open(name, bytes, capture)?;
+fn load(
+    name: &str,
+    bytes: &[u8],
+    capture: &Capture,
+) -> anyhow::Result<(Object, Option<super::pins::PinRoot>)> {
+    let mut open = open(name, bytes, capture)?;
     let progs = metas(&open);
     if progs.is_empty() {
         return Err(diagnose::no_programs(name));
     }
-    load_open(open)
-        .map_err(|errno| diagnose::load_error(&Host::live(), name, errno, &capture.lines(), &progs))
+    let pins = super::pins::PinRoot::for_object(&mut open, name)?;
+    let object = load_open(open).map_err(|errno| {
+        diagnose::load_error(&Host::live(), name, errno, &capture.lines(), &progs)
+    })?;
+    Ok((object, pins))
 }
 
 /// `bpf_object__load`, keeping the errno that `OpenObject::load` folds into an io::Error.

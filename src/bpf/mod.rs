@@ -20,6 +20,7 @@ mod inventory;
 mod libbpf_log;
 mod loader;
 pub mod packet;
+mod pins;
 mod pressure;
 mod runstats;
 
@@ -154,6 +155,11 @@ pub const VERDICT_CACHE_ENTRIES: u32 = 1024;
 #[doc(hidden)]
 pub const HOOK_EVERY_SYSCALL: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/every_syscall.bpf.o"));
+/// A hook whose one map (`ebpf_prof_pinned`, an array of one counter that each openat raises)
+/// is pinned by name (fixtures/hooks/pinned_counter.bpf.c): the test of private pin directories.
+#[doc(hidden)]
+pub const HOOK_PINNED: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/pinned_counter.bpf.o"));
 /// Three programs on sys_enter_open, sys_enter_openat and sys_enter_openat2
 /// (fixtures/hooks/open_family.bpf.c): the openat bench triggers one of them.
 #[doc(hidden)]

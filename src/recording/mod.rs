@@ -163,6 +163,9 @@ struct Prepared {
     filter: Option<regex::Regex>,
     cpu: u32,
     files: RunFiles,
+    /// The output's directory, opened by the walk that checked it: everything the run writes
+    /// there goes through this descriptor.
+    dir: std::os::fd::OwnedFd,
     command: Vec<OsString>,
     /// The checked taskset and chrt (`None` when not recording the bench).
     tools: Option<crate::bench::pinned::PinTools>,
@@ -256,7 +259,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
         bpf::check_object(object)?;
     }
     let files = RunFiles::new(&opts.output);
-    files.check_writable()?;
+    let dir = files.check_writable()?;
     fires::refuse_op_with_own_bench(opts)?;
     let (command, tools) = if bench {
         let tools = crate::perf::trust::pinned_helpers(opts.priority.is_some())?;
@@ -269,6 +272,7 @@ fn prepare(host: &Host, opts: &RecordOptions) -> Result<Prepared> {
         filter,
         cpu,
         files,
+        dir,
         command,
         tools,
         perf,
@@ -318,7 +322,7 @@ fn record_guarded(
     rec.programs_ran = programs_ran;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
-    run_perf(host, &plan, &prep.files, ints, &mut rec)?;
+    run_perf(host, &plan, (&prep.files, &prep.dir), ints, &mut rec)?;
     drop(attached);
     Ok(rec)
 }
@@ -543,11 +547,12 @@ fn base_record(
 fn run_perf(
     host: &Host,
     plan: &RecordPlan,
-    files: &RunFiles,
+    (files, dir): (&RunFiles, &std::os::fd::OwnedFd),
     ints: &Interrupts,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    let mut private = PrivateDir::beside(&files.data)?;
+    let shown = crate::runfiles::parent_dir(&files.data);
+    let mut private = PrivateDir::in_dir(dir, &shown)?;
     let names = family_names(files);
     // Should we be SIGKILLed, the next start moves perf's finished file into place.
     crate::runfiles::pending::save(host, private.shown(), &names, Owner::from_sudo_env())?;

@@ -83,6 +83,25 @@ impl PrivateDir {
         open_private(parent, dir.join(name))
     }
 
+    /// Create the private directory in `parent`, the directory of the target as opened (and
+    /// checked) by the walk of `RunFiles::check_writable`; `dir` is its path, for messages.
+    /// Nothing is looked up by path: the private directory is made in, and the files later
+    /// rotated and moved into, the directory that was checked, whatever the path names by now.
+    pub fn in_dir(parent: &OwnedFd, dir: &Path) -> Result<PrivateDir> {
+        // The walk's descriptor is an O_PATH one; a directory fd of our own is opened through it.
+        let parent = open_fd(
+            Some(parent),
+            &cstr(b".")?,
+            libc::O_DIRECTORY | libc::O_RDONLY,
+            0,
+        )
+        .with_context(|| format!("cannot open the directory {}", dir.display()))?;
+        crate::failpoint::hit("private:parent-opened");
+        let name = make_private_dir(&parent)
+            .with_context(|| format!("cannot create a private directory in {}", dir.display()))?;
+        open_private(parent, dir.join(name))
+    }
+
     /// Reopen the private directory a killed run left (see `host::recovery`), with the same
     /// checks: a real directory of ours that nobody else can enter.
     pub fn reopen(shown: &Path) -> Result<PrivateDir> {

@@ -69,9 +69,11 @@ impl RunFiles {
 
     /// Check the directory exists and nothing in the family is a directory, before anything runs.
     /// As root, the way to the directory must not pass through another user's link or a
-    /// directory others can write (see [`walk`]): no one else can then redirect the rotation,
-    /// the private directory or the hand-over to a directory of their choosing.
-    pub fn check_writable(&self) -> Result<()> {
+    /// directory others can write (see [`walk`]). The directory the walk reached is returned,
+    /// open: the private directory, the rotation and the hand-over all happen relative to
+    /// it, and it is never looked up by its path again, so a directory swapped in at the path
+    /// after the checks (by the user who owns the one above it) receives nothing.
+    pub fn check_writable(&self) -> Result<std::os::fd::OwnedFd> {
         let dir = parent_dir(&self.data);
         if !dir.is_dir() {
             return Err(usage(format!(
@@ -106,7 +108,7 @@ impl RunFiles {
                 )));
             }
         }
-        Ok(())
+        Ok(walked.fd)
     }
 }
 

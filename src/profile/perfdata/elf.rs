@@ -187,8 +187,10 @@ fn candidates(req: &DsoRequest<'_>, bid: Option<&[u8]>) -> Vec<PathBuf> {
             h.get(2..).unwrap_or_default()
         )));
     }
-    out.push(PathBuf::from(name));
-    if let Some((dir, base)) = name.rsplit_once('/') {
+    // The binary itself, by an absolute path only: a name such as `[vdso]` or `bench` would
+    // be looked up in the current directory, where anyone may have put a file of that name.
+    if let Some((dir, base)) = name.rsplit_once('/').filter(|_| name.starts_with('/')) {
+        out.push(PathBuf::from(name));
         out.push(PathBuf::from(format!("{dir}/.debug/{base}")));
     }
     if let Some(rest) = name.strip_prefix("/usr/lib/") {
@@ -197,23 +199,40 @@ fn candidates(req: &DsoRequest<'_>, bid: Option<&[u8]>) -> Vec<PathBuf> {
     out
 }
 
-/// DEBUGLINK: the file named by `.gnu_debuglink`, looked for where perf looks.
+/// DEBUGLINK: the file named by `.gnu_debuglink`, looked for beside the binary and in the
+/// system debug directory ([`debuglink_candidates`]).
 fn debuglink_path(name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     if !is_file(path) {
         return None;
     }
     let link = Source::open(path)?.view()?.debuglink()?;
-    let dir = name.rsplit_once('/').map_or("", |(d, _)| d);
+    debuglink_candidates(name, &link)
+        .into_iter()
+        .find(|p| is_file(p))
+}
+
+/// Where the debug file `link` of the binary `name` may be: beside it, in `.debug/` beside it,
+/// and under /usr/lib/debug. perf also tries the bare name, which is the current directory:
+/// anyone who can write there (a `<build-id>.debug` planted in /tmp) would name another user's
+/// frames, so it is never looked at. A binary known by no absolute path has no place of its
+/// own, and a link that is no plain file name (`../x`) is not followed.
+fn debuglink_candidates(name: &str, link: &str) -> Vec<PathBuf> {
+    let plain = !link.is_empty() && !link.contains('/') && link != "." && link != "..";
+    let Some((dir, _)) = name
+        .rsplit_once('/')
+        .filter(|_| plain && name.starts_with('/'))
+    else {
+        return Vec::new();
+    };
     [
-        link.clone(),
         format!("{dir}/{link}"),
         format!("{dir}/.debug/{link}"),
         format!("/usr/lib/debug{dir}/{link}"),
     ]
     .into_iter()
     .map(PathBuf::from)
-    .find(|p| is_file(p))
+    .collect()
 }
 
 /// Load a user DSO's symbols, in file-offset space; `None` when perf would find none.
@@ -443,5 +462,44 @@ mod open_tests {
         let binary = dir.path().join("binary");
         std::fs::write(&binary, b"\x7fELF").unwrap();
         assert!(open_nofollow_as_root(&binary).is_some(), "a regular file");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `<build-id>.debug` planted in the current directory named another user's frames:
+    /// debug files are looked for only beside the binary and under /usr/lib/debug.
+    #[test]
+    fn regression_debug_files_are_never_looked_for_in_the_current_directory() {
+        let link = "0123456789abcdef0123456789abcdef01234567.debug";
+        let found = debuglink_candidates("/usr/bin/victim", link);
+        assert_eq!(
+            found,
+            [
+                PathBuf::from(format!("/usr/bin/{link}")),
+                PathBuf::from(format!("/usr/bin/.debug/{link}")),
+                PathBuf::from(format!("/usr/lib/debug/usr/bin/{link}")),
+            ]
+        );
+        assert!(debuglink_candidates("victim", link).is_empty());
+        assert!(debuglink_candidates("[vdso]", link).is_empty());
+        for bad in ["../../etc/shadow", "", ".", "..", "a/b.debug"] {
+            assert!(
+                debuglink_candidates("/usr/bin/victim", bad).is_empty(),
+                "{bad}"
+            );
+        }
+        for name in ["[vdso]", "bench", "/usr/bin/victim"] {
+            let request = DsoRequest {
+                name,
+                build_id: None,
+                buildid_dir: None,
+            };
+            for candidate in candidates(&request, Some(&[0xab; 20])) {
+                assert!(candidate.is_absolute(), "{name}: {}", candidate.display());
+            }
+        }
     }
 }
