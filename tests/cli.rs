@@ -197,6 +197,31 @@ fn completions_and_man_through_the_binary() {
     usage_error(&run(ebpf_prof(&["completions", "tcsh"], d.path())), "tcsh");
 }
 
+#[test]
+fn regression_every_page_the_man_page_lists_is_one_man_prints() {
+    let d = tempfile::tempdir().unwrap();
+    let main = run(ebpf_prof(&["man"], d.path()));
+    assert_eq!(main.code(), Some(0), "{main:?}");
+    // clap_mangen escapes the dashes of the names it lists: `ebpf\-prof\-bench(1)`.
+    let listed: Vec<String> = main
+        .stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("ebpf\\-prof\\-")?.strip_suffix("(1)"))
+        .map(|name| name.replace("\\-", "-"))
+        .collect();
+    assert!(listed.len() >= 12, "{main:?}");
+    for name in &listed {
+        let page = run(ebpf_prof(&["man", name], d.path()));
+        assert_eq!(page.code(), Some(0), "{page:?}");
+        let title = format!(".TH ebpf-prof-{name} 1");
+        assert!(page.stdout().contains(&title), "{name}: {page:?}");
+    }
+    usage_error(
+        &run(ebpf_prof(&["man", "nope"], d.path())),
+        "no man page ebpf-prof-nope: give one of bench",
+    );
+}
+
 /// With stdout on a terminal (a pty from `script`, util-linux) `flame` writes
 /// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
 /// gets the SVG.

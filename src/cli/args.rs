@@ -37,6 +37,14 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (its page is ebpf-prof-COMMAND(1), as the main page
+    /// lists it); none: the main page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
 /// A profile to read: positional (`report perf.data`) or `-i/--input` as in `perf report -i`.
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {

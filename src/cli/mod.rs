@@ -45,8 +45,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to stdout: `ebpf-prof man | man -l -`.
-    Man,
+    /// Print a man page (roff) to stdout: `ebpf-prof man | man -l -`, `ebpf-prof man overhead`.
+    Man(ManArgs),
 }
 
 /// A duration: `30s`, `2m`, `500ms`, or plain seconds (`1.5`).
