@@ -222,6 +222,50 @@ fn regression_every_page_the_man_page_lists_is_one_man_prints() {
     );
 }
 
+/// The subcommand lines of `ebpf-prof --help`, each joined back from its wrapped lines.
+fn help_lines(dir: &Path) -> Vec<String> {
+    let help = run(ebpf_prof(&["--help"], dir)).stdout();
+    let mut lines: Vec<String> = Vec::new();
+    let commands = help.split("Commands:\n").nth(1).unwrap_or_default();
+    for line in commands.lines().take_while(|l| !l.is_empty()) {
+        match line.strip_prefix("               ") {
+            Some(more) if !lines.is_empty() => {
+                let last = lines.len() - 1;
+                lines[last] = format!("{} {}", lines[last], more.trim());
+            }
+            _ => lines.push(line.trim().to_string()),
+        }
+    }
+    lines
+}
+
+#[test]
+fn regression_the_bench_help_line_says_what_bench_is() {
+    let d = tempfile::tempdir().unwrap();
+    let lines = help_lines(d.path());
+    let bench = lines.iter().find(|l| l.starts_with("bench ")).unwrap();
+    assert!(
+        !bench.contains("pinned"),
+        "bench does not pin itself: {bench}"
+    );
+    let long = run(ebpf_prof(&["bench", "--help"], d.path())).stdout();
+    let values = long.split("Possible values:").nth(1).unwrap_or_default();
+    let operations = values
+        .lines()
+        .take_while(|l| !l.contains("[default:"))
+        .filter(|l| l.trim_start().starts_with("- "))
+        .count();
+    assert!(
+        bench.contains(&format!(": {operations} operations (openat by default)")),
+        "--op takes {operations}: {bench}"
+    );
+    assert!(long.contains("It does not pin itself"), "{long}");
+    let hook = lines.iter().find(|l| l.starts_with("hook ")).unwrap();
+    assert!(hook.contains("--seconds"), "{hook}");
+    let overhead = lines.iter().find(|l| l.starts_with("overhead ")).unwrap();
+    assert!(overhead.contains("p50 to p99.9"), "{overhead}");
+}
+
 /// With stdout on a terminal (a pty from `script`, util-linux) `flame` writes
 /// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
 /// gets the SVG.
