@@ -266,6 +266,58 @@ fn regression_the_bench_help_line_says_what_bench_is() {
     assert!(overhead.contains("p50 to p99.9"), "{overhead}");
 }
 
+/// The objects the documents' commands load (`--load X.bpf.o`, `--compare X.bpf.o`), less
+/// the ones a document makes otherwise (`hook.bpf.o` is demo's, `badbtf.bpf.o` a bad input).
+fn objects_the_docs_load() -> std::collections::BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        docs.push(entry.unwrap().path());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap_or_default();
+        for word in text.split(|c: char| c.is_whitespace() || c == '`') {
+            if word.ends_with(".bpf.o") && !word.contains('/') {
+                names.insert(word.to_string());
+            }
+        }
+    }
+    names.remove("hook.bpf.o");
+    names.remove("badbtf.bpf.o");
+    names.remove("OBJ.bpf.o");
+    names.remove("A.bpf.o");
+    names.remove("B.bpf.o");
+    names.remove("X.bpf.o");
+    names
+}
+
+#[test]
+fn regression_the_objects_the_docs_load_are_written_by_hook() {
+    let d = tempfile::tempdir().unwrap();
+    let r = run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("example objects to objs: "), "{r:?}");
+    let wanted = objects_the_docs_load();
+    assert!(wanted.contains("on_execve.bpf.o"), "{wanted:?}");
+    for name in &wanted {
+        let bytes = std::fs::read(d.path().join("objs").join(name))
+            .unwrap_or_else(|e| panic!("{name}, loaded by the docs, not written: {e}"));
+        assert_eq!(&bytes[..4], b"\x7fELF", "{name}");
+    }
+    let again = run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path()));
+    assert_eq!(again.code(), Some(0), "the same objects again: {again:?}");
+    std::fs::write(d.path().join("objs/on_execve.bpf.o"), "mine").unwrap();
+    usage_error(
+        &run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path())),
+        "objs/on_execve.bpf.o exists and is not the object this ebpf-prof bundles",
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("objs/on_execve.bpf.o")).unwrap(),
+        b"mine"
+    );
+}
+
 /// With stdout on a terminal (a pty from `script`, util-linux) `flame` writes
 /// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
 /// gets the SVG.

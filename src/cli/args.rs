@@ -361,6 +361,10 @@ pub struct HookArgs {
     /// that the object loads and attaches).
     #[arg(long, value_parser = Whole::<u64>::new(0, WEEK_S, "a week at the most; without --seconds the hook stays attached until Ctrl-C"))]
     pub seconds: Option<u64>,
+    /// Load nothing: write the example objects the documentation loads (on_execve.bpf.o,
+    /// verdict_cache.bpf.o, …) into DIR, made when missing, and exit.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["load", "seconds"])]
+    pub write_objects: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

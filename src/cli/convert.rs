@@ -98,6 +98,8 @@ fn root_run_lock(command: &Command) -> anyhow::Result<Option<crate::host::lock::
         Command::Record(a) => a.lock,
         Command::Overhead(a) => a.lock,
         Command::Demo(a) => a.lock,
+        // Writing the example objects changes nothing a run measures.
+        Command::Hook(a) if a.write_objects.is_some() => return Ok(None),
         Command::Hook(a) => a.lock,
         _ => return Ok(None),
     };
@@ -184,6 +186,7 @@ impl From<HookArgs> for commands::hook::HookOptions {
         commands::hook::HookOptions {
             load: a.load,
             seconds: a.seconds,
+            write_objects: a.write_objects,
         }
     }
 }
