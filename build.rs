@@ -1,5 +1,6 @@
 //! Compiles every `fixtures/hooks/**/*.bpf.c` into `$OUT_DIR/hooks/**/*.bpf.o` with clang,
-//! so that `src/bpf` can bundle the sample hooks with `include_bytes!`.
+//! so that `src/bpf` can bundle the sample hooks with `include_bytes!`, and lists the top-level
+//! ones in `$OUT_DIR/hooks/examples.rs` (`ebpf-prof hook --write-objects`).
 //!
 //! `$CLANG` overrides the compiler. A missing or failing clang stops the build with one line
 //! saying what to install.
@@ -33,7 +34,32 @@ fn run() -> Result<(), String> {
     for source in &sources {
         compile(&clang, &target, source, &out_dir)?;
     }
-    Ok(())
+    write_index(&sources, &out_dir)
+}
+
+/// `$OUT_DIR/hooks/examples.rs`: every object compiled from a `fixtures/hooks/*.bpf.c` (not
+/// `bad/`), by file name, for `ebpf-prof hook --write-objects DIR`.
+fn write_index(sources: &[PathBuf], out_dir: &Path) -> Result<(), String> {
+    let mut index = String::from(
+        "/// Every example object compiled from `fixtures/hooks/`, by file name (sorted).\n\
+         pub const EXAMPLE_OBJECTS: &[(&str, &[u8])] = &[\n",
+    );
+    for source in sources {
+        let relative = source.strip_prefix(HOOKS_DIR).unwrap_or(source);
+        if relative.components().count() != 1 {
+            continue;
+        }
+        let object = out_dir.join("hooks").join(relative).with_extension("o");
+        let name = relative.with_extension("o");
+        index.push_str(&format!(
+            "    ({:?}, include_bytes!({:?})),\n",
+            name.display().to_string(),
+            object.display().to_string()
+        ));
+    }
+    index.push_str("];\n");
+    let path = out_dir.join("hooks").join("examples.rs");
+    fs::write(&path, index).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 /// The two arch-dependent clang arguments, from the Cargo target.

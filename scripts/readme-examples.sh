@@ -28,8 +28,6 @@ ORDER=(bench demo annotate-demo doctor record report report-json annotate annota
        diff overhead overhead-exec overhead-socket side-cost sweep)
 
 [ -x "$BIN" ] || { echo "readme-examples: $BIN missing: run cargo build --release first" >&2; exit 2; }
-hooks_dir=$(dirname "$(find target/release/build -path '*/out/hooks/verdict_cache.bpf.o' -print -quit)")
-[ -f "$hooks_dir/verdict_cache.bpf.o" ] || { echo "readme-examples: built hooks not found under target/release/build: run cargo build --release" >&2; exit 2; }
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/readme-examples.XXXXXX)
@@ -42,8 +40,9 @@ trap cleanup EXIT
 mkdir -p "$WORK/bin" "$WORK/fixtures"
 cp -r fixtures/folded "$WORK/fixtures/"
 cp "$BIN" "$WORK/bin/ebpf-prof"
-cp "$hooks_dir/verdict_cache.bpf.o" "$hooks_dir/on_execve.bpf.o" "$hooks_dir/on_sendto.bpf.o" "$WORK/"
-cp "$hooks_dir/openat_hook.bpf.o" "$WORK/hook.bpf.o" # the sample hook, as demo writes it
+# The objects the examples load, as the documents say to get them.
+"$BIN" hook --write-objects "$WORK" >/dev/null 2>&1
+cp "$WORK/openat_hook.bpf.o" "$WORK/hook.bpf.o" # the sample hook, as demo writes it
 
 # The commands run with the release binary first on PATH; `sudo` runs directly when root.
 run_in_work() { # run_in_work COMMAND-LINE

@@ -197,6 +197,127 @@ fn completions_and_man_through_the_binary() {
     usage_error(&run(ebpf_prof(&["completions", "tcsh"], d.path())), "tcsh");
 }
 
+#[test]
+fn regression_every_page_the_man_page_lists_is_one_man_prints() {
+    let d = tempfile::tempdir().unwrap();
+    let main = run(ebpf_prof(&["man"], d.path()));
+    assert_eq!(main.code(), Some(0), "{main:?}");
+    // clap_mangen escapes the dashes of the names it lists: `ebpf\-prof\-bench(1)`.
+    let listed: Vec<String> = main
+        .stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("ebpf\\-prof\\-")?.strip_suffix("(1)"))
+        .map(|name| name.replace("\\-", "-"))
+        .collect();
+    assert!(listed.len() >= 12, "{main:?}");
+    for name in &listed {
+        let page = run(ebpf_prof(&["man", name], d.path()));
+        assert_eq!(page.code(), Some(0), "{page:?}");
+        let title = format!(".TH ebpf-prof-{name} 1");
+        assert!(page.stdout().contains(&title), "{name}: {page:?}");
+    }
+    usage_error(
+        &run(ebpf_prof(&["man", "nope"], d.path())),
+        "no man page ebpf-prof-nope: give one of bench",
+    );
+}
+
+/// The subcommand lines of `ebpf-prof --help`, each joined back from its wrapped lines.
+fn help_lines(dir: &Path) -> Vec<String> {
+    let help = run(ebpf_prof(&["--help"], dir)).stdout();
+    let mut lines: Vec<String> = Vec::new();
+    let commands = help.split("Commands:\n").nth(1).unwrap_or_default();
+    for line in commands.lines().take_while(|l| !l.is_empty()) {
+        match line.strip_prefix("               ") {
+            Some(more) if !lines.is_empty() => {
+                let last = lines.len() - 1;
+                lines[last] = format!("{} {}", lines[last], more.trim());
+            }
+            _ => lines.push(line.trim().to_string()),
+        }
+    }
+    lines
+}
+
+#[test]
+fn regression_the_bench_help_line_says_what_bench_is() {
+    let d = tempfile::tempdir().unwrap();
+    let lines = help_lines(d.path());
+    let bench = lines.iter().find(|l| l.starts_with("bench ")).unwrap();
+    assert!(
+        !bench.contains("pinned"),
+        "bench does not pin itself: {bench}"
+    );
+    let long = run(ebpf_prof(&["bench", "--help"], d.path())).stdout();
+    let values = long.split("Possible values:").nth(1).unwrap_or_default();
+    let operations = values
+        .lines()
+        .take_while(|l| !l.contains("[default:"))
+        .filter(|l| l.trim_start().starts_with("- "))
+        .count();
+    assert!(
+        bench.contains(&format!(": {operations} operations (openat by default)")),
+        "--op takes {operations}: {bench}"
+    );
+    assert!(long.contains("It does not pin itself"), "{long}");
+    let hook = lines.iter().find(|l| l.starts_with("hook ")).unwrap();
+    assert!(hook.contains("--seconds"), "{hook}");
+    let overhead = lines.iter().find(|l| l.starts_with("overhead ")).unwrap();
+    assert!(overhead.contains("p50 to p99.9"), "{overhead}");
+}
+
+/// The objects the documents' commands load (`--load X.bpf.o`, `--compare X.bpf.o`), less
+/// the ones a document makes otherwise (`hook.bpf.o` is demo's, `badbtf.bpf.o` a bad input).
+fn objects_the_docs_load() -> std::collections::BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        docs.push(entry.unwrap().path());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap_or_default();
+        for word in text.split(|c: char| c.is_whitespace() || c == '`') {
+            if word.ends_with(".bpf.o") && !word.contains('/') {
+                names.insert(word.to_string());
+            }
+        }
+    }
+    names.remove("hook.bpf.o");
+    names.remove("badbtf.bpf.o");
+    names.remove("OBJ.bpf.o");
+    names.remove("A.bpf.o");
+    names.remove("B.bpf.o");
+    names.remove("X.bpf.o");
+    names
+}
+
+#[test]
+fn regression_the_objects_the_docs_load_are_written_by_hook() {
+    let d = tempfile::tempdir().unwrap();
+    let r = run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(r.stderr().contains("example objects to objs: "), "{r:?}");
+    let wanted = objects_the_docs_load();
+    assert!(wanted.contains("on_execve.bpf.o"), "{wanted:?}");
+    for name in &wanted {
+        let bytes = std::fs::read(d.path().join("objs").join(name))
+            .unwrap_or_else(|e| panic!("{name}, loaded by the docs, not written: {e}"));
+        assert_eq!(&bytes[..4], b"\x7fELF", "{name}");
+    }
+    let again = run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path()));
+    assert_eq!(again.code(), Some(0), "the same objects again: {again:?}");
+    std::fs::write(d.path().join("objs/on_execve.bpf.o"), "mine").unwrap();
+    usage_error(
+        &run(ebpf_prof(&["hook", "--write-objects", "objs"], d.path())),
+        "objs/on_execve.bpf.o exists and is not the object this ebpf-prof bundles",
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("objs/on_execve.bpf.o")).unwrap(),
+        b"mine"
+    );
+}
+
 /// With stdout on a terminal (a pty from `script`, util-linux) `flame` writes
 /// `flame.svg` instead of printing SVG, says where, and refuses to overwrite it; a pipe still
 /// gets the SVG.

@@ -42,6 +42,9 @@ pub use runstats::{
     RunStatsState, STATS_SYSCTL,
 };
 
+// The objects the documentation's examples load, written out by `hook --write-objects`.
+include!(concat!(env!("OUT_DIR"), "/hooks/examples.rs"));
+
 /// Bytes of the bundled sample hooks, compiled by build.rs: the tracepoint variant
 /// (`tracepoint/syscalls/sys_enter_openat`).
 pub const SAMPLE_HOOK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hooks/openat_hook.bpf.o"));

@@ -37,6 +37,14 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (its page is ebpf-prof-COMMAND(1), as the main page
+    /// lists it); none: the main page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
 /// A profile to read: positional (`report perf.data`) or `-i/--input` as in `perf report -i`.
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {
@@ -359,6 +367,10 @@ pub struct HookArgs {
     /// that the object loads and attaches).
     #[arg(long, value_parser = Whole::<u64>::new(0, WEEK_S, "a week at the most; without --seconds the hook stays attached until Ctrl-C"))]
     pub seconds: Option<u64>,
+    /// Load nothing: write the example objects the documentation loads (on_execve.bpf.o,
+    /// verdict_cache.bpf.o, …) into DIR, made when missing, and exit.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["load", "seconds"])]
+    pub write_objects: Option<PathBuf>,
 }
 
 /// What `overhead --test-run` cannot take: it attaches nothing and runs no bench.

@@ -62,12 +62,32 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             clap_complete::generate(a.shell, &mut Cli::command(), "ebpf-prof", &mut buf);
             crate::out::stdout_bytes(&buf)
         }
-        Command::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
-            crate::out::stdout_bytes(&buf)
-        }
+        Command::Man(a) => man_page(a.command.as_deref()),
     }
+}
+
+/// The main man page, or with a subcommand's name the page the main page lists for it,
+/// `ebpf-prof-NAME(1)`.
+fn man_page(name: Option<&str>) -> anyhow::Result<()> {
+    let mut cli = Cli::command();
+    // Built, the subcommands carry the names their pages go by, and `help` is among them.
+    cli.build();
+    let page = match name {
+        None => cli,
+        Some(name) => match cli.find_subcommand(name) {
+            Some(sub) => sub.clone(),
+            None => {
+                let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+                return Err(crate::error::usage(format!(
+                    "no man page ebpf-prof-{name}: give one of {}",
+                    names.join(", ")
+                )));
+            }
+        },
+    };
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(page).render(&mut buf)?;
+    crate::out::stdout_bytes(&buf)
 }
 
 /// A `--load` that is no object file (a FIFO, a device) is refused before waiting for another
@@ -87,6 +107,8 @@ fn root_run_lock(command: &Command) -> anyhow::Result<Option<crate::host::lock::
         Command::Record(a) => a.lock,
         Command::Overhead(a) => a.lock,
         Command::Demo(a) => a.lock,
+        // Writing the example objects changes nothing a run measures.
+        Command::Hook(a) if a.write_objects.is_some() => return Ok(None),
         Command::Hook(a) => a.lock,
         _ => return Ok(None),
     };
@@ -178,6 +200,7 @@ impl From<HookArgs> for commands::hook::HookOptions {
         commands::hook::HookOptions {
             load: a.load,
             seconds: a.seconds,
+            write_objects: a.write_objects,
         }
     }
 }

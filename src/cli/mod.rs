@@ -24,7 +24,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The pinned openat harness: one latency (ns) per line on stdout, a summary on stderr.
+    /// The timing loop record and overhead run: 13 operations (openat by default), one latency
+    /// (ns) per line on stdout, a summary on stderr.
+    ///
+    /// It does not pin itself: record and overhead start it under taskset and chrt (SCHED_FIFO
+    /// on one CPU); run by hand, pin it the same way (`taskset -c 1 chrt -f 99 ebpf-prof bench`).
+    /// Only with --workers K does it pin each of its K loops to its own CPU of the allowed set.
     Bench(BenchArgs),
     /// Check every precondition of `record`, with the command that fixes each problem.
     Doctor(DoctorArgs),
@@ -32,11 +37,14 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a profile (perf.data, perf script text or folded stacks) as a flame graph (no root).
     Flame(FlameArgs),
-    /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C.
+    /// Load a BPF object (the bundled sample hook by default) and hold it attached until Ctrl-C
+    /// (or --seconds).
     Hook(HookArgs),
-    /// The whole method on the bundled sample hook: its cost, a recording, the flame graph.
+    /// The whole method on the bundled sample hook (or --load yours): its cost, a recording, the
+    /// flame graph.
     Demo(DemoArgs),
-    /// Baseline vs attached latency, interleaved rounds, p50/p99 deltas with 99% intervals.
+    /// Detached vs attached latency (or A vs B), interleaved rounds, p50 to p99.9 deltas with 99%
+    /// intervals.
     Overhead(Box<OverheadArgs>),
     /// What a profile says about its BPF programs: shares, attach points, helpers, hints (no root).
     Report(ReportArgs),
@@ -46,8 +54,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to stdout: `ebpf-prof man | man -l -`.
-    Man,
+    /// Print a man page (roff) to stdout: `ebpf-prof man | man -l -`, `ebpf-prof man overhead`.
+    Man(ManArgs),
 }
 
 /// A duration: `30s`, `2m`, `500ms`, or plain seconds (`1.5`).

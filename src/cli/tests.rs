@@ -254,8 +254,12 @@ fn values_of(range: &str) -> (Vec<String>, Vec<String>) {
     let seconds = |t: &str| parse_duration(t).unwrap_or(0.0);
     let (low_x, high_x): (f64, f64) = match high.parse::<f64>() {
         Ok(h) => (low.parse().unwrap(), h),
-        Err(_) => (0.0, seconds(high)),
+        Err(_) => (seconds(low), seconds(high)),
     };
+    if low_x > 0.0 {
+        // A duration's shortest: half of it is refused.
+        refused.push((low_x / 2.0).to_string());
+    }
     let (mut taken, mut below_above) = (Vec::new(), Vec::new());
     let mut end = |x: f64, included: bool| match included {
         true => taken.push(x.to_string()),

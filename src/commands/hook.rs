@@ -15,12 +15,52 @@ use std::time::{Duration, Instant};
 pub struct HookOptions {
     pub load: Option<PathBuf>,
     pub seconds: Option<u64>,
+    /// Write the example objects into this directory instead of loading anything.
+    pub write_objects: Option<PathBuf>,
+}
+
+/// Write every example object into `dir` (made when missing; as root, checked as `demo --dir`
+/// is). A file already there that holds the same bytes is left as it is; any other file of the
+/// same name is refused, never replaced.
+fn write_objects(dir: &std::path::Path) -> Result<()> {
+    use crate::runfiles::{Contents, Existing, OutputDir, Owner};
+    let out = OutputDir::open(dir, Owner::from_sudo_env(), Contents::Any)?;
+    let objects = crate::bpf::EXAMPLE_OBJECTS;
+    // Checked for all first, so that a refusal leaves nothing half written.
+    if let Some((name, _)) = objects
+        .iter()
+        .find(|(name, bytes)| out.holds(name) && !out.holds_exactly(name, bytes))
+    {
+        return Err(crate::error::usage(format!(
+            "{} exists and is not the object this ebpf-prof bundles: move it away, or give another --write-objects DIR",
+            out.shown().join(name).display()
+        )));
+    }
+    for (name, bytes) in objects {
+        if !out.holds_exactly(name, bytes) {
+            out.write(name, bytes, Existing::KeepWithoutForce)?;
+        }
+    }
+    let names: Vec<&str> = crate::bpf::EXAMPLE_OBJECTS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    say(format!(
+        "wrote {} example objects to {}: {}",
+        names.len(),
+        dir.display(),
+        names.join(", ")
+    ));
+    Ok(())
 }
 
 /// Run `hook`. As root it loads under the run lock (it waits for a `record`, `overhead` or
 /// `demo` in progress, whose rounds its programs would disturb), then releases the lock while
 /// it holds the programs: `record` in another terminal is how a hook is profiled.
 pub fn run(opts: &HookOptions, lock: Option<crate::host::lock::RunLock>) -> Result<()> {
+    if let Some(dir) = &opts.write_objects {
+        return write_objects(dir);
+    }
     let ints = Interrupts::install()?;
     let a = attach_object(opts.load.as_deref())?;
     describe(&a);

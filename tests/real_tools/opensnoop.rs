@@ -78,5 +78,28 @@ fn opensnoop_programs_that_did_not_run_are_not_called_tail_call_targets() {
         .map(|p| p["id"].as_u64().unwrap() as u32)
         .collect();
     assert_gone(&ids);
+    assert_the_docs_count(progs.len());
     eprintln!("{text}");
+}
+
+/// docs/commands.md says how many programs Debian's opensnoop loads: the number just seen.
+fn assert_the_docs_count(loaded: usize) {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md"),
+    )
+    .unwrap();
+    let claim = docs
+        .split("Debian's build loads ")
+        .nth(1)
+        .and_then(|rest| rest.split([' ', ',']).next())
+        .expect("docs/commands.md says how many programs opensnoop loads");
+    let words = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight",
+    ];
+    let said = words.iter().position(|w| *w == claim).map(|at| at + 1);
+    assert_eq!(
+        said,
+        Some(loaded),
+        "the docs say {claim}, opensnoop loaded {loaded}"
+    );
 }
