@@ -179,3 +179,6 @@ mod opensnoop;
 
 #[path = "real_tools/execsnoop.rs"]
 mod execsnoop;
+
+#[path = "real_tools/bpftrace.rs"]
+mod bpftrace;

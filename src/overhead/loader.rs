@@ -229,9 +229,14 @@ fn pass_on_stderr(child: &mut Child) -> Arc<Mutex<Option<(String, Instant)>>> {
     last
 }
 
-/// Whether a line a loader printed says something failed.
+/// Whether a line a loader printed says something failed. bpftrace's RLIMIT_MEMLOCK line
+/// reads "ERROR" but is a warning it prints before loading fine (kernels since 5.11 account
+/// BPF memory to the cgroup, not to that limit).
 fn reads_as_error(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
+    if lower.contains("rlimit_memlock") {
+        return false;
+    }
     [
         "error",
         "failed",
@@ -514,6 +519,9 @@ mod tests {
             "libbpf: failed to determine tracepoint 'syscalls/sys_enter_stat' perf event ID"
         ));
         assert!(reads_as_error("Error: failed to load BPF object"));
+        assert!(!reads_as_error(
+            "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try \"ulimit -l 8192\" to fix the problem"
+        ));
         assert!(!reads_as_error(
             "Tracing syscalls, printing top 10... Ctrl+C to quit."
         ));

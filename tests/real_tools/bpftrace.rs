@@ -1,0 +1,177 @@
+//! bpftrace one-liners (Debian's bpftrace 0.17): bpftrace attaches its tracepoint programs to
+//! perf events with `PERF_EVENT_IOC_SET_BPF`, without a link. The attachment finder reads them
+//! from the process's perf-event fds (`BPF_TASK_FD_QUERY`), so `doctor` shows each attach
+//! point, `overhead --attach-cmd` at its defaults times the operation that fires the program,
+//! and the op line, the check before measuring and the verdict agree. bpftrace 0.17 gives its
+//! programs no BTF: their names are the kernel's 15 bytes, shown as cut (`…`).
+
+use super::*;
+use ebpf_prof::bpf::attachments::{self, AttachPoint, Holder};
+
+const BPFTRACE: &str = "/usr/bin/bpftrace";
+
+/// (probe, the tracepoint's name, the operation `--op auto` must pick)
+const ONE_LINERS: [(&str, &str, &str); 3] = [
+    (
+        "tracepoint:syscalls:sys_enter_openat",
+        "sys_enter_openat",
+        "openat",
+    ),
+    (
+        "tracepoint:syscalls:sys_enter_execve",
+        "sys_enter_execve",
+        "exec-missing",
+    ),
+    (
+        "tracepoint:sched:sched_process_fork",
+        "sched_process_fork",
+        "fork",
+    ),
+];
+
+/// The bpftrace program for `probe`: count events by process name.
+fn program(probe: &str) -> String {
+    format!("{probe} {{ @[comm] = count(); }}")
+}
+
+/// bpftrace running `probe` in a mount namespace with tracefs, stopped by its pid when dropped.
+struct Bpftrace {
+    child: Child,
+}
+
+impl Bpftrace {
+    /// Start it and wait until its perf event carries a program: that program's id and point.
+    fn start(probe: &str) -> (Bpftrace, u32, AttachPoint) {
+        let script = format!(
+            "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; exec {BPFTRACE} -e {}",
+            shlex::try_quote(&program(probe)).unwrap()
+        );
+        // unshare execs sh, which execs bpftrace: the child's pid is bpftrace's.
+        let child = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut held = Bpftrace { child };
+        let pid = held.child.id();
+        let t = Instant::now();
+        loop {
+            let host = ebpf_prof::host::Host::live();
+            let found = attachments::attachments(&host).into_iter().find(
+                |a| matches!(a.holder, Holder::PerfEvent { pid: holder, .. } if holder == pid),
+            );
+            if let Some(a) = found {
+                return (held, a.prog_id, a.point);
+            }
+            assert!(held.child.try_wait().unwrap().is_none(), "bpftrace exited");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{probe}: no perf event"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Bpftrace {
+    fn drop(&mut self) {
+        stop_child(&mut self.child);
+    }
+}
+
+/// Each one-liner held by hand: its perf event is found, and `doctor` lists its program with
+/// that attach point and its name marked as cut.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn bpftrace_perf_event_attachments_are_shown_by_doctor() {
+    if !need_root("bpftrace_perf_event_attachments_are_shown_by_doctor")
+        || !common::need_tool(BPFTRACE, "bpftrace")
+    {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    for (probe, tracepoint, _) in ONE_LINERS {
+        let (held, id, point) = Bpftrace::start(probe);
+        assert_eq!(
+            point,
+            AttachPoint::Tracepoint {
+                name: tracepoint.into()
+            }
+        );
+        let doctor = run(ebpf_prof(&["doctor"], d.path()));
+        let line = doctor
+            .stdout()
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("program {id} not listed: {doctor:?}"));
+        assert!(line.contains(&format!("tracepoint {tracepoint}")), "{line}");
+        let kernel_name: String = tracepoint.chars().take(15).collect();
+        assert!(
+            line.ends_with(&format!("{kernel_name}…"))
+                || line.contains(&format!("{kernel_name}… ")),
+            "a name without BTF is marked as cut: {line}"
+        );
+        drop(held);
+        assert_gone(&[id]);
+    }
+}
+
+/// `overhead --attach-cmd 'bpftrace -e …' --attach-tracefs` at its defaults picks the
+/// operation that fires the program, and what ran agrees with it: no correction, no warning.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn bpftrace_overhead_picks_the_operation_that_fires_it() {
+    if !need_root("bpftrace_overhead_picks_the_operation_that_fires_it")
+        || !common::need_tool(BPFTRACE, "bpftrace")
+    {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    for (probe, tracepoint, op) in ONE_LINERS {
+        let cmd = format!(
+            "{BPFTRACE} -e {}",
+            shlex::try_quote(&program(probe)).unwrap()
+        );
+        let args = [
+            "overhead",
+            "--attach-cmd",
+            &cmd,
+            "--attach-tracefs",
+            "--rounds",
+            "3",
+            "-n",
+            "500",
+            "--json",
+        ];
+        let r = run(ebpf_prof(&args, d.path()));
+        assert_eq!(r.code(), Some(0), "{probe}: {r:?}");
+        let v: Value = serde_json::from_str(&r.stdout()).unwrap();
+        assert_eq!(v["op"]["op"], op, "{probe}: {r:?}");
+        assert_eq!(
+            v["op"]["programs"][0]["point"],
+            format!("tracepoint {tracepoint}"),
+            "{r:?}"
+        );
+        assert_eq!(v["ran"]["inside"], "ran", "{probe}: {r:?}");
+        assert!(v["ran"]["correction"].is_null(), "{probe}: {r:?}");
+        let stderr = r.stderr();
+        for contradiction in [
+            "the measurement wins",
+            "will not run inside it",
+            "did not run",
+        ] {
+            assert!(!stderr.contains(contradiction), "{probe}: {r:?}");
+        }
+        // bpftrace warns about RLIMIT_MEMLOCK at each of its starts: passed on once.
+        let warnings = stderr
+            .lines()
+            .filter(|l| l.contains("RLIMIT_MEMLOCK") && !l.contains("the loader's line"))
+            .count();
+        assert!(warnings <= 1, "{probe}: {r:?}");
+    }
+}
