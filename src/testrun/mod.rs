@@ -16,6 +16,8 @@ pub mod measure;
 mod output;
 mod output_gates;
 mod output_text;
+#[doc(hidden)]
+pub mod samples;
 mod setup;
 
 use crate::error::{check, usage};
