@@ -25,7 +25,7 @@ DOCS=(README.md docs/*.md)
 
 # The order matters: later examples read what earlier ones wrote (record → perf.data). Each name must have exactly one marker in the documents.
 ORDER=(bench demo annotate-demo doctor record report report-json annotate annotate-asm annotate-json report-reference flame flame-bpf-only
-       diff overhead overhead-exec overhead-socket side-cost sweep)
+       diff overhead overhead-exec overhead-socket side-cost sweep test-run)
 
 [ -x "$BIN" ] || { echo "readme-examples: $BIN missing: run cargo build --release first" >&2; exit 2; }
 hooks_dir=$(dirname "$(find target/release/build -path '*/out/hooks/verdict_cache.bpf.o' -print -quit)")
@@ -44,6 +44,7 @@ cp -r fixtures/folded "$WORK/fixtures/"
 cp "$BIN" "$WORK/bin/ebpf-prof"
 cp "$hooks_dir/verdict_cache.bpf.o" "$hooks_dir/on_execve.bpf.o" "$hooks_dir/on_sendto.bpf.o" "$WORK/"
 cp "$hooks_dir/openat_hook.bpf.o" "$WORK/hook.bpf.o" # the sample hook, as demo writes it
+cp "$hooks_dir/testrun/xdp_classify.bpf.o" fixtures/pcap/classifier.pcap "$WORK/"
 
 # The commands run with the release binary first on PATH; `sudo` runs directly when root.
 run_in_work() { # run_in_work COMMAND-LINE
