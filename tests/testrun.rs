@@ -298,3 +298,64 @@ fn every_row_of_the_test_run_bad_input_table_holds() {
         no_program_left(name);
     }
 }
+
+#[test]
+#[ignore = "needs root: switches kernel.bpf_stats_enabled and loads an XDP program"]
+fn run_stats_are_off_during_the_timed_runs_and_put_back_after() {
+    if !need_root("run_stats_are_off_during_the_timed_runs_and_put_back_after") {
+        return;
+    }
+    let _serial = serial();
+    let dir = scratch();
+    let _stats = common::SysctlSet::new("kernel.bpf_stats_enabled", "1");
+    let args = [
+        "overhead",
+        "--test-run",
+        "--load",
+        "xdp_classify.bpf.o",
+        "--rounds",
+        "30",
+    ];
+    let done = ebpf_prof(dir.path(), &args);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stdout().contains(
+            "kernel.bpf_stats_enabled was 1: set to 0 for the timed runs and written back"
+        ),
+        "{done:?}"
+    );
+    assert_eq!(common::sysctl("kernel.bpf_stats_enabled"), "1", "put back");
+    no_program_left("xdp_classify");
+}
+
+#[test]
+#[ignore = "needs root: live-frame XDP test runs in a private network namespace"]
+fn live_frames_carry_out_the_verdicts_and_cost_more_for_passed_frames() {
+    if !need_root("live_frames_carry_out_the_verdicts_and_cost_more_for_passed_frames") {
+        return;
+    }
+    let _serial = serial();
+    let dir = scratch();
+    let plain = [
+        "overhead",
+        "--test-run",
+        "--load",
+        "xdp_classify.bpf.o",
+        "--json",
+    ];
+    let live = [&plain[..], &["--live-frames"]].concat();
+    let (plain_run, live_run) = (ebpf_prof(dir.path(), &plain), ebpf_prof(dir.path(), &live));
+    let document: Value = serde_json::from_str(&live_run.stdout()).expect("JSON");
+    assert_eq!(document["test_run"]["mode"], "live_frames", "{live_run:?}");
+    let (plain, live) = (classes(&plain_run), classes(&live_run));
+    let http = "TCP 10.0.0.1:40000 > 10.0.0.2:80";
+    let cost = |classes: &[Value]| class(classes, http)["p50_ns"].as_f64().unwrap();
+    // A passed frame goes up the stack of the private namespace: more work than the program.
+    assert!(
+        cost(&live) > cost(&plain) + 50.0,
+        "{} vs {}",
+        cost(&live),
+        cost(&plain)
+    );
+    no_program_left("xdp_classify");
+}
