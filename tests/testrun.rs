@@ -359,3 +359,40 @@ fn live_frames_carry_out_the_verdicts_and_cost_more_for_passed_frames() {
     );
     no_program_left("xdp_classify");
 }
+
+#[test]
+#[ignore = "needs root: interrupts a test run and checks what it put back"]
+fn an_interrupted_test_run_puts_everything_back() {
+    if !need_root("an_interrupted_test_run_puts_everything_back") {
+        return;
+    }
+    let _serial = serial();
+    let dir = scratch();
+    let _stats = common::SysctlSet::new("kernel.bpf_stats_enabled", "1");
+    let mut command = common::ebpf_prof(
+        &[
+            "overhead",
+            "--test-run",
+            "--load",
+            "xdp_classify.bpf.o",
+            "--pcap",
+            "classifier.pcap",
+            "--rounds",
+            "2000",
+        ],
+        dir.path(),
+    );
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(common::sysctl("kernel.bpf_stats_enabled"), "1", "put back");
+    no_program_left("xdp_classify");
+}
