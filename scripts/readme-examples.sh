@@ -25,7 +25,7 @@ DOCS=(README.md docs/*.md)
 
 # The order matters: later examples read what earlier ones wrote (record → perf.data). Each name must have exactly one marker in the documents.
 ORDER=(bench demo annotate-demo doctor record report report-json annotate annotate-asm annotate-json report-reference flame flame-bpf-only
-       diff overhead overhead-exec overhead-socket side-cost sweep)
+       diff overhead overhead-exec overhead-socket side-cost sweep test-run)
 
 [ -x "$BIN" ] || { echo "readme-examples: $BIN missing: run cargo build --release first" >&2; exit 2; }
 
@@ -43,6 +43,10 @@ cp "$BIN" "$WORK/bin/ebpf-prof"
 # The objects the examples load, as the documents say to get them.
 "$BIN" hook --write-objects "$WORK" >/dev/null 2>&1
 cp "$WORK/openat_hook.bpf.o" "$WORK/hook.bpf.o" # the sample hook, as demo writes it
+# The test run's classifier is a test fixture, built by cargo beside the bundled hooks.
+classifier=$(find target/release/build -path '*/out/hooks/testrun/xdp_classify.bpf.o' -print -quit)
+[ -f "$classifier" ] || { echo "readme-examples: xdp_classify.bpf.o not found under target/release/build: run cargo build --release" >&2; exit 2; }
+cp "$classifier" fixtures/pcap/classifier.pcap "$WORK/"
 
 # The commands run with the release binary first on PATH; `sudo` runs directly when root.
 run_in_work() { # run_in_work COMMAND-LINE

@@ -23,10 +23,13 @@ pub struct Machine<'a> {
     pub programs: Vec<BorrowedFd<'a>>,
     pub packets: &'a [Packet],
     pub mode: RunMode,
+    /// A signal ends the batches at the next call; everything is put back on the way out.
+    pub interrupts: &'a crate::signals::Interrupts,
 }
 
 impl Runner for Machine<'_> {
     fn call(&mut self, object: usize, packet: usize, repeat: u32) -> Result<measure::Call> {
+        self.interrupts.check()?;
         let bytes = &self.packets[packet].bytes;
         let start = std::time::Instant::now();
         let timed = kernel::timed_call(self.programs[object], bytes, repeat, self.mode);

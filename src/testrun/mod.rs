@@ -16,6 +16,8 @@ pub mod measure;
 mod output;
 mod output_gates;
 mod output_text;
+#[doc(hidden)]
+pub mod samples;
 mod setup;
 
 use crate::error::{check, usage};
@@ -92,6 +94,7 @@ pub fn run(o: &TestRunOptions) -> Result<()> {
             "--test-run loads BPF programs and runs them in the kernel: run it with sudo",
         ));
     }
+    let interrupts = crate::signals::Interrupts::install()?;
     let host = Host::live();
     let cpu = o.cpu.map_or_else(
         || cpu::default_cpu(&host).context("no online CPU found"),
@@ -107,7 +110,7 @@ pub fn run(o: &TestRunOptions) -> Result<()> {
         cpu,
         priority: o.priority,
     };
-    let mut report = measure_loaded(o, &loaded, &packets, placement)?;
+    let mut report = measure_loaded(o, &loaded, &packets, (placement, &interrupts))?;
     report.notes.splice(0..0, source_notes);
     report.notes.extend(quiet.note());
     drop(quiet);
@@ -122,7 +125,7 @@ fn measure_loaded(
     o: &TestRunOptions,
     loaded: &[setup::Loaded],
     packets: &[Packet],
-    placement: machine::Placement,
+    (placement, interrupts): (machine::Placement, &crate::signals::Interrupts),
 ) -> Result<TestRunReport> {
     let fds: Vec<_> = loaded.iter().map(setup::Loaded::fd).collect();
     let outcomes: Vec<_> = fds
@@ -139,10 +142,12 @@ fn measure_loaded(
         setup::check_live_frames(fds[0], &packets[classes[0].packets[0]])?;
     }
     let plan = setup::plan(o, &classes, &outcomes, fds[0], packets)?;
+    interrupts.check()?;
     let runner = machine::Machine {
         programs: fds.clone(),
         packets,
         mode: o.mode,
+        interrupts,
     };
     let xdp = loaded[0].program.kind == kernel::PacketKind::Xdp;
     let (batches, ended, dispatcher) = machine::run(&plan, runner, placement, xdp)?;

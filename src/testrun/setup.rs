@@ -24,7 +24,7 @@ pub fn packets(source: &PacketSource) -> Result<(Vec<Packet>, Vec<String>)> {
     };
     let bytes = crate::input::read_whole(path, Role::Capture)?;
     let read = capture::parse(&bytes)
-        .map_err(|error| usage(format!("--pcap {}: {error}", path.display())))?;
+        .map_err(|error| usage(format!("--pcap {} {error}", path.display())))?;
     let mut notes = Vec::new();
     if read.cut_short > 0 {
         notes.push(format!(
