@@ -393,3 +393,43 @@ fn sigkill_of_overhead_with_its_cgroup_is_recovered_by_the_next_start() {
     assert_nothing_left(pid, "overhead killed with its cgroup");
     assert!(!cgroup.exists());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn demo_net_shows_the_sample_packet_hook_on_the_veth_path() {
+    if !need_root("demo_net_shows_the_sample_packet_hook_on_the_veth_path") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "demo",
+        "--net",
+        "--dir",
+        "out",
+        "-n",
+        "20000",
+        "--cost-time",
+        "2s",
+    ];
+    let child = ebpf_prof(&args, d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--op auto chose udp-veth"),
+        "chosen from the hook's section: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("attached xdp_port_filter to XDP of ep{pid}p")),
+        "{stderr}"
+    );
+    assert!(d.path().join("out/flame.svg").exists());
+    assert_nothing_left(pid, "demo --net");
+    assert!(program_ids("xdp_port_filter").is_empty());
+}
