@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The namespaces and interfaces (in this namespace) that process `pid` made, by name.
+/// The namespaces, interfaces (in this namespace) and cgroups that process `pid` made, by name.
 fn leftovers(pid: u32) -> Vec<String> {
     let mut found: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {
@@ -30,6 +30,15 @@ fn leftovers(pid: u32) -> Vec<String> {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with(&format!("ep{pid}h")) || n.starts_with(&format!("ep{pid}p"))),
+    );
+    found.extend(
+        ebpf_prof::netpath::cgroup::cgroup2_root()
+            .and_then(|root| std::fs::read_dir(root).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("ebpf-prof-{pid}-"))),
     );
     found
 }
@@ -307,6 +316,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         ("xdp_8", "to XDP of"),
         ("tcx_8", "to tcx ingress of"),
         ("tc_8", "to the ingress of a clsact qdisc on"),
+        ("cgroup_skb_8", "to the cgroup"),
     ] {
         let bytes = hooks.iter().find(|(n, _)| *n == name).unwrap().1;
         let object = d.path().join(format!("{name}.bpf.o"));
@@ -322,9 +332,14 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {stderr}");
+        // The peer `epPIDp0`, or the cgroup `ebpf-prof-PID-0`: named after this run.
+        let said = stderr
+            .lines()
+            .find(|l| l.contains(&format!("attached {name} {place} ")))
+            .unwrap_or_else(|| panic!("{name}: where it went is not said: {stderr}"));
         assert!(
-            stderr.contains(&format!("attached {name} {place} ep{pid}p0")),
-            "{stderr}"
+            said.contains(&format!("ep{pid}p0")) || said.ends_with(&format!("ebpf-prof-{pid}-0")),
+            "{said}"
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
@@ -339,4 +354,82 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
     }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn sigkill_of_overhead_with_its_cgroup_is_recovered_by_the_next_start() {
+    if !need_root("sigkill_of_overhead_with_its_cgroup_is_recovered_by_the_next_start") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let bytes = ebpf_prof::bpf::PACKET_HOOKS
+        .iter()
+        .find(|(n, _)| *n == "cgroup_skb_0")
+        .unwrap()
+        .1;
+    std::fs::write(d.path().join("cgroup_skb_0.bpf.o"), bytes).unwrap();
+    let mut c = ebpf_prof(
+        &["overhead", "--load", "cgroup_skb_0.bpf.o", "--rounds", "4"],
+        d.path(),
+    );
+    c.env("EBPF_PROF_FAILPOINT", "stop:packet-network-ready");
+    let child = start_stopped(c);
+    let pid = child.id();
+    let cgroup = ebpf_prof::netpath::cgroup::cgroup2_root()
+        .unwrap()
+        .join(format!("ebpf-prof-{pid}-0"));
+    let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
+    assert!(
+        procs.lines().any(|l| l == pid.to_string()),
+        "moved into its cgroup"
+    );
+    signal(pid, libc::SIGKILL);
+    signal(pid, libc::SIGCONT);
+    let _ = child.wait_with_output().unwrap();
+    let stderr = recover(pid, d.path());
+    assert!(stderr.contains(&format!("ebpf-prof-{pid}-0")), "{stderr}");
+    assert_nothing_left(pid, "overhead killed with its cgroup");
+    assert!(!cgroup.exists());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn demo_net_shows_the_sample_packet_hook_on_the_veth_path() {
+    if !need_root("demo_net_shows_the_sample_packet_hook_on_the_veth_path") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "demo",
+        "--net",
+        "--dir",
+        "out",
+        "-n",
+        "20000",
+        "--cost-time",
+        "2s",
+    ];
+    let child = ebpf_prof(&args, d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--op auto chose udp-veth"),
+        "chosen from the hook's section: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("attached xdp_port_filter to XDP of ep{pid}p")),
+        "{stderr}"
+    );
+    assert!(d.path().join("out/flame.svg").exists());
+    assert_nothing_left(pid, "demo --net");
+    assert!(program_ids("xdp_port_filter").is_empty());
 }

@@ -507,7 +507,7 @@ mod tests {
             ("classifier", &[UdpVeth]),
             ("tcx/ingress", &[UdpVeth]),
             ("socket", &[UdpVeth]),
-            ("cgroup_skb/egress", &[Sendto, UdpVeth]),
+            ("cgroup_skb/egress", &[UdpVeth]),
             ("sockops", &[Connect]),
         ];
         for (point, want) in cases {

@@ -389,7 +389,7 @@ const SENDTO: Reach = Reach {
         "udp_sendmsg",
         "security_socket_sendmsg",
     ],
-    sockets: &["sendmsg4", "skb"],
+    sockets: &["sendmsg4"],
     outside: &["read"],
 };
 

@@ -51,6 +51,11 @@ pub const SAMPLE_HOOK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hooks/o
 /// The LSM variant of the sample hook (`lsm/file_open`), same program names.
 pub const SAMPLE_HOOK_LSM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/openat_hook_lsm.bpf.o"));
+/// The sample packet hook (`demo --net`): `xdp_port_filter`, an XDP filter parsing Ethernet,
+/// IPv4 and UDP and looking the destination port up in a hash map per packet
+/// (fixtures/hooks/packet_hook.bpf.c).
+pub const SAMPLE_PACKET_HOOK: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet_hook.bpf.o"));
 /// A test object the verifier rejects (a map value read without its NULL check).
 #[doc(hidden)]
 pub const SAMPLE_HOOK_REJECTED: &[u8] =

@@ -28,6 +28,8 @@ pub struct PacketTarget {
     pub peer_if: String,
     /// The sending end, in the tool's namespace.
     pub host_if: String,
+    /// The cgroup (v2) the bench sends from.
+    pub cgroup: PathBuf,
 }
 
 /// Where one packet program goes, by its section.
@@ -41,6 +43,9 @@ pub enum Place {
     TcxIngress,
     /// tcx egress on the sending end.
     TcxEgress,
+    /// The bench's cgroup (`cgroup_skb/egress` on the send, `cgroup_skb/ingress` on the
+    /// receive).
+    CgroupSkb,
 }
 
 impl Place {
@@ -52,6 +57,7 @@ impl Place {
             (_, "tcx/egress" | "tc/egress") => Some(Place::TcxEgress),
             ("tcx", _) | (_, "tc/ingress") => Some(Place::TcxIngress),
             ("tc" | "classifier", _) => Some(Place::TcIngress),
+            ("cgroup_skb", _) | (_, "cgroup/skb") => Some(Place::CgroupSkb),
             _ => None,
         }
     }
@@ -145,6 +151,10 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             let line = format!("attached {name} to tcx egress of {}", target.host_if);
             (Attachment::Link(link), line)
         }),
+        Place::CgroupSkb => attach_cgroup(prog, &target.cgroup).map(|link| {
+            let line = format!("attached {name} to the cgroup {}", target.cgroup.display());
+            (Attachment::Link(link), line)
+        }),
         Place::TcIngress => {
             let peer = target.peer_if.clone();
             let entered = crate::bench::in_namespace(&target.netns, || Ok(tc_filter(prog, &peer)));
@@ -193,6 +203,26 @@ fn tc_filter(prog: &Program<'_>, ifname: &str) -> Result<(), i32> {
     Ok(())
 }
 
+/// Attach `prog` to the cgroup at `dir` with a BPF link.
+fn attach_cgroup(prog: &Program<'_>, dir: &std::path::Path) -> Result<Link, i32> {
+    let opened = std::fs::File::open(dir).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
+    let raw = prog.as_libbpf_object();
+    // SAFETY: `raw` is a loaded program of a live object, the fd an open cgroup directory.
+    let link = unsafe {
+        libbpf_sys::bpf_program__attach_cgroup(
+            raw.as_ptr(),
+            std::os::fd::AsRawFd::as_raw_fd(&opened),
+        )
+    };
+    // SAFETY: libbpf_get_error accepts any pointer libbpf returned, NULL included.
+    let err = unsafe { libbpf_sys::libbpf_get_error(link.cast()) };
+    match (NonNull::new(link), err) {
+        // SAFETY: a non-NULL link without error is ours to own and destroy.
+        (Some(link), 0) => Ok(unsafe { Link::from_ptr(link) }),
+        (_, err) => Err(i32::try_from(-err).unwrap_or(libc::EINVAL)),
+    }
+}
+
 /// Attach in this thread's namespace to interface `ifname` with a BPF link.
 fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i32> {
     let index = ifindex(ifname).ok_or(libc::ENODEV)?;
@@ -217,7 +247,7 @@ fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i
 fn describe(place: Place, name: &str, ifname: &str) -> String {
     match place {
         Place::Xdp => format!(
-            "attached {name} to XDP of {ifname} in {} mode",
+            "attached {name} to XDP of {ifname} in {} mode; veth moves to its XDP (NAPI) receive path for any XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load trivial.bpf.o --compare yours.bpf.o) for this program's own cost",
             xdp_mode(ifname).unwrap_or("an unknown")
         ),
         _ => format!("attached {name} to tcx ingress of {ifname}"),
@@ -279,6 +309,14 @@ mod tests {
             Place::of_section("tracepoint/syscalls/sys_enter_openat"),
             None
         );
+        assert_eq!(
+            Place::of_section("cgroup_skb/egress"),
+            Some(Place::CgroupSkb)
+        );
+        assert_eq!(
+            Place::of_section("cgroup_skb/ingress"),
+            Some(Place::CgroupSkb)
+        );
         assert_eq!(Place::of_section("socket"), None);
     }
 
@@ -289,6 +327,7 @@ mod tests {
             netns: "/run/netns/ebpf-prof-1-0".into(),
             peer_if: "ep1p0".into(),
             host_if: "ep1h0".into(),
+            cgroup: "/sys/fs/cgroup/ebpf-prof-1-0".into(),
         });
         assert_eq!(target().unwrap().peer_if, "ep1p0");
         drop(guard);

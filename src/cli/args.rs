@@ -564,6 +564,10 @@ pub struct DemoArgs {
     /// Your BPF object instead of the bundled sample hook.
     #[arg(long, value_name = "OBJ.bpf.o")]
     pub load: Option<PathBuf>,
+    /// Show the bundled sample packet hook (an XDP port filter, one map look-up per packet)
+    /// on UDP datagrams through a veth pair the run makes, instead of the openat hook.
+    #[arg(long, conflicts_with = "load")]
+    pub net: bool,
     /// Operation of the built-in bench [default: auto, the one that fires the object's programs].
     #[arg(long, value_parser = OpParser::WITH_AUTO)]
     pub op: Option<OpArg>,

@@ -210,6 +210,10 @@ impl From<DemoArgs> for commands::demo::DemoOptions {
         let (op, op_choice) = op_choice(a.op, PathBuf::from("/etc/hostname"));
         commands::demo::DemoOptions {
             load: a.load,
+            sample: match a.net {
+                true => commands::demo::Sample::Packet,
+                false => commands::demo::Sample::Syscall,
+            },
             op,
             op_choice,
             perf: (&a.perf).into(),

@@ -30,6 +30,8 @@ const OBJECT_NAME: &str = "hook.bpf.o";
 pub struct DemoOptions {
     /// The user's object instead of the bundled sample hook.
     pub load: Option<PathBuf>,
+    /// Which bundled sample hook, without `load`.
+    pub sample: Sample,
     /// The bench's operation (until `--op auto` has chosen: openat).
     pub op: crate::bench::OpKind,
     /// Whether `op` was given, or is chosen from the object's attach points.
@@ -45,6 +47,18 @@ pub struct DemoOptions {
     /// Replace the flame graph and the object of an earlier demo in `dir` (`--force`).
     pub force: bool,
 }
+
+/// The bundled sample hooks `demo` can show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sample {
+    /// The openat hook (tracepoint, or LSM where the kernel runs LSM programs).
+    Syscall,
+    /// The XDP port filter, timed on UDP datagrams through a veth pair (`--net`).
+    Packet,
+}
+
+/// The sample packet hook's program name, as the record filter.
+pub const PACKET_HOOK_FILTER: &str = "xdp_port_filter";
 
 /// The sample hook's program names, as the record filter.
 pub const HOOK_FILTER: &str = "tail_call_security_check|enforce_access_policy|path_check_callback";
@@ -83,7 +97,10 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
         iterations: opts.iterations,
         op: op.clone(),
         op_choice: OpChoice::Given,
-        filter: opts.load.is_none().then(|| HOOK_FILTER.into()),
+        filter: opts.load.is_none().then(|| match opts.sample {
+            Sample::Syscall => HOOK_FILTER.into(),
+            Sample::Packet => PACKET_HOOK_FILTER.into(),
+        }),
         load: Load::InMemory(object.clone()),
         perf: opts.perf.clone(),
         ..RecordOptions::defaults(Scope::Bench)
@@ -126,8 +143,16 @@ fn refuse_to_replace(dir: &OutputDir, opts: &DemoOptions) -> Result<()> {
 
 /// Whether `hook.bpf.o` in `dir` is the sample hook this demo writes (never with `--load`).
 fn own_object(dir: &OutputDir, opts: &DemoOptions) -> bool {
-    opts.load.is_none()
-        && dir.holds_exactly(OBJECT_NAME, crate::bpf::sample_hook_for_this_kernel().1)
+    opts.load.is_none() && dir.holds_exactly(OBJECT_NAME, sample_object(opts).1)
+}
+
+/// The bundled sample the demo shows: the syscall hook this kernel runs, or the packet hook
+/// (`demo --net`).
+fn sample_object(opts: &DemoOptions) -> (&'static str, &'static [u8]) {
+    match opts.sample {
+        Sample::Syscall => crate::bpf::sample_hook_for_this_kernel(),
+        Sample::Packet => ("packet_hook.bpf.o", crate::bpf::SAMPLE_PACKET_HOOK),
+    }
 }
 
 /// The object the demo measures, read into memory once, and the path it is shown by: the
@@ -143,7 +168,7 @@ fn object(opts: &DemoOptions, dir: &OutputDir) -> Result<(ObjectBytes, PathBuf)>
         };
         return Ok((object, p.clone()));
     }
-    let (name, bytes) = crate::bpf::sample_hook_for_this_kernel();
+    let (name, bytes) = sample_object(opts);
     if !own_object(dir, opts) {
         dir.write(OBJECT_NAME, bytes, Existing::replace_if(opts.force))?;
     }
@@ -161,6 +186,7 @@ fn hook_name(opts: &DemoOptions) -> String {
             || p.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         ),
+        None if opts.sample == Sample::Packet => "the sample packet hook".into(),
         None => "the sample hook".into(),
     }
 }

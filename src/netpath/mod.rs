@@ -10,10 +10,14 @@
 //! [`VethPair`] removes it all (on an error, a caught signal, or a panic, which unwinds), and
 //! the next start of any command removes what a killed run (SIGKILL, abort) left.
 //!
+//! A [`PacketNetwork`] adds a cgroup of the same name that this process (and so the bench it
+//! starts) moves into, for cgroup_skb programs ([`cgroup`]).
+//!
 //! The link is set up so that only the bench's packets cross it: no IPv6 link-local address
 //! (no router solicitations or duplicate address detection) and a permanent neighbour entry
 //! for the peer (no ARP), so a program on the peer runs once per datagram.
 
+pub mod cgroup;
 pub mod journal;
 pub mod names;
 
@@ -92,8 +96,9 @@ impl Drop for VethPair {
 /// place set to it (`bpf::packet`) for as long as it lives.
 #[derive(Debug)]
 pub struct PacketNetwork {
-    // Fields drop in order: the attach place is unset before the pair goes.
+    // Fields drop in order: the attach place is unset before the cgroup and the pair go.
     _target: crate::bpf::packet::TargetGuard,
+    _cgroup: cgroup::BenchCgroup,
     pair: VethPair,
 }
 
@@ -105,13 +110,17 @@ impl PacketNetwork {
             return Ok(None);
         }
         let pair = VethPair::create(&Host::live())?;
+        let bench_cgroup = cgroup::BenchCgroup::create(&pair.names.netns)?;
+        crate::failpoint::hit("packet-network-ready");
         let target = crate::bpf::packet::PacketTarget {
             netns: pair.netns_path(),
             peer_if: pair.names.peer_if.clone(),
             host_if: pair.names.host_if.clone(),
+            cgroup: bench_cgroup.path().to_path_buf(),
         };
         Ok(Some(PacketNetwork {
             _target: crate::bpf::packet::TargetGuard::install(target),
+            _cgroup: bench_cgroup,
             pair,
         }))
     }
@@ -184,6 +193,10 @@ pub fn teardown_argvs(names: &NetNames) -> [Vec<String>; 2] {
 pub fn remove(ip: &Path, names: &NetNames) -> Vec<String> {
     let [link, netns] = teardown_argvs(names);
     let mut problems = Vec::new();
+    // The cgroup of the same name, which a packet run's bench sent from.
+    if let Some(root) = cgroup::cgroup2_root() {
+        problems.extend(cgroup::remove(&root.join(&names.netns)));
+    }
     if let Err(e) = run_ip(ip, &link) {
         if interface_exists(&names.host_if) {
             problems.push(format!("could not remove veth {}: {e:#}", names.host_if));

@@ -263,9 +263,13 @@ pub fn hook_cost(
     priority: Option<u8>,
     budget: Duration,
 ) -> Result<Comparison> {
-    let o = OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
-        .with_op(op.clone(), OpChoice::Given);
     let ints = Interrupts::install()?;
+    let network = PacketNetwork::for_op(op, Bench::BuiltIn)?;
+    let op = network
+        .as_ref()
+        .map_or_else(|| op.clone(), |net| net.op(op));
+    let o = OverheadOptions::for_load(Path::new(&load.name), cpu, priority, budget)
+        .with_op(op, OpChoice::Given);
     let bench = bench_run(&o, vec![cpu], 1, 1, None)?;
     let specs = (ArmSpec::Detached, ArmSpec::InMemory(load.clone()));
     Ok(measure(&o, (&specs.0, &specs.1), &bench, (&[], 0), None, &ints)?.comparison)
