@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const HOOKS_DIR: &str = "fixtures/hooks";
+/// The folders of `HOOKS_DIR` whose objects `hook --write-objects` writes: the top level, the
+/// calibrated packet programs and the test run's classifiers (`bad/` holds refused inputs).
+const EXAMPLE_FOLDERS: [&str; 3] = ["", "packet", "testrun"];
 const INSTALL_HINT: &str = "the bundled BPF hooks need clang and the libbpf headers: \
     apt-get install clang libbpf-dev (or point $CLANG at a clang with a BPF target)";
 
@@ -37,8 +40,9 @@ fn run() -> Result<(), String> {
     write_index(&sources, &out_dir)
 }
 
-/// `$OUT_DIR/hooks/examples.rs`: every object compiled from a `fixtures/hooks/*.bpf.c` (not
-/// `bad/`), by file name, for `ebpf-prof hook --write-objects DIR`.
+/// `$OUT_DIR/hooks/examples.rs`: every object compiled from `fixtures/hooks/`, its `packet/`
+/// and its `testrun/` folders (not `bad/`), by file name, for `ebpf-prof hook --write-objects
+/// DIR`. The file names are unique across the three folders.
 fn write_index(sources: &[PathBuf], out_dir: &Path) -> Result<(), String> {
     let mut index = String::from(
         "/// Every example object compiled from `fixtures/hooks/`, by file name (sorted).\n\
@@ -46,11 +50,12 @@ fn write_index(sources: &[PathBuf], out_dir: &Path) -> Result<(), String> {
     );
     for source in sources {
         let relative = source.strip_prefix(HOOKS_DIR).unwrap_or(source);
-        if relative.components().count() != 1 {
+        let folder = relative.parent().and_then(|p| p.to_str()).unwrap_or("");
+        if !EXAMPLE_FOLDERS.contains(&folder) {
             continue;
         }
         let object = out_dir.join("hooks").join(relative).with_extension("o");
-        let name = relative.with_extension("o");
+        let name = Path::new(relative.file_name().unwrap_or_default()).with_extension("o");
         index.push_str(&format!(
             "    ({:?}, include_bytes!({:?})),\n",
             name.display().to_string(),

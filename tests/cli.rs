@@ -274,6 +274,8 @@ fn objects_the_docs_load() -> std::collections::BTreeSet<String> {
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         docs.push(entry.unwrap().path());
     }
+    // The bad inputs' objects are made by their own tests, not written for a user.
+    docs.retain(|doc| !doc.ends_with("bad-input.md"));
     let mut names = std::collections::BTreeSet::new();
     for doc in docs {
         let text = std::fs::read_to_string(&doc).unwrap_or_default();

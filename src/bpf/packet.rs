@@ -247,7 +247,7 @@ fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i
 fn describe(place: Place, name: &str, ifname: &str) -> String {
     match place {
         Place::Xdp => format!(
-            "attached {name} to XDP of {ifname} in {} mode; veth moves to its XDP (NAPI) receive path for any XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load trivial.bpf.o --compare yours.bpf.o) for this program's own cost",
+            "attached {name} to XDP of {ifname} in {} mode; veth moves to its XDP (NAPI) receive path for any XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load xdp_0.bpf.o --compare yours.bpf.o; hook --write-objects DIR writes xdp_0.bpf.o) for this program's own cost",
             xdp_mode(ifname).unwrap_or("an unknown")
         ),
         _ => format!("attached {name} to tcx ingress of {ifname}"),

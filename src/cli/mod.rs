@@ -24,7 +24,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The timing loop record and overhead run: 13 operations (openat by default), one latency
+    /// The timing loop record and overhead run: 14 operations (openat by default), one latency
     /// (ns) per line on stdout, a summary on stderr.
     ///
     /// It does not pin itself: record and overhead start it under taskset and chrt (SCHED_FIFO
