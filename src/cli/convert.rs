@@ -28,7 +28,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     // Options that name no measurement are refused before waiting for another run's lock.
     let test_run = match cli.command {
         Command::Overhead(ref args) if args.test_run => {
-            Some(super::testrun::options((**args).clone())?)
+            let options = super::testrun::options((**args).clone())?;
+            crate::testrun::check_inputs(&options)?;
+            Some(options)
         }
         _ => None,
     };

@@ -137,3 +137,25 @@ fn a_packet_block_before_any_interface_is_damaged() {
         "{error}"
     );
 }
+
+#[test]
+fn randomly_damaged_captures_read_or_fail_cleanly() {
+    let mut rng = crate::stats::rng::Rng::new(2026);
+    let originals: [&[u8]; 2] = [
+        include_bytes!("../../fixtures/pcap/classifier.pcap"),
+        include_bytes!("../../fixtures/pcap/classifier.pcapng"),
+    ];
+    for original in originals {
+        for _ in 0..2000 {
+            let mut bytes = original.to_vec();
+            for _ in 0..1 + rng.below(8) {
+                let at = rng.below(bytes.len());
+                bytes[at] = rng.next_u64() as u8;
+            }
+            if let Ok(capture) = parse(&bytes) {
+                let total: usize = capture.packets.iter().map(|p| p.bytes.len()).sum();
+                assert!(total <= bytes.len(), "frames come from the bytes given");
+            }
+        }
+    }
+}

@@ -74,9 +74,22 @@ pub struct TestRunOptions {
     pub gates: Gates,
 }
 
-/// Run the test run; exit status 1 when a gate is exceeded.
-pub fn run(o: &TestRunOptions) -> Result<()> {
-    let (packets, source_notes) = setup::packets(&o.packets)?;
+/// What the options name, checked before waiting for another run's lock: the packets, each
+/// object's packet program and their pairing; nothing is loaded.
+pub fn check_inputs(o: &TestRunOptions) -> Result<()> {
+    inputs(o).map(drop)
+}
+
+/// The packets with their notes, and the program of each object.
+struct Inputs {
+    packets: Vec<Packet>,
+    notes: Vec<String>,
+    target: setup::ProgramChoice,
+    other: Option<setup::ProgramChoice>,
+}
+
+fn inputs(o: &TestRunOptions) -> Result<Inputs> {
+    let (packets, notes) = setup::packets(&o.packets)?;
     let target = setup::packet_program(&o.object)?;
     let other = o
         .compare
@@ -89,6 +102,22 @@ pub fn run(o: &TestRunOptions) -> Result<()> {
             "--max-p50-pct with --test-run needs --compare B.bpf.o: it is the difference in percent of the first object's p50",
         ));
     }
+    Ok(Inputs {
+        packets,
+        notes,
+        target,
+        other,
+    })
+}
+
+/// Run the test run; exit status 1 when a gate is exceeded.
+pub fn run(o: &TestRunOptions) -> Result<()> {
+    let Inputs {
+        packets,
+        notes: source_notes,
+        target,
+        other,
+    } = inputs(o)?;
     if !security::is_root() {
         return Err(usage(
             "--test-run loads BPF programs and runs them in the kernel: run it with sudo",
