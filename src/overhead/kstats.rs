@@ -37,6 +37,9 @@ pub struct ProgramView {
     /// Whether a tail-call table (`PROG_ARRAY`) of the arm holds it: its runs and time are
     /// counted under the program that tail-called it.
     pub tail_call_target: bool,
+    /// Whether nothing attaches it (no link, perf event or cgroup): a loader that loads a
+    /// program it never attaches (syscount's `sys_enter` without `-L`).
+    pub attached_nowhere: bool,
 }
 
 impl ProgramView {
@@ -63,6 +66,9 @@ impl ProgramView {
     pub fn sentence(&self, method: &str) -> String {
         if self.runs == 0 && self.tail_call_target {
             return format!("kernel ({} arm): {} never ran on its own: it is a tail-call target (a prog array of the arm holds it), and its runs and time count under the program that tail-called it", self.arm, self.name);
+        }
+        if self.runs == 0 && self.attached_nowhere {
+            return format!("kernel ({} arm): {} is loaded, attached nowhere: no event runs it (its loader never attached it)", self.arm, self.name);
         }
         if self.runs == 0 {
             return format!("kernel ({} arm): {} is attached but did not run during the stats rounds: its event did not fire (the bench does not trigger it)", self.arm, self.name);
@@ -167,7 +173,7 @@ pub(super) fn arm_view(
     ints: &Interrupts,
 ) -> Result<(String, Vec<ProgramView>)> {
     let mut method = String::new();
-    let (totals, targets, printed) = stats_rounds(spec, bench, rounds, arm, &mut method, ints)?;
+    let (totals, roles, printed) = stats_rounds(spec, bench, rounds, arm, &mut method, ints)?;
     let outside = match bench.untimed() {
         Some(u) => Some(stats_rounds(spec, &u, 1, arm, &mut method, ints)?.0),
         None => None,
@@ -186,7 +192,8 @@ pub(super) fn arm_view(
             id: t.id,
             outside_runs_per_iteration: out.map(|o| o.map_or(0.0, |o| per_op(o.run_cnt, 1))),
             outside_ns_per_iteration: out.map(|o| o.map_or(0.0, |o| per_op(o.run_time_ns, 1))),
-            tail_call_target: targets.contains(&t.id),
+            tail_call_target: roles.tail_call_targets.contains(&t.id),
+            attached_nowhere: roles.attached_nowhere.contains(&t.name),
             name: t.name,
             runs: t.run_cnt,
             run_time_ns: t.run_time_ns,
@@ -211,19 +218,22 @@ fn stats_rounds(
     arm: &str,
     method: &mut String,
     ints: &Interrupts,
-) -> Result<(Vec<ProgramStats>, std::collections::BTreeSet<u32>, usize)> {
+) -> Result<(Vec<ProgramStats>, Roles, usize)> {
     let mut totals: Vec<ProgramStats> = Vec::new();
-    let mut targets = std::collections::BTreeSet::new();
+    let mut roles = Roles::default();
     let mut printed = 0;
     for r in 1..=rounds {
         ints.check()?;
         let active = spec.engage()?;
         let ids = active.program_ids();
-        targets.extend(bpf::tail_call_targets(&active.map_ids())?);
+        roles
+            .tail_call_targets
+            .extend(bpf::tail_call_targets(&active.map_ids())?);
         let guard = bpf::enable_run_stats()?;
         crate::failpoint::hit("overhead:stats-on");
         method.clone_from(&guard.method().to_string());
         let names = active.program_names();
+        roles.attached_nowhere.extend(attached_nowhere(&names));
         let before = bpf::program_stats(&ids)?;
         let ran = bench.run(&format!("stats {arm} {r}"));
         let mut after = bpf::program_stats(&ids)?;
@@ -237,7 +247,25 @@ fn stats_rounds(
         printed += ran?.len();
         accumulate(&mut totals, &before, &after);
     }
-    Ok((totals, targets, printed))
+    Ok((totals, roles, printed))
+}
+
+/// What the arm's programs are besides attached ones: tail-call targets (by id) and programs
+/// attached nowhere (by name: the ids change from load to load).
+#[derive(Debug, Default)]
+struct Roles {
+    tail_call_targets: std::collections::BTreeSet<u32>,
+    attached_nowhere: std::collections::BTreeSet<String>,
+}
+
+/// The names of `programs` (id, name) that nothing attaches right now.
+fn attached_nowhere(programs: &[(u32, String)]) -> Vec<String> {
+    let found = bpf::attachments::attachments(&crate::host::Host::live());
+    programs
+        .iter()
+        .filter(|(id, _)| !found.iter().any(|a| a.prog_id == *id))
+        .map(|(_, name)| name.clone())
+        .collect()
 }
 
 /// Add `after − before` per program name into `totals` (ids change from round to round).
@@ -276,6 +304,7 @@ mod tests {
             outside_runs_per_iteration: outside.map(|o| o.0),
             outside_ns_per_iteration: outside.map(|o| o.1),
             tail_call_target: target,
+            attached_nowhere: false,
         }
     }
 
@@ -324,6 +353,13 @@ mod tests {
         assert!(
             idle.contains("did not run") && !idle.contains("tail-call"),
             "{idle}"
+        );
+        let mut never_attached = view(0.0, 0.0, None, false);
+        never_attached.name = "sys_enter".into();
+        never_attached.attached_nowhere = true;
+        assert_eq!(
+            never_attached.sentence("x"),
+            "kernel (treat arm): sys_enter is loaded, attached nowhere: no event runs it (its loader never attached it)"
         );
         let twice = view(2.01, 100.0, None, false).sentence("BPF_ENABLE_STATS");
         assert!(twice.contains("cannot tell how many"), "{twice}");

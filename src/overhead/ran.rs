@@ -171,6 +171,7 @@ mod tests {
             outside_runs_per_iteration: Some(outside),
             outside_ns_per_iteration: Some(0.0),
             tail_call_target: false,
+            attached_nowhere: false,
         }
     }
 

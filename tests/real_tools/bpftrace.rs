@@ -76,8 +76,20 @@ impl Bpftrace {
 }
 
 impl Drop for Bpftrace {
+    /// SIGINT, bpftrace's own way to stop; SIGKILL when it has not exited after 5 s (a
+    /// bpftrace signalled while still attaching has been seen to ignore it).
     fn drop(&mut self) {
-        stop_child(&mut self.child);
+        // SAFETY: kill on the pid of a child we spawned and have not reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -209,3 +209,41 @@ fn syscount_overhead_counts_only_its_runs_inside_the_timed_span() {
     assert_gone(&ids);
     eprintln!("syscount overhead: {}", v["dispatch"]);
 }
+
+/// `syscount` without `-L` loads `sys_enter` but never attaches it: the op line and the
+/// kernel's figures say "loaded, attached nowhere", not that the bench does not trigger it.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn syscount_sys_enter_is_loaded_and_attached_nowhere() {
+    if !need_root("syscount_sys_enter_is_loaded_and_attached_nowhere") || !have_tool(SYSCOUNT) {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "overhead",
+        "--attach-cmd",
+        SYSCOUNT,
+        "--attach-tracefs",
+        "--rounds",
+        "3",
+        "-n",
+        "500",
+        "--json",
+    ];
+    let r = run(ebpf_prof(&args, d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.stderr()
+            .contains("sys_enter loaded, attached nowhere (no operation can run it)"),
+        "{r:?}"
+    );
+    assert!(!r.stderr().contains("not sys_enter ()"), "{r:?}");
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(v["op"]["op"], "openat", "{r:?}");
+    let progs = v["kernel"]["programs"].as_array().unwrap();
+    let enter = progs.iter().find(|p| p["name"] == "sys_enter").unwrap();
+    assert_eq!(enter["attached_nowhere"], true, "{enter}");
+    let exit = progs.iter().find(|p| p["name"] == "sys_exit").unwrap();
+    assert_eq!(exit["attached_nowhere"], false, "{exit}");
+}

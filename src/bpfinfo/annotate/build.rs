@@ -255,7 +255,7 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
         .filter(|prog| !prog.line_info && told.insert(prog.id))
     {
         notes.push(format!(
-            "{} (id {}) has no line info (built without -g?): its code is shown as offsets (+0x19b); add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines",
+            "{} (id {}) has no line info: its code is shown as offsets (+0x19b). For a C program, add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines; bpftrace 0.17 (Debian 12's) loads its programs without BTF, so it has no lines to give: `annotate --asm` shows the instructions",
             prog.name, prog.id
         ));
     }
