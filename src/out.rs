@@ -64,8 +64,9 @@ pub enum Keep {
 }
 
 /// `text` with every control character (C0, DEL, C1) and every bidirectional override shown as
-/// an escape: `\xNN` below U+0080 (`\x1b` for ESC), `\u{NNNN}` above (`\u{9b}`, `\u{202e}`).
-/// A terminal then shows the name instead of obeying it; a backslash is left as it is.
+/// an escape: `\xNN` below U+0080 (`\x1b` for ESC), `\uNNNN` above (`\u009b`, `\u202e`), the
+/// spelling JSON reads as the same character, so a JSON document stays valid. A terminal then
+/// shows the name instead of obeying it; a backslash is left as it is.
 pub fn escape_controls(text: &str, keep: Keep) -> std::borrow::Cow<'_, str> {
     let kept = |character: char| keep == Keep::Layout && matches!(character, '\n' | '\t');
     let bidi = |character: char| matches!(character, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
@@ -81,7 +82,7 @@ pub fn escape_controls(text: &str, keep: Keep) -> std::borrow::Cow<'_, str> {
         } else if code < 0x80 {
             shown.push_str(&format!("\\x{code:02x}"));
         } else {
-            shown.push_str(&format!("\\u{{{code:x}}}"));
+            shown.push_str(&format!("\\u{code:04x}"));
         }
     }
     shown.into()
@@ -180,11 +181,15 @@ mod tests {
         let shown = escape_controls(title, Keep::Layout);
         assert_eq!(
             shown,
-            "bench\\x1b]0;owned\\x07\\x1b[2J\\u{9b}31m\\u{202e}x\\x7f"
+            "bench\\x1b]0;owned\\x07\\x1b[2J\\u009b31m\\u202ex\\x7f"
         );
         assert!(!shown.chars().any(|c| c.is_control()));
         assert_eq!(escape_controls("a\tb\nc", Keep::Layout), "a\tb\nc");
         assert_eq!(escape_controls("a\tb\nc", Keep::Nothing), "a\\x09b\\x0ac");
+        let json = "{\"name\": \"a\u{9b}b\u{202e}\"}";
+        let read: serde_json::Value =
+            serde_json::from_str(&escape_controls(json, Keep::Layout)).unwrap();
+        assert_eq!(read["name"], "a\u{9b}b\u{202e}");
         assert!(matches!(
             escape_controls("plain name_[k]", Keep::Nothing),
             std::borrow::Cow::Borrowed(_)
