@@ -317,6 +317,10 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         ("tcx_8", "to tcx ingress of"),
         ("tc_8", "to the ingress of a clsact qdisc on"),
         ("cgroup_skb_8", "to the cgroup"),
+        (
+            "socket_8",
+            "to the bench's receiving socket (SO_ATTACH_BPF, through",
+        ),
     ] {
         let bytes = hooks.iter().find(|(n, _)| *n == name).unwrap().1;
         let object = d.path().join(format!("{name}.bpf.o"));
@@ -338,7 +342,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
             .find(|l| l.contains(&format!("attached {name} {place} ")))
             .unwrap_or_else(|| panic!("{name}: where it went is not said: {stderr}"));
         assert!(
-            said.contains(&format!("ep{pid}p0")) || said.ends_with(&format!("ebpf-prof-{pid}-0")),
+            said.contains(&format!("ep{pid}p0")) || said.contains(&format!("ebpf-prof-{pid}-0")),
             "{said}"
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -353,6 +357,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         );
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
+        assert!(!Path::new(&format!("/sys/fs/bpf/ebpf-prof-{pid}-0-socket")).exists());
     }
 }
 

@@ -14,7 +14,7 @@
 
 use libbpf_rs::{libbpf_sys, AsRawLibbpf, Link, Program, TcHookBuilder, TC_INGRESS};
 use std::ffi::CString;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -30,6 +30,8 @@ pub struct PacketTarget {
     pub host_if: String,
     /// The cgroup (v2) the bench sends from.
     pub cgroup: PathBuf,
+    /// Where a socket filter is pinned for the bench to attach to its receiving socket.
+    pub socket_pin: PathBuf,
 }
 
 /// Where one packet program goes, by its section.
@@ -46,6 +48,8 @@ pub enum Place {
     /// The bench's cgroup (`cgroup_skb/egress` on the send, `cgroup_skb/ingress` on the
     /// receive).
     CgroupSkb,
+    /// The bench's receiving socket (`SO_ATTACH_BPF`, through a pin the bench reads).
+    SocketFilter,
 }
 
 impl Place {
@@ -58,6 +62,7 @@ impl Place {
             ("tcx", _) | (_, "tc/ingress") => Some(Place::TcxIngress),
             ("tc" | "classifier", _) => Some(Place::TcIngress),
             ("cgroup_skb", _) | (_, "cgroup/skb") => Some(Place::CgroupSkb),
+            ("socket", _) => Some(Place::SocketFilter),
             _ => None,
         }
     }
@@ -106,6 +111,33 @@ fn target() -> Option<PacketTarget> {
 pub enum Attachment {
     Link(Link),
     Tc(TcFilter),
+    Pin(PinnedFilter),
+}
+
+/// A socket filter pinned where the bench looks for it when it makes its receiving socket;
+/// dropping it removes the pin, so the next round's socket has no filter.
+pub struct PinnedFilter {
+    path: PathBuf,
+}
+
+impl Drop for PinnedFilter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Pin `prog` at `path` (replacing a pin a killed run left there).
+fn pin(prog: &Program<'_>, path: &std::path::Path) -> Result<PinnedFilter, i32> {
+    let _ = std::fs::remove_file(path);
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: pinning a loaded program's fd at a NUL-terminated path.
+    let ret = unsafe { libbpf_sys::bpf_obj_pin(prog.as_fd().as_raw_fd(), c.as_ptr()) };
+    match ret {
+        0 => Ok(PinnedFilter {
+            path: path.to_path_buf(),
+        }),
+        err => Err(-err),
+    }
 }
 
 /// A `tc` program on the ingress of a clsact qdisc the tool added to the peer; dropping it
@@ -154,6 +186,13 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
         Place::CgroupSkb => attach_cgroup(prog, &target.cgroup).map(|link| {
             let line = format!("attached {name} to the cgroup {}", target.cgroup.display());
             (Attachment::Link(link), line)
+        }),
+        Place::SocketFilter => pin(prog, &target.socket_pin).map(|pinned| {
+            let line = format!(
+                "attached {name} to the bench's receiving socket (SO_ATTACH_BPF, through {})",
+                target.socket_pin.display()
+            );
+            (Attachment::Pin(pinned), line)
         }),
         Place::TcIngress => {
             let peer = target.peer_if.clone();
@@ -317,7 +356,8 @@ mod tests {
             Place::of_section("cgroup_skb/ingress"),
             Some(Place::CgroupSkb)
         );
-        assert_eq!(Place::of_section("socket"), None);
+        assert_eq!(Place::of_section("socket"), Some(Place::SocketFilter));
+        assert_eq!(Place::of_section("sk_msg"), None);
     }
 
     #[test]
@@ -328,6 +368,7 @@ mod tests {
             peer_if: "ep1p0".into(),
             host_if: "ep1h0".into(),
             cgroup: "/sys/fs/cgroup/ebpf-prof-1-0".into(),
+            socket_pin: "/sys/fs/bpf/ebpf-prof-1-0-socket".into(),
         });
         assert_eq!(target().unwrap().peer_if, "ep1p0");
         drop(guard);
