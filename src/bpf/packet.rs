@@ -8,7 +8,8 @@
 //! `record --load`) instead of passed down each of them.
 //!
 //! XDP is attached with a BPF link and the kernel's own choice of mode, which is native
-//! (driver) mode on veth; the mode it got is read back and said. `tcx/*` sections are attached
+//! (driver) mode on veth, or in generic (skb) mode when that fails; the mode it got is read
+//! back and said. `tcx/*` sections are attached
 //! with tcx links (kernel 6.6+; a kernel without them is said so). `tc` and `classifier`
 //! sections go on a clsact qdisc's ingress (libbpf-rs `TcHook`), and come off with the qdisc.
 
@@ -110,6 +111,8 @@ fn target() -> Option<PacketTarget> {
 /// program libbpf attaches itself), or a filter on a clsact qdiscs's ingress.
 pub enum Attachment {
     Link(Link),
+    /// A BPF link libbpf did not make (XDP in generic mode): closing its fd detaches.
+    LinkFd(std::os::fd::OwnedFd),
     Tc(TcFilter),
     Pin(PinnedFilter),
 }
@@ -209,9 +212,15 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
         Place::Xdp | Place::TcxIngress => {
             let peer = target.peer_if.clone();
             let entered = crate::bench::in_namespace(&target.netns, || {
-                let link = attach_here(prog, place, &peer);
-                let line = link.as_ref().ok().map(|_| describe(place, &name, &peer));
-                Ok(link.map(|l| (Attachment::Link(l), line.unwrap_or_default())))
+                let attached = match place {
+                    Place::Xdp => attach_xdp(prog, &peer),
+                    _ => attach_here(prog, place, &peer).map(Attachment::Link),
+                };
+                let line = attached
+                    .as_ref()
+                    .ok()
+                    .map(|_| describe(place, &name, &peer));
+                Ok(attached.map(|a| (a, line.unwrap_or_default())))
             });
             entered.unwrap_or(Err(libc::EINVAL))
         }
@@ -240,6 +249,37 @@ fn tc_filter(prog: &Program<'_>, ifname: &str) -> Result<(), i32> {
         return Err(failed);
     }
     Ok(())
+}
+
+/// XDP on `ifname` (in this thread's namespace): the kernel's choice of mode (native on veth),
+/// and generic (skb) mode when that fails.
+fn attach_xdp(prog: &Program<'_>, ifname: &str) -> Result<Attachment, i32> {
+    let native = match crate::failpoint::flag("xdp-native-fails") {
+        true => Err(libc::EOPNOTSUPP),
+        false => attach_here(prog, Place::Xdp, ifname),
+    };
+    match native {
+        Ok(link) => Ok(Attachment::Link(link)),
+        Err(_) => attach_xdp_generic(prog, ifname).map(Attachment::LinkFd),
+    }
+}
+
+/// XDP on `ifname` in generic (skb) mode, with a BPF link made directly.
+fn attach_xdp_generic(prog: &Program<'_>, ifname: &str) -> Result<std::os::fd::OwnedFd, i32> {
+    use std::os::fd::FromRawFd;
+    let index = ifindex(ifname).ok_or(libc::ENODEV)?;
+    // SAFETY: zeroed link-create options with their size set are what libbpf expects.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as libbpf_sys::size_t;
+    opts.flags = libbpf_sys::XDP_FLAGS_SKB_MODE;
+    let fd = prog.as_fd().as_raw_fd();
+    // SAFETY: a loaded program's fd, an interface index, options we own.
+    let link = unsafe { libbpf_sys::bpf_link_create(fd, index, libbpf_sys::BPF_XDP, &opts) };
+    if link < 0 {
+        return Err(-link);
+    }
+    // SAFETY: bpf_link_create returned a new fd that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(link) })
 }
 
 /// Attach `prog` to the cgroup at `dir` with a BPF link.
@@ -285,13 +325,24 @@ fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i
 /// The line for a program attached on the receiving end: XDP's mode as the kernel reports it.
 fn describe(place: Place, name: &str, ifname: &str) -> String {
     match place {
-        Place::Xdp => format!(
-            "attached {name} to XDP of {ifname} in {} mode; veth moves to its XDP (NAPI) receive path for any XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load trivial.bpf.o --compare yours.bpf.o) for this program's own cost",
-            xdp_mode(ifname).unwrap_or("an unknown")
-        ),
+        Place::Xdp => {
+            let mode = xdp_mode(ifname);
+            // Only a native XDP program moves veth to its NAPI receive path.
+            let note = match mode {
+                Some(NATIVE) => "; veth moves to its XDP (NAPI) receive path for any native XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load trivial.bpf.o --compare yours.bpf.o) for this program's own cost",
+                _ => "",
+            };
+            format!(
+                "attached {name} to XDP of {ifname} in {} mode{note}",
+                mode.unwrap_or("an unknown")
+            )
+        }
         _ => format!("attached {name} to tcx ingress of {ifname}"),
     }
 }
+
+/// How the native XDP mode is named.
+const NATIVE: &str = "native (driver)";
 
 /// The XDP mode of `ifname` in this thread's namespace: native (driver) or generic (skb).
 fn xdp_mode(ifname: &str) -> Option<&'static str> {
@@ -304,7 +355,7 @@ fn xdp_mode(ifname: &str) -> Option<&'static str> {
         return None;
     }
     match u32::from(opts.attach_mode) {
-        libbpf_sys::XDP_ATTACHED_DRV => Some("native (driver)"),
+        libbpf_sys::XDP_ATTACHED_DRV => Some(NATIVE),
         libbpf_sys::XDP_ATTACHED_SKB => Some("generic (skb)"),
         _ => None,
     }
