@@ -317,6 +317,10 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         ("tcx_8", "to tcx ingress of"),
         ("tc_8", "to the ingress of a clsact qdisc on"),
         ("cgroup_skb_8", "to the cgroup"),
+        (
+            "socket_8",
+            "to the bench's receiving socket (SO_ATTACH_BPF, through",
+        ),
     ] {
         let bytes = hooks.iter().find(|(n, _)| *n == name).unwrap().1;
         let object = d.path().join(format!("{name}.bpf.o"));
@@ -338,7 +342,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
             .find(|l| l.contains(&format!("attached {name} {place} ")))
             .unwrap_or_else(|| panic!("{name}: where it went is not said: {stderr}"));
         assert!(
-            said.contains(&format!("ep{pid}p0")) || said.ends_with(&format!("ebpf-prof-{pid}-0")),
+            said.contains(&format!("ep{pid}p0")) || said.contains(&format!("ebpf-prof-{pid}-0")),
             "{said}"
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -353,6 +357,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         );
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
+        assert!(!Path::new(&format!("/sys/fs/bpf/ebpf-prof-{pid}-0-socket")).exists());
     }
 }
 
@@ -432,4 +437,46 @@ fn demo_net_shows_the_sample_packet_hook_on_the_veth_path() {
     assert!(d.path().join("out/flame.svg").exists());
     assert_nothing_left(pid, "demo --net");
     assert!(program_ids("xdp_port_filter").is_empty());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn xdp_falls_back_to_generic_mode_and_says_so() {
+    if !need_root("xdp_falls_back_to_generic_mode_and_says_so") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let bytes = ebpf_prof::bpf::PACKET_HOOKS
+        .iter()
+        .find(|(n, _)| *n == "xdp_8")
+        .unwrap()
+        .1;
+    std::fs::write(d.path().join("xdp_8.bpf.o"), bytes).unwrap();
+    let args = [
+        "overhead",
+        "--load",
+        "xdp_8.bpf.o",
+        "--rounds",
+        "4",
+        "--json",
+    ];
+    let mut c = ebpf_prof(&args, d.path());
+    // The native attach is made to fail, as on a driver without XDP support.
+    c.env("EBPF_PROF_FAILPOINT", "flag:xdp-native-fails");
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("in generic (skb) mode"), "{stderr}");
+    assert!(!stderr.contains("NAPI"), "no native-mode note: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+    assert!((0.9..1.1).contains(&runs), "{runs} runs per datagram");
+    assert_nothing_left(pid, "generic XDP");
 }

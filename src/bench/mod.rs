@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 pub use op::{Op, OpKind};
 pub use operation::Operation;
-pub use vethops::in_namespace;
+pub use vethops::{in_namespace, socket_filter_pin};
 
 /// The most iterations of one loop: its samples are one mlocked buffer of 8 bytes each
 /// (800 MB at the most), filled at about a microsecond an iteration.

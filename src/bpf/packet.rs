@@ -8,13 +8,14 @@
 //! `record --load`) instead of passed down each of them.
 //!
 //! XDP is attached with a BPF link and the kernel's own choice of mode, which is native
-//! (driver) mode on veth; the mode it got is read back and said. `tcx/*` sections are attached
+//! (driver) mode on veth, or in generic (skb) mode when that fails; the mode it got is read
+//! back and said. `tcx/*` sections are attached
 //! with tcx links (kernel 6.6+; a kernel without them is said so). `tc` and `classifier`
 //! sections go on a clsact qdisc's ingress (libbpf-rs `TcHook`), and come off with the qdisc.
 
 use libbpf_rs::{libbpf_sys, AsRawLibbpf, Link, Program, TcHookBuilder, TC_INGRESS};
 use std::ffi::CString;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -30,6 +31,8 @@ pub struct PacketTarget {
     pub host_if: String,
     /// The cgroup (v2) the bench sends from.
     pub cgroup: PathBuf,
+    /// Where a socket filter is pinned for the bench to attach to its receiving socket.
+    pub socket_pin: PathBuf,
 }
 
 /// Where one packet program goes, by its section.
@@ -46,6 +49,8 @@ pub enum Place {
     /// The bench's cgroup (`cgroup_skb/egress` on the send, `cgroup_skb/ingress` on the
     /// receive).
     CgroupSkb,
+    /// The bench's receiving socket (`SO_ATTACH_BPF`, through a pin the bench reads).
+    SocketFilter,
 }
 
 impl Place {
@@ -58,6 +63,7 @@ impl Place {
             ("tcx", _) | (_, "tc/ingress") => Some(Place::TcxIngress),
             ("tc" | "classifier", _) => Some(Place::TcIngress),
             ("cgroup_skb", _) | (_, "cgroup/skb") => Some(Place::CgroupSkb),
+            ("socket", _) => Some(Place::SocketFilter),
             _ => None,
         }
     }
@@ -105,7 +111,36 @@ fn target() -> Option<PacketTarget> {
 /// program libbpf attaches itself), or a filter on a clsact qdiscs's ingress.
 pub enum Attachment {
     Link(Link),
+    /// A BPF link libbpf did not make (XDP in generic mode): closing its fd detaches.
+    LinkFd(std::os::fd::OwnedFd),
     Tc(TcFilter),
+    Pin(PinnedFilter),
+}
+
+/// A socket filter pinned where the bench looks for it when it makes its receiving socket;
+/// dropping it removes the pin, so the next round's socket has no filter.
+pub struct PinnedFilter {
+    path: PathBuf,
+}
+
+impl Drop for PinnedFilter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Pin `prog` at `path` (replacing a pin a killed run left there).
+fn pin(prog: &Program<'_>, path: &std::path::Path) -> Result<PinnedFilter, i32> {
+    let _ = std::fs::remove_file(path);
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: pinning a loaded program's fd at a NUL-terminated path.
+    let ret = unsafe { libbpf_sys::bpf_obj_pin(prog.as_fd().as_raw_fd(), c.as_ptr()) };
+    match ret {
+        0 => Ok(PinnedFilter {
+            path: path.to_path_buf(),
+        }),
+        err => Err(-err),
+    }
 }
 
 /// A `tc` program on the ingress of a clsact qdisc the tool added to the peer; dropping it
@@ -155,6 +190,13 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             let line = format!("attached {name} to the cgroup {}", target.cgroup.display());
             (Attachment::Link(link), line)
         }),
+        Place::SocketFilter => pin(prog, &target.socket_pin).map(|pinned| {
+            let line = format!(
+                "attached {name} to the bench's receiving socket (SO_ATTACH_BPF, through {})",
+                target.socket_pin.display()
+            );
+            (Attachment::Pin(pinned), line)
+        }),
         Place::TcIngress => {
             let peer = target.peer_if.clone();
             let entered = crate::bench::in_namespace(&target.netns, || Ok(tc_filter(prog, &peer)));
@@ -170,9 +212,15 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
         Place::Xdp | Place::TcxIngress => {
             let peer = target.peer_if.clone();
             let entered = crate::bench::in_namespace(&target.netns, || {
-                let link = attach_here(prog, place, &peer);
-                let line = link.as_ref().ok().map(|_| describe(place, &name, &peer));
-                Ok(link.map(|l| (Attachment::Link(l), line.unwrap_or_default())))
+                let attached = match place {
+                    Place::Xdp => attach_xdp(prog, &peer),
+                    _ => attach_here(prog, place, &peer).map(Attachment::Link),
+                };
+                let line = attached
+                    .as_ref()
+                    .ok()
+                    .map(|_| describe(place, &name, &peer));
+                Ok(attached.map(|a| (a, line.unwrap_or_default())))
             });
             entered.unwrap_or(Err(libc::EINVAL))
         }
@@ -201,6 +249,37 @@ fn tc_filter(prog: &Program<'_>, ifname: &str) -> Result<(), i32> {
         return Err(failed);
     }
     Ok(())
+}
+
+/// XDP on `ifname` (in this thread's namespace): the kernel's choice of mode (native on veth),
+/// and generic (skb) mode when that fails.
+fn attach_xdp(prog: &Program<'_>, ifname: &str) -> Result<Attachment, i32> {
+    let native = match crate::failpoint::flag("xdp-native-fails") {
+        true => Err(libc::EOPNOTSUPP),
+        false => attach_here(prog, Place::Xdp, ifname),
+    };
+    match native {
+        Ok(link) => Ok(Attachment::Link(link)),
+        Err(_) => attach_xdp_generic(prog, ifname).map(Attachment::LinkFd),
+    }
+}
+
+/// XDP on `ifname` in generic (skb) mode, with a BPF link made directly.
+fn attach_xdp_generic(prog: &Program<'_>, ifname: &str) -> Result<std::os::fd::OwnedFd, i32> {
+    use std::os::fd::FromRawFd;
+    let index = ifindex(ifname).ok_or(libc::ENODEV)?;
+    // SAFETY: zeroed link-create options with their size set are what libbpf expects.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as libbpf_sys::size_t;
+    opts.flags = libbpf_sys::XDP_FLAGS_SKB_MODE;
+    let fd = prog.as_fd().as_raw_fd();
+    // SAFETY: a loaded program's fd, an interface index, options we own.
+    let link = unsafe { libbpf_sys::bpf_link_create(fd, index, libbpf_sys::BPF_XDP, &opts) };
+    if link < 0 {
+        return Err(-link);
+    }
+    // SAFETY: bpf_link_create returned a new fd that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(link) })
 }
 
 /// Attach `prog` to the cgroup at `dir` with a BPF link.
@@ -246,13 +325,24 @@ fn attach_here(prog: &Program<'_>, place: Place, ifname: &str) -> Result<Link, i
 /// The line for a program attached on the receiving end: XDP's mode as the kernel reports it.
 fn describe(place: Place, name: &str, ifname: &str) -> String {
     match place {
-        Place::Xdp => format!(
-            "attached {name} to XDP of {ifname} in {} mode; veth moves to its XDP (NAPI) receive path for any XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load xdp_0.bpf.o --compare yours.bpf.o; hook --write-objects DIR writes xdp_0.bpf.o) for this program's own cost",
-            xdp_mode(ifname).unwrap_or("an unknown")
-        ),
+        Place::Xdp => {
+            let mode = xdp_mode(ifname);
+            // Only a native XDP program moves veth to its NAPI receive path.
+            let note = match mode {
+                Some(NATIVE) => "; veth moves to its XDP (NAPI) receive path for any native XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load xdp_0.bpf.o --compare yours.bpf.o; hook --write-objects DIR writes xdp_0.bpf.o) for this program's own cost",
+                _ => "",
+            };
+            format!(
+                "attached {name} to XDP of {ifname} in {} mode{note}",
+                mode.unwrap_or("an unknown")
+            )
+        }
         _ => format!("attached {name} to tcx ingress of {ifname}"),
     }
 }
+
+/// How the native XDP mode is named.
+const NATIVE: &str = "native (driver)";
 
 /// The XDP mode of `ifname` in this thread's namespace: native (driver) or generic (skb).
 fn xdp_mode(ifname: &str) -> Option<&'static str> {
@@ -265,7 +355,7 @@ fn xdp_mode(ifname: &str) -> Option<&'static str> {
         return None;
     }
     match u32::from(opts.attach_mode) {
-        libbpf_sys::XDP_ATTACHED_DRV => Some("native (driver)"),
+        libbpf_sys::XDP_ATTACHED_DRV => Some(NATIVE),
         libbpf_sys::XDP_ATTACHED_SKB => Some("generic (skb)"),
         _ => None,
     }
@@ -317,7 +407,8 @@ mod tests {
             Place::of_section("cgroup_skb/ingress"),
             Some(Place::CgroupSkb)
         );
-        assert_eq!(Place::of_section("socket"), None);
+        assert_eq!(Place::of_section("socket"), Some(Place::SocketFilter));
+        assert_eq!(Place::of_section("sk_msg"), None);
     }
 
     #[test]
@@ -328,6 +419,7 @@ mod tests {
             peer_if: "ep1p0".into(),
             host_if: "ep1h0".into(),
             cgroup: "/sys/fs/cgroup/ebpf-prof-1-0".into(),
+            socket_pin: "/sys/fs/bpf/ebpf-prof-1-0-socket".into(),
         });
         assert_eq!(target().unwrap().peer_if, "ep1p0");
         drop(guard);

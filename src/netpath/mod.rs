@@ -117,6 +117,7 @@ impl PacketNetwork {
             peer_if: pair.names.peer_if.clone(),
             host_if: pair.names.host_if.clone(),
             cgroup: bench_cgroup.path().to_path_buf(),
+            socket_pin: crate::bench::socket_filter_pin(&pair.names.netns),
         };
         Ok(Some(PacketNetwork {
             _target: crate::bpf::packet::TargetGuard::install(target),
@@ -193,7 +194,8 @@ pub fn teardown_argvs(names: &NetNames) -> [Vec<String>; 2] {
 pub fn remove(ip: &Path, names: &NetNames) -> Vec<String> {
     let [link, netns] = teardown_argvs(names);
     let mut problems = Vec::new();
-    // The cgroup of the same name, which a packet run's bench sent from.
+    // A socket filter pinned for the bench, and the cgroup of the same name it sent from.
+    let _ = std::fs::remove_file(crate::bench::socket_filter_pin(&names.netns));
     if let Some(root) = cgroup::cgroup2_root() {
         problems.extend(cgroup::remove(&root.join(&names.netns)));
     }
