@@ -30,6 +30,8 @@ need make           command -v make
 need gcc            command -v cc
 need bpftool        command -v bpftool
 need util-linux     command -v taskset chrt runuser unshare
+# `ip`, which makes the packet path's network namespace and veth pair.
+need iproute2       command -v ip
 # Real, unmodified programs from a public tools collection, for tests/real_tools.rs.
 need libbpf-tools    test -x /usr/sbin/syscount -a -x /usr/sbin/opensnoop
 # bpftrace attaches through perf events without a link: tests/real_tools/bpftrace.rs.
