@@ -236,7 +236,7 @@ fn packages_the_script_installs() -> Vec<String> {
 fn readme_lists_every_package_the_install_script_installs() {
     let readme = read("README.md");
     let start = readme
-        .find("**What the scripts install when it is missing**")
+        .find("**What the scripts install")
         .expect("the README says what the scripts install");
     let paragraph = &readme[start
         ..readme[start..]
