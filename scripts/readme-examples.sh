@@ -61,7 +61,13 @@ setup() { # setup NAME
     doctor) # doctor with the sample hook held loaded, as the shown output is
       (cd "$WORK" && exec "$WORK/bin/ebpf-prof" hook --seconds 20 >/dev/null 2>&1) &
       hook_pid=$!
-      sleep 3 ;;
+      # The hook may wait on the run lock behind another root run: wait for its programs
+      # (up to two minutes), not for a fixed time.
+      for _ in $(seq 240); do
+        bpftool prog show name tail_call_security_check >/dev/null 2>&1 && break
+        kill -0 "$hook_pid" 2>/dev/null || break
+        sleep 0.5
+      done ;;
     diff) run_in_work 'sudo ebpf-prof record --allow-no-bpf -F 4999 -o base.data' >/dev/null ;;
   esac
 }

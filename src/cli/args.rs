@@ -374,7 +374,7 @@ pub struct HookArgs {
 }
 
 /// What `overhead --test-run` cannot take: it attaches nothing and runs no bench.
-const TEST_RUN_CONFLICTS: [&str; 19] = [
+const TEST_RUN_CONFLICTS: [&str; 24] = [
     "attach_cmd",
     "aa",
     "side_cost",
@@ -394,6 +394,11 @@ const TEST_RUN_CONFLICTS: [&str; 19] = [
     "prog_ids",
     "prog_names",
     "attach_tracefs",
+    "attach_timeout",
+    "stats_rounds",
+    "path",
+    "paths",
+    "workers",
 ];
 
 #[derive(Debug, Clone, Args)]

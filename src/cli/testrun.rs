@@ -107,6 +107,11 @@ mod tests {
             &["--op", "openat"],
             &["--max-p99-ns", "5"],
             &["--sweep", "paths=1,10"],
+            &["--paths", "4"],
+            &["--workers", "2"],
+            &["--path", "/etc/passwd"],
+            &["--stats-rounds", "3"],
+            &["--attach-timeout", "5s"],
         ] {
             let mut args = vec!["--test-run", "--load", "a.bpf.o"];
             args.extend_from_slice(extra);

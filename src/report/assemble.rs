@@ -171,12 +171,27 @@ fn attached_nowhere(
     let mut nowhere = Vec::new();
     for name in programs {
         let tags = &t.progs.get(name)?.tags;
-        let listed = loaded.iter().find(|p| tags.contains(&p.tag))?;
+        let listed = loaded
+            .iter()
+            .find(|p| tags.contains(&p.tag))
+            .or_else(|| only_one_named(loaded, name))?;
         if !listed.attached {
             nowhere.push(name.clone());
         }
     }
     Some(nowhere)
+}
+
+/// The one loaded program of this name, when exactly one has it. The frame of a program with
+/// sub-functions carries its first function's tag, which is not the program's own tag, so a
+/// tail-call target with sub-functions is found by its name.
+fn only_one_named<'a>(
+    loaded: &'a [crate::bpf::InventoryProgram],
+    name: &str,
+) -> Option<&'a crate::bpf::InventoryProgram> {
+    let mut named = loaded.iter().filter(|p| p.name == name);
+    let first = named.next()?;
+    named.next().is_none().then_some(first)
 }
 
 /// A program's attach points, the one it was entered from most first.

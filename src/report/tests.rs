@@ -447,3 +447,34 @@ fn a_run_parses_its_input_once() {
         assert_eq!(PARSES.with(|count| count.get()), parses, "{name}");
     }
 }
+
+#[test]
+fn a_tail_call_target_with_sub_functions_is_found_attached_nowhere_by_its_name() {
+    // The sample hook's entry program carries its first function's tag in the profile
+    // (e03e…), not its program tag (ced0…): the run record's program list is matched by name.
+    let mut v: serde_json::Value = serde_json::from_str(SAMPLE_HOOK_RUN).unwrap();
+    let listed = |name: &str, tag: &str, attached: bool| {
+        serde_json::json!({"id": 1, "name": name, "tag": tag, "type": "tracepoint",
+            "attach": null, "attach_points": [], "attached": attached,
+            "symbol": format!("bpf_prog_{tag}_{name}"), "functions": [],
+            "traced_kind": true, "run_cnt": null, "mean_run_ns": null, "map_ids": []})
+    };
+    v["loaded_programs"] = serde_json::json!([
+        listed("enforce_access_policy", "ced0c9407c526ed9", false),
+        listed("tail_call_security_check", "1307ade3162da109", true),
+    ]);
+    let rec: RunRecord = serde_json::from_value(v).unwrap();
+    let r = report(SAMPLE_HOOK, Some(&rec), None);
+    let tp = r
+        .attach_points
+        .iter()
+        .find(|a| a.name == "trace_call_bpf")
+        .unwrap();
+    assert_eq!(
+        tp.attached_nowhere.as_deref(),
+        Some(&["enforce_access_policy".to_string()][..])
+    );
+    assert!(r
+        .to_text()
+        .contains("enforce_access_policy attached nowhere, so entered by a tail call"));
+}
