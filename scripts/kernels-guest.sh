@@ -88,9 +88,9 @@ perf_record_check() { # PERF LOG
 while read -r bin test; do
   log=$out/$test.log
   status=0
-  (cd /tmp && timeout -k 5 900 "$bin" --exact "$test" --include-ignored --test-threads=1 \
+  (cd /tmp && timeout -k 5 300 "$bin" --exact "$test" --include-ignored --test-threads=1 \
     --nocapture) >"$log" 2>&1 </dev/null || status=$?
-  skip=$(grep -m1 "^SKIP $test" "$log" | cut -d: -f2- | sed 's/^ *//')
+  skip=$(grep -m1 "^SKIP ${test##*::}" "$log" | cut -d: -f2- | sed 's/^ *//')
   if [ "$status" -eq 0 ] && [ -n "$skip" ]; then
     echo "skip $test $skip" >>"$out/results"
   elif [ "$status" -eq 0 ] && grep -q 'test result: ok. 1 passed' "$log"; then

@@ -164,15 +164,13 @@ matched_perf() { # SERIES
     cp -a "$tree.deps"/usr/bin/perf* "$tree/usr/bin/"
     deps=$(apt-cache "${APT_OPTS[@]}" show "$pkg/$suite" | sed -n 's/^Depends: //p' | head -1 |
       tr ',' '\n' | sed -n 's/^ *\(lib[^ ]*\).*/\1/p')
-    for lib in $(perf_missing_libs "$tree"); do
-      for dep in $deps; do
-        [ -e "$tree.deps/.got-$dep" ] && continue
-        dpkg-deb -x "$(fetch_deb "$dep" "$suite" 2>/dev/null || fetch_deb "$dep")" "$tree.deps"
-        touch "$tree.deps/.got-$dep"
-        [ -e "$tree.deps/usr/lib/x86_64-linux-gnu/$lib" ] && break
+    # A library brought in may need another one (libopencsd_c_api needs libopencsd): a few
+    # passes, until nothing is missing.
+    local pass
+    for pass in 1 2 3; do
+      for lib in $(perf_missing_libs "$tree"); do
+        perf_fetch_lib "$tree" "$lib" "$suite" $deps
       done
-      cp -a "$tree.deps/usr/lib/x86_64-linux-gnu/$lib"* "$tree/usr/lib/x86_64-linux-gnu/" 2>/dev/null || true
-      cp -a "$tree.deps/usr/lib/x86_64-linux-gnu/${lib%%.so*}".so* "$tree/usr/lib/x86_64-linux-gnu/" 2>/dev/null || true
     done
     rm -rf "$tree.deps"
     touch "$tree/.complete"
@@ -182,6 +180,20 @@ matched_perf() { # SERIES
   if [ -n "$binary" ] && LD_LIBRARY_PATH=$tree/usr/lib/x86_64-linux-gnu "$binary" --version >/dev/null 2>&1; then
     echo "$tree"
   fi
+}
+
+# Unpacks the perf package's library dependencies one by one until LIB is among them, then copies
+# it (and its versioned names) into the tree.
+perf_fetch_lib() { # TREE LIB SUITE DEPENDENCY...
+  local tree=$1 lib=$2 suite=$3 dep libdir=usr/lib/x86_64-linux-gnu
+  shift 3
+  for dep in "$@"; do
+    [ -e "$tree/usr/lib/x86_64-linux-gnu/$lib" ] || [ -e "$tree.deps/$libdir/$lib" ] && break
+    [ -e "$tree.deps/.got-$dep" ] && continue
+    dpkg-deb -x "$(fetch_deb "$dep" "$suite" 2>/dev/null || fetch_deb "$dep")" "$tree.deps"
+    touch "$tree.deps/.got-$dep"
+  done
+  cp -a "$tree.deps/$libdir/${lib%%.so*}".so* "$tree/$libdir/" 2>/dev/null || true
 }
 
 # The shared libraries the tree's perf finds neither here nor in the tree.
@@ -340,6 +352,7 @@ run_kernel() { # NAME ACCEL LIST
     note=FAIL
   fi
   ROWS+=("$name ${image#linux-image-} $accel $boot $passed $failed $skipped $(($(date +%s) - start)) $note")
+  say "$name: ${ROWS[-1]}"
 }
 
 print_table() {
