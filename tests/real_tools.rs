@@ -25,6 +25,23 @@ const OPENSNOOP: &str = "/usr/sbin/opensnoop";
 /// BPF_F_NO_PREALLOC in `bpf_map_info.map_flags`.
 const NO_PREALLOC: u64 = 1;
 
+/// `overhead --attach-cmd LOADER --attach-tracefs` at three rounds of 500 operations, as JSON,
+/// in `dir`: how the tests price a real tool held by ebpf-prof.
+fn overhead_of_loader(loader: &str, dir: &std::path::Path) -> Run {
+    let args = [
+        "overhead",
+        "--attach-cmd",
+        loader,
+        "--attach-tracefs",
+        "--rounds",
+        "3",
+        "-n",
+        "500",
+        "--json",
+    ];
+    run(ebpf_prof(&args, dir))
+}
+
 /// Whether the real tool is installed (see `common::need_tool`).
 fn have_tool(path: &str) -> bool {
     common::need_tool(path, "libbpf-tools")

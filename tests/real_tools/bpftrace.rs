@@ -149,18 +149,7 @@ fn bpftrace_overhead_picks_the_operation_that_fires_it() {
             "{BPFTRACE} -e {}",
             shlex::try_quote(&program(probe)).unwrap()
         );
-        let args = [
-            "overhead",
-            "--attach-cmd",
-            &cmd,
-            "--attach-tracefs",
-            "--rounds",
-            "3",
-            "-n",
-            "500",
-            "--json",
-        ];
-        let r = run(ebpf_prof(&args, d.path()));
+        let r = overhead_of_loader(&cmd, d.path());
         assert_eq!(r.code(), Some(0), "{probe}: {r:?}");
         let v: Value = serde_json::from_str(&r.stdout()).unwrap();
         assert_eq!(v["op"]["op"], op, "{probe}: {r:?}");

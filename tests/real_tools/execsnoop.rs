@@ -15,18 +15,7 @@ fn execsnoop_held_with_tracefs_is_timed_on_exec() {
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
-    let args = [
-        "overhead",
-        "--attach-cmd",
-        EXECSNOOP,
-        "--attach-tracefs",
-        "--rounds",
-        "3",
-        "-n",
-        "500",
-        "--json",
-    ];
-    let r = run(ebpf_prof(&args, d.path()));
+    let r = overhead_of_loader(EXECSNOOP, d.path());
     assert_eq!(r.code(), Some(0), "{r:?}");
     let v: Value = serde_json::from_str(&r.stdout()).unwrap();
     assert_eq!(v["treat"]["label"], "execsnoop", "{r:?}");

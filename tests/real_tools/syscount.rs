@@ -220,18 +220,7 @@ fn syscount_sys_enter_is_loaded_and_attached_nowhere() {
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
-    let args = [
-        "overhead",
-        "--attach-cmd",
-        SYSCOUNT,
-        "--attach-tracefs",
-        "--rounds",
-        "3",
-        "-n",
-        "500",
-        "--json",
-    ];
-    let r = run(ebpf_prof(&args, d.path()));
+    let r = overhead_of_loader(SYSCOUNT, d.path());
     assert_eq!(r.code(), Some(0), "{r:?}");
     assert!(
         r.stderr()
