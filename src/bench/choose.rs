@@ -173,7 +173,7 @@ fn is_tracing_kind(kind: &str) -> bool {
 }
 
 /// The operations whose reach passes `test`, or nowhere.
-fn inside(test: impl Fn(&super::operation::Reach) -> bool) -> Fires {
+fn inside(test: impl Fn(&super::entry::Reach) -> bool) -> Fires {
     let v: Vec<Operation> = Operation::ALL
         .into_iter()
         .filter(|o| test(o.reach()))

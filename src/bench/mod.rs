@@ -8,7 +8,9 @@
 mod buffer;
 pub mod choose;
 mod connect;
+pub mod entry;
 mod fileops;
+pub mod kind;
 mod netops;
 pub mod op;
 pub mod operation;
@@ -28,7 +30,8 @@ use buffer::SampleBuffer;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use op::{Op, OpKind};
+pub use kind::OpKind;
+pub use op::Op;
 pub use operation::Operation;
 pub use vethops::{in_namespace, socket_filter_pin};
 
@@ -64,7 +67,7 @@ impl BenchOptions {
     /// One worker timing openat of one path: the reference's bench.
     pub fn openat(path: impl Into<std::path::PathBuf>, iterations: usize) -> BenchOptions {
         BenchOptions {
-            op: OpKind::Openat(path.into()),
+            op: OpKind::openat(path),
             iterations,
             warmup_fraction: 0.1,
             paths: 1,
@@ -108,8 +111,8 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
             "--paths must be from 1 to {MAX_PATHS}, --workers from 1 to {MAX_WORKERS}"
         )));
     }
-    let openat = matches!(opts.op, OpKind::Openat(_));
-    if !openat && (opts.paths > 1 || opts.dir.is_some()) {
+    let working_set = opts.op.operation().takes_working_set();
+    if !working_set && (opts.paths > 1 || opts.dir.is_some()) {
         return Err(usage(format!(
             "--paths and --dir are for --op openat, not --op {}",
             opts.op.operation()
@@ -121,7 +124,8 @@ pub fn validate(opts: &BenchOptions) -> Result<()> {
             opts.warmup_fraction
         )));
     }
-    if let OpKind::Openat(path) | OpKind::Read(path) = &opts.op {
+    let opens = matches!(opts.op.operation(), Operation::Openat | Operation::Read);
+    if let (true, Some(path)) = (opens, opts.op.path()) {
         check_operand(path)?;
     }
     Ok(())
@@ -155,13 +159,21 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<BenchResult>> {
 /// Resolve the operation and its working set (held until the loops are done).
 fn prepare(opts: &BenchOptions) -> Result<(Prepared, Option<workingset::WorkingSet>)> {
     use workingset::WorkingSet;
-    let ws = match (&opts.op, &opts.dir) {
-        (OpKind::Openat(_), Some(d)) => WorkingSet::from_dir(d, opts.paths)?,
-        (OpKind::Openat(p), None) if opts.paths == 1 => WorkingSet::single(p),
-        (OpKind::Openat(_), None) => WorkingSet::create(opts.paths)?,
-        (other, _) => return Ok((Prepared::Single(other.clone()), None)),
+    let single = |paths: Vec<PathBuf>| Prepared {
+        kind: opts.op.clone(),
+        paths,
     };
-    Ok((Prepared::Openat(ws.paths.clone()), Some(ws)))
+    let working_set = opts.op.operation().takes_working_set();
+    let Some(path) = opts.op.path().filter(|_| working_set) else {
+        let paths = opts.op.path().map(Path::to_path_buf).into_iter().collect();
+        return Ok((single(paths), None));
+    };
+    let ws = match (&opts.dir, opts.paths) {
+        (Some(d), _) => WorkingSet::from_dir(d, opts.paths)?,
+        (None, 1) => WorkingSet::single(path),
+        (None, _) => WorkingSet::create(opts.paths)?,
+    };
+    Ok((single(ws.paths.clone()), Some(ws)))
 }
 
 /// One worker's loop on the current thread.
@@ -189,65 +201,58 @@ fn one_loop(
     })
 }
 
-/// An operation ready to be made, per worker: the working set resolved to paths, or one of
-/// the operations that work on nothing of the user's.
+/// An operation ready to be made, per worker: the operation, and its files (the working set
+/// resolved to paths, `--path`, or none).
 #[derive(Debug, Clone)]
-pub enum Prepared {
-    Openat(Vec<PathBuf>),
-    Single(OpKind),
+pub struct Prepared {
+    kind: OpKind,
+    paths: Vec<PathBuf>,
+}
+
+impl Prepared {
+    /// How many files the workers spread their starts over.
+    fn spread(&self) -> usize {
+        self.paths.len().max(1)
+    }
 }
 
 /// Prepare the operation and hand it to `f` as a concrete type, so the timed loop is
 /// monomorphised (no indirect call in the span). `start` staggers workers over a working set;
 /// `untimed_only` leaves the timed operation out.
 pub fn with_op<R>(
-    kind: &Prepared,
+    prepared: &Prepared,
     start: usize,
     untimed_only: bool,
     f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
 ) -> Result<R> {
-    fn go<O: Op, R>(
-        op: O,
-        untimed_only: bool,
-        f: impl FnOnce(&mut dyn FnMut(&mut [u32])) -> R,
-    ) -> R {
-        if untimed_only {
+    let op = prepared.kind.operation();
+    let setup = entry::Setup {
+        name: op.name(),
+        paths: &prepared.paths,
+        start,
+        netns: prepared.kind.netns(),
+    };
+    op.time_with(&setup, Looper { untimed_only, f })
+}
+
+/// Runs the timed loop over the body it is given, or over its calls outside the span only.
+struct Looper<F> {
+    untimed_only: bool,
+    f: F,
+}
+
+impl<R, F: FnOnce(&mut dyn FnMut(&mut [u32])) -> R> entry::Timer for Looper<F> {
+    type Output = R;
+
+    fn time<O: Op>(self, op: O) -> R {
+        if self.untimed_only {
             let mut op = op::UntimedOnly(op);
-            f(&mut |d| timed_loop(&mut op, d))
+            (self.f)(&mut |d| timed_loop(&mut op, d))
         } else {
             let mut op = op;
-            f(&mut |d| timed_loop(&mut op, d))
+            (self.f)(&mut |d| timed_loop(&mut op, d))
         }
     }
-    let single = match kind {
-        Prepared::Openat(p) => return Ok(go(op::Openat::new(p, start)?, untimed_only, f)),
-        Prepared::Single(k) => k,
-    };
-    Ok(match single {
-        OpKind::Openat(p) => go(
-            op::Openat::new(std::slice::from_ref(p), 0)?,
-            untimed_only,
-            f,
-        ),
-        OpKind::Connect => go(connect::Connect::new()?, untimed_only, f),
-        OpKind::ExecMissing => go(procops::Exec::missing()?, untimed_only, f),
-        OpKind::Exec => go(procops::Exec::new()?, untimed_only, f),
-        OpKind::Fork => go(procops::Fork::new()?, untimed_only, f),
-        OpKind::Stat(p) => go(fileops::Stat::new(p)?, untimed_only, f),
-        OpKind::Read(p) => go(fileops::Read::new(p)?, untimed_only, f),
-        OpKind::Write => go(fileops::Write::new()?, untimed_only, f),
-        OpKind::Mmap => go(fileops::Mmap, untimed_only, f),
-        OpKind::Unlink => go(fileops::Unlink::new()?, untimed_only, f),
-        OpKind::Sendto => go(netops::Sendto::new()?, untimed_only, f),
-        OpKind::Recvfrom => go(netops::Recvfrom::new()?, untimed_only, f),
-        OpKind::Accept => go(netops::Accept::new()?, untimed_only, f),
-        OpKind::UdpVeth(Some(netns)) => go(vethops::UdpVeth::new(netns)?, untimed_only, f),
-        OpKind::UdpVeth(None) => {
-            return Err(usage(
-                "--op udp-veth needs the private network namespace ebpf-prof makes: run it as root through ebpf-prof bench, overhead or record",
-            ))
-        }
-    })
 }
 
 /// The timed loop itself: two clock readings around the operation, cleanup outside the span.
@@ -362,7 +367,7 @@ mod tests {
     #[test]
     fn connect_loop_runs_without_exhausting_ports() {
         let o = BenchOptions {
-            op: OpKind::Connect,
+            op: OpKind::new(Operation::Connect, PathBuf::new()),
             ..BenchOptions::openat("/", 3000)
         };
         let r = run(&o).unwrap().remove(0);
@@ -442,7 +447,7 @@ mod tests {
     #[test]
     fn paths_are_for_openat_only() {
         let o = BenchOptions {
-            op: OpKind::Exec,
+            op: OpKind::new(Operation::Exec, PathBuf::new()),
             paths: 3,
             ..BenchOptions::openat("/", 10)
         };

@@ -52,10 +52,7 @@ pub fn run(opts: &BenchOptions, prepared: &Prepared) -> Result<Vec<BenchResult>>
         )));
     }
     let barrier = Barrier::new(opts.workers);
-    let n = match prepared {
-        Prepared::Openat(p) => p.len(),
-        Prepared::Single(_) => 1,
-    };
+    let n = prepared.spread();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.workers)
             .map(|w| {

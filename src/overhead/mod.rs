@@ -226,7 +226,7 @@ impl OverheadOptions {
             },
             iterations: DEFAULT_ITERATIONS_DETACHED,
             iterations_from: IterationsFrom::Default,
-            op: OpKind::Openat("/etc/hostname".into()),
+            op: OpKind::openat("/etc/hostname"),
             op_choice: OpChoice::Default,
             path: "/etc/hostname".into(),
             side_cost: SideCost::Skip,
@@ -387,8 +387,12 @@ fn cpus_for(host: &Host, cpu: u32, workers: usize) -> Result<Vec<u32>> {
 /// The working set for `paths` files: made here, once for all rounds (and removed when dropped,
 /// also when the run fails or is interrupted), and handed to each round's bench as `--dir`.
 fn working_set(o: &OverheadOptions, paths: usize) -> Result<Option<WorkingSet>> {
-    match (&o.op, o.bench.is_empty(), paths > 1) {
-        (OpKind::Openat(_), true, true) => Ok(Some(WorkingSet::create(paths)?)),
+    match (
+        o.op.operation().takes_working_set(),
+        o.bench.is_empty(),
+        paths > 1,
+    ) {
+        (true, true, true) => Ok(Some(WorkingSet::create(paths)?)),
         _ => Ok(None),
     }
 }

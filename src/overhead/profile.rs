@@ -43,7 +43,7 @@ pub fn record_arms(dir: &OutputDir, arms: [(&str, &ArmSpec); 2], bench: &BenchRu
             priority: bench.priority,
             iterations: 0,
             // The command is the measurement's own bench, its operation in it already.
-            op: crate::bench::OpKind::Openat("/etc/hostname".into()),
+            op: crate::bench::OpKind::openat("/etc/hostname"),
             op_choice: crate::bench::choose::OpChoice::Default,
             filter: None,
             allow_no_bpf: true,

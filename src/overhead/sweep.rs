@@ -121,7 +121,7 @@ pub fn run(
     watch: &[u32],
     ints: &Interrupts,
 ) -> Result<()> {
-    if sw.param == SweepParam::Paths && !matches!(o.op, crate::bench::OpKind::Openat(_)) {
+    if sw.param == SweepParam::Paths && !o.op.operation().takes_working_set() {
         return Err(usage("--sweep paths is for --op openat"));
     }
     let mut points = Vec::new();

@@ -86,7 +86,7 @@ impl RecordOptions {
             cpu: None,
             priority: Some(99),
             iterations: 200_000,
-            op: crate::bench::OpKind::Openat("/etc/hostname".into()),
+            op: crate::bench::OpKind::openat("/etc/hostname"),
             op_choice: crate::bench::choose::OpChoice::Default,
             filter: None,
             allow_no_bpf: false,
