@@ -480,3 +480,92 @@ fn xdp_falls_back_to_generic_mode_and_says_so() {
     assert!((0.9..1.1).contains(&runs), "{runs} runs per datagram");
     assert_nothing_left(pid, "generic XDP");
 }
+
+/// `overhead --load NAME.bpf.o --rounds 4 --json` with `more` arguments, in `dir`: the run's
+/// pid, its report and its stderr (the run must succeed).
+fn overhead_of(name: &str, more: &[&str], dir: &Path) -> (u32, serde_json::Value, String) {
+    let bytes = ebpf_prof::bpf::PACKET_HOOKS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1;
+    let object = dir.join(format!("{name}.bpf.o"));
+    std::fs::write(&object, bytes).unwrap();
+    let object = object.to_string_lossy().into_owned();
+    let mut args = vec!["overhead", "--load", &object, "--rounds", "4", "--json"];
+    args.extend_from_slice(more);
+    let child = ebpf_prof(&args, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name}: {stderr}");
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    (pid, report, stderr)
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn tcp_veth_runs_packet_programs_once_per_segment_inside_the_span() {
+    if !need_root("tcp_veth_runs_packet_programs_once_per_segment_inside_the_span") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    // (program, runs per timed segment): a cgroup_skb egress program also sees the peer's ACK,
+    // which the receiving socket (the bench's too) sends inside the timed recvfrom.
+    for (name, runs_range) in [
+        ("xdp_8", 0.9..1.1),
+        ("tcx_8", 0.9..1.1),
+        ("tc_8", 0.9..1.1),
+        ("socket_8", 0.9..1.1),
+        ("cgroup_skb_8", 0.9..2.1),
+    ] {
+        let (pid, report, stderr) = overhead_of(name, &["--op", "tcp-veth"], d.path());
+        assert_eq!(report["op"]["op"], "tcp-veth", "{name}: {stderr}");
+        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+        assert!(
+            runs_range.contains(&runs),
+            "{name}: {runs} runs per segment: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("attached {name} ")),
+            "{name}: {stderr}"
+        );
+        assert_nothing_left(pid, name);
+        assert!(program_ids(name).is_empty(), "{name} is unloaded");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn bench_tcp_veth_times_segments_and_removes_its_network() {
+    if !need_root("bench_tcp_veth_times_segments_and_removes_its_network") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let child = ebpf_prof(&["bench", "--op", "tcp-veth", "-n", "3000"], d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let mut samples: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(samples.len(), 2700, "{stderr}");
+    samples.sort_unstable();
+    let p50 = samples[samples.len() / 2];
+    // A segment through two network stacks takes more than a microsecond; one that never
+    // arrived would show as the 200 ms receive timeout.
+    assert!((1000..100_000_000).contains(&p50), "p50 {p50}");
+    assert_nothing_left(pid, "bench --op tcp-veth");
+}

@@ -482,7 +482,10 @@ mod tests {
         let cases: &[(&str, &[Operation])] = &[
             ("tracepoint/syscalls/sys_enter_execve", &[ExecMissing, Exec]),
             ("tp/syscalls/sys_exit_newfstatat", &[Stat]),
-            ("tracepoint syscalls/sys_enter_sendto", &[Sendto, UdpVeth]),
+            (
+                "tracepoint syscalls/sys_enter_sendto",
+                &[Sendto, UdpVeth, TcpVeth],
+            ),
             ("tracepoint sys_enter_execve", &[ExecMissing, Exec]),
             ("fentry/do_open_execat", &[ExecMissing, Exec]),
             ("tracepoint/sched/sched_process_fork", &[Fork]),
@@ -501,13 +504,6 @@ mod tests {
             ("cgroup/connect4", &[Connect]),
             ("cgroup id 7 (CgroupUdp4Sendmsg)", &[Sendto, UdpVeth]),
             ("cgroup/recvmsg4", &[Recvfrom, UdpVeth]),
-            ("xdp", &[UdpVeth]),
-            ("xdp.frags", &[UdpVeth]),
-            ("tc", &[UdpVeth]),
-            ("classifier", &[UdpVeth]),
-            ("tcx/ingress", &[UdpVeth]),
-            ("socket", &[UdpVeth]),
-            ("cgroup_skb/egress", &[UdpVeth]),
             ("sockops", &[Connect]),
         ];
         for (point, want) in cases {
@@ -533,6 +529,26 @@ mod tests {
             "tp/syscalls/sys_enter_wait4",
         ] {
             assert!(matches!(fires(outside), Fires::Outside(_)), "{outside}");
+        }
+    }
+
+    #[test]
+    fn packet_points_are_reached_by_the_packet_operations() {
+        use Operation::*;
+        for point in [
+            "xdp",
+            "xdp.frags",
+            "tc",
+            "classifier",
+            "tcx/ingress",
+            "socket",
+            "cgroup_skb/egress",
+        ] {
+            assert_eq!(
+                fires(point),
+                Fires::Inside(vec![UdpVeth, TcpVeth]),
+                "{point}"
+            );
         }
     }
 

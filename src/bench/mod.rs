@@ -19,6 +19,7 @@ mod procops;
 pub mod scratch;
 pub mod serve;
 mod sock;
+mod tcpveth;
 mod vethops;
 mod workers;
 pub mod workingset;

@@ -26,7 +26,7 @@
 //! timed on it; it comes before `exec` in the catalogue so that `--op auto` prefers it on a tie.
 
 use super::entry::{catalogue, Entry, Network, Operand, Reach, Weight};
-use super::{connect, fileops, netops, op, procops, vethops};
+use super::{connect, fileops, netops, op, procops, tcpveth, vethops};
 
 catalogue! {
     Openat {
@@ -356,6 +356,36 @@ catalogue! {
         },
         make: |setup| vethops::UdpVeth::new(setup.netns()?),
     },
+    /// One segment of an established connection through the same pair (tcpveth.rs): the
+    /// segment passes what the datagram of `udp-veth` passes, once per timed call; the peer's
+    /// ACKs go back the other way, past neither XDP nor tc/tcx ingress of the peer. After
+    /// `udp-veth` so that `--op auto` keeps choosing that one for a packet program.
+    TcpVeth {
+        name: "tcp-veth",
+        plural: "TCP segments over veth",
+        what: "sendto(2) of 8 bytes on an established TCP connection (TCP_NODELAY, made before the round) through a veth pair into a private network namespace, and the blocking recvfrom(2) there that receives them",
+        weight: Heavy,
+        operand: Nothing,
+        network: Veth,
+        reach: Reach {
+            syscall: "sendto",
+            tracepoints: &["net_dev_queue", "net_dev_xmit", "netif_receive_skb"],
+            lsm: &["socket_sendmsg", "socket_recvmsg", "socket_sock_rcv_skb"],
+            functions: &[
+                "__sys_sendto",
+                "tcp_sendmsg",
+                "tcp_write_xmit",
+                "veth_xmit",
+                "__netif_receive_skb_core",
+                "tcp_v4_rcv",
+                "__sys_recvfrom",
+                "tcp_recvmsg",
+            ],
+            sockets: &["xdp", "tc", "tcx", "skb", "socket"],
+            outside: &[],
+        },
+        make: |setup| tcpveth::TcpVeth::new(setup.netns()?),
+    },
 }
 
 impl Operation {
@@ -441,9 +471,9 @@ mod tests {
         }
         syscalls.sort_unstable();
         syscalls.dedup();
-        // The two execs time one system call, and udp-veth times sendto as the loopback
-        // sendto does (with its recvfrom); every other operation has its own.
-        assert_eq!(syscalls.len(), Operation::ALL.len() - 2);
+        // The two execs time one system call, and udp-veth and tcp-veth time sendto as the
+        // loopback sendto does (with their recvfrom); every other operation has its own.
+        assert_eq!(syscalls.len(), Operation::ALL.len() - 3);
         assert_eq!(Operation::from_name("auto"), None);
     }
 

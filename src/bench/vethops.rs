@@ -18,14 +18,14 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// Bytes in a datagram.
-const DATAGRAM: usize = 8;
+pub(super) const DATAGRAM: usize = 8;
 
 /// Where `ip netns` keeps the namespaces it names.
-const NETNS_DIR: &str = "/run/netns";
+pub(super) const NETNS_DIR: &str = "/run/netns";
 
 /// How long the timed receive waits for a datagram that never comes (a program dropped it):
 /// the sample shows the wait instead of the loop hanging.
-const RECEIVE_TIMEOUT_MS: i64 = 200;
+pub(super) const RECEIVE_TIMEOUT_MS: i64 = 200;
 
 /// Where the run pins a socket filter for the bench to attach to its receiving socket
 /// (`SO_ATTACH_BPF`) when it makes the socket, at the start of each round: the run attaches the
@@ -36,7 +36,7 @@ pub fn socket_filter_pin(netns: &str) -> std::path::PathBuf {
 }
 
 /// Attach the socket filter pinned for `netns`, if one is, to `socket`.
-fn attach_pinned_filter(netns: &str, socket: i32) -> Result<()> {
+pub(super) fn attach_pinned_filter(netns: &str, socket: i32) -> Result<()> {
     let pin = socket_filter_pin(netns);
     if !pin.exists() {
         return Ok(());
@@ -74,6 +74,35 @@ pub fn valid_netns_name(name: &str) -> bool {
         .is_some_and(|(pid, counter)| digits(pid) && digits(counter))
 }
 
+/// The file of namespace `netns`, refused unless it is a name the tool makes.
+pub(super) fn netns_path(netns: &str) -> Result<std::path::PathBuf> {
+    if !valid_netns_name(netns) {
+        return Err(usage(format!(
+            "--netns {netns:?} is not a namespace ebpf-prof made: leave --netns out and the bench makes one"
+        )));
+    }
+    Ok(Path::new(NETNS_DIR).join(netns))
+}
+
+/// Set `SO_RCVTIMEO` on `fd`: a receive that waits longer than [`RECEIVE_TIMEOUT_MS`] fails.
+pub(super) fn receive_timeout(fd: i32) -> Result<i32> {
+    let timeout = libc::timeval {
+        tv_sec: 0,
+        tv_usec: RECEIVE_TIMEOUT_MS * 1000,
+    };
+    // SAFETY: setting an option on an fd we own from a live local.
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const timeout).cast(),
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    sock::check(set, "SO_RCVTIMEO")
+}
+
 /// `sendto` of a datagram to the peer namespace, then the `recvfrom` that receives it.
 pub struct UdpVeth {
     sender: i32,
@@ -88,12 +117,7 @@ impl UdpVeth {
     /// The sockets, the receiver made inside namespace `netns`, and one datagram sent and
     /// received to prove the path works.
     pub fn new(netns: &str) -> Result<UdpVeth> {
-        if !valid_netns_name(netns) {
-            return Err(usage(format!(
-                "--netns {netns:?} is not a namespace ebpf-prof made: leave --netns out and the bench makes one"
-            )));
-        }
-        let (receiver, peer) = in_namespace(&Path::new(NETNS_DIR).join(netns), bound_receiver)?;
+        let (receiver, peer) = in_namespace(&netns_path(netns)?, || bound_here(libc::SOCK_DGRAM))?;
         // SAFETY: making a socket; the fd is ours.
         let sender =
             unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -192,41 +216,29 @@ pub fn in_namespace<T>(path: &Path, make: impl FnOnce() -> Result<T>) -> Result<
     made
 }
 
-/// A blocking UDP socket bound to the namespace's first IPv4 address that is not loopback,
-/// with a receive timeout, and its address.
-fn bound_receiver() -> Result<(i32, libc::sockaddr_in)> {
+/// A blocking socket of `kind` (`SOCK_DGRAM`, `SOCK_STREAM`) bound to the namespace's first
+/// IPv4 address that is not loopback on a port the kernel picks, with a receive timeout, and
+/// its address.
+pub(super) fn bound_here(kind: i32) -> Result<(i32, libc::sockaddr_in)> {
     let address = first_ipv4()?;
     // SAFETY: plain socket calls on an fd we own; every pointer is to a live local.
     unsafe {
         let fd = sock::check(
-            libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0),
+            libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, 0),
             "socket",
         )?;
-        let timeout = libc::timeval {
-            tv_sec: 0,
-            tv_usec: RECEIVE_TIMEOUT_MS * 1000,
-        };
         let mut addr: libc::sockaddr_in = std::mem::zeroed();
         addr.sin_family = libc::AF_INET as libc::sa_family_t;
         addr.sin_addr.s_addr = u32::from(address).to_be();
         let mut len = ADDR_LEN;
-        let ready = sock::check(
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&raw const timeout).cast(),
-                size_of::<libc::timeval>() as libc::socklen_t,
-            ),
-            "SO_RCVTIMEO",
-        )
-        .and_then(|_| sock::check(libc::bind(fd, (&raw const addr).cast(), ADDR_LEN), "bind"))
-        .and_then(|_| {
-            sock::check(
-                libc::getsockname(fd, (&raw mut addr).cast(), &mut len),
-                "getsockname",
-            )
-        });
+        let ready = receive_timeout(fd)
+            .and_then(|_| sock::check(libc::bind(fd, (&raw const addr).cast(), ADDR_LEN), "bind"))
+            .and_then(|_| {
+                sock::check(
+                    libc::getsockname(fd, (&raw mut addr).cast(), &mut len),
+                    "getsockname",
+                )
+            });
         if let Err(e) = ready {
             libc::close(fd);
             return Err(e);
@@ -236,7 +248,7 @@ fn bound_receiver() -> Result<(i32, libc::sockaddr_in)> {
 }
 
 /// The first IPv4 address of this thread's namespace that is not loopback.
-fn first_ipv4() -> Result<std::net::Ipv4Addr> {
+pub(super) fn first_ipv4() -> Result<std::net::Ipv4Addr> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills a list we free below.
     if unsafe { libc::getifaddrs(&mut list) } < 0 {

@@ -24,12 +24,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The timing loop record and overhead run: 14 operations (openat by default), one latency
-    /// (ns) per line on stdout, a summary on stderr.
-    ///
-    /// It does not pin itself: record and overhead start it under taskset and chrt (SCHED_FIFO
-    /// on one CPU); run by hand, pin it the same way (`taskset -c 1 chrt -f 99 ebpf-prof bench`).
-    /// Only with --workers K does it pin each of its K loops to its own CPU of the allowed set.
+    // The count of operations is the catalogue's.
+    #[command(about = bench_about(), long_about = bench_long_about())]
     Bench(BenchArgs),
     /// Check every precondition of `record`, with the command that fixes each problem.
     Doctor(DoctorArgs),
@@ -119,4 +115,20 @@ pub(super) fn recover_stale(locked: bool) {
     {
         crate::out::say(line);
     }
+}
+
+/// `bench`'s line in the list of commands, with the catalogue's count of operations.
+fn bench_about() -> String {
+    format!(
+        "The timing loop record and overhead run: {} operations (openat by default), one latency (ns) per line on stdout, a summary on stderr",
+        crate::bench::Operation::ALL.len()
+    )
+}
+
+/// `bench --help`'s description: the line, then how it is pinned.
+fn bench_long_about() -> String {
+    format!(
+        "{}.\n\nIt does not pin itself: record and overhead start it under taskset and chrt (SCHED_FIFO on one CPU); run by hand, pin it the same way (`taskset -c 1 chrt -f 99 ebpf-prof bench`). Only with --workers K does it pin each of its K loops to its own CPU of the allowed set.",
+        bench_about()
+    )
 }
