@@ -481,9 +481,8 @@ fn xdp_falls_back_to_generic_mode_and_says_so() {
     assert_nothing_left(pid, "generic XDP");
 }
 
-/// `overhead --load NAME.bpf.o --rounds 4 --json` with `more` arguments, in `dir`: the run's
-/// pid, its report and its stderr (the run must succeed).
-fn overhead_of(name: &str, more: &[&str], dir: &Path) -> (u32, serde_json::Value, String) {
+/// Write the calibrated packet program `name` as `dir/NAME.bpf.o`, and give its path.
+fn write_packet_hook(name: &str, dir: &Path) -> String {
     let bytes = ebpf_prof::bpf::PACKET_HOOKS
         .iter()
         .find(|(n, _)| *n == name)
@@ -491,7 +490,13 @@ fn overhead_of(name: &str, more: &[&str], dir: &Path) -> (u32, serde_json::Value
         .1;
     let object = dir.join(format!("{name}.bpf.o"));
     std::fs::write(&object, bytes).unwrap();
-    let object = object.to_string_lossy().into_owned();
+    object.to_string_lossy().into_owned()
+}
+
+/// `overhead --load NAME.bpf.o --rounds 4 --json` with `more` arguments, in `dir`: the run's
+/// pid, its report and its stderr (the run must succeed).
+fn overhead_of(name: &str, more: &[&str], dir: &Path) -> (u32, serde_json::Value, String) {
+    let object = write_packet_hook(name, dir);
     let mut args = vec!["overhead", "--load", &object, "--rounds", "4", "--json"];
     args.extend_from_slice(more);
     let child = ebpf_prof(&args, dir)
@@ -568,4 +573,92 @@ fn bench_tcp_veth_times_segments_and_removes_its_network() {
     // arrived would show as the 200 ms receive timeout.
     assert!((1000..100_000_000).contains(&p50), "p50 {p50}");
     assert_nothing_left(pid, "bench --op tcp-veth");
+}
+
+/// The sum over CPUs of the `runs` counter of the loaded program named `name` (the calibrated
+/// packet programs count their runs there).
+fn runs_counted(name: &str) -> u64 {
+    let ids = program_ids(name);
+    let show = Command::new("bpftool")
+        .args(["-j", "prog", "show", "id", &ids[0].to_string()])
+        .output()
+        .unwrap();
+    let prog: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let maps: Vec<u64> = prog["map_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.as_u64())
+        .collect();
+    for map in maps {
+        let dump = Command::new("bpftool")
+            .args(["-j", "map", "dump", "id", &map.to_string()])
+            .output()
+            .unwrap();
+        let entries: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap_or_default();
+        let Some(values) = entries[0]["formatted"]["values"].as_array() else {
+            continue;
+        };
+        return values.iter().filter_map(|v| v["value"].as_u64()).sum();
+    }
+    panic!("{name} has no per-CPU runs counter");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn hook_load_of_a_packet_program_makes_the_network_and_says_how_to_reach_it() {
+    if !need_root("hook_load_of_a_packet_program_makes_the_network_and_says_how_to_reach_it") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    write_packet_hook("xdp_8", d.path());
+    let mut child = ebpf_prof(
+        &["hook", "--load", "xdp_8.bpf.o", "--seconds", "60"],
+        d.path(),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Read stderr until the line that says where packets go (the run may wait for the lock).
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let mut said = Vec::new();
+    let reach = loop {
+        let line = lines.next().expect("hook ended early").unwrap();
+        said.push(line.clone());
+        if line.contains("packets to ") {
+            break line;
+        }
+    };
+    assert!(
+        said.iter()
+            .any(|l| l.contains(&format!("attached xdp_8 to XDP of ep{pid}p0"))),
+        "{said:?}"
+    );
+    let peer = reach
+        .split("packets to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_string();
+    let before = runs_counted("xdp_8");
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    for _ in 0..20 {
+        socket.send_to(b"ebpfprof", format!("{peer}:9")).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while runs_counted("xdp_8") < before + 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the datagrams did not reach xdp_8"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(pid, libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_nothing_left(pid, "hook --load");
+    assert!(program_ids("xdp_8").is_empty(), "xdp_8 is unloaded");
 }

@@ -36,6 +36,9 @@ pub use op::Op;
 pub use operation::Operation;
 pub use vethops::{in_namespace, socket_filter_pin};
 
+/// The file `--path` names unless told otherwise.
+pub const DEFAULT_PATH: &str = "/etc/hostname";
+
 /// The most iterations of one loop: its samples are one mlocked buffer of 8 bytes each
 /// (800 MB at the most), filled at about a microsecond an iteration.
 pub const MAX_ITERATIONS: usize = 100_000_000;

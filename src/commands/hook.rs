@@ -1,8 +1,12 @@
 //! `sudo ebpf-prof hook`: load a BPF object (the bundled sample hook by default), hold it
 //! attached until Ctrl-C/SIGTERM (or `--seconds`), then detach. The programs are attached
 //! through links owned by this process, so they go away with it whatever the exit, SIGKILL
-//! included.
+//! included. A packet program (XDP, tc, tcx, cgroup_skb, socket filter) is attached to the
+//! private network `overhead` would make for it (a namespace, a veth pair and a cgroup, removed
+//! at the end, and by the next start after a SIGKILL), and the line after the programs says
+//! where packets reach it.
 
+use crate::netpath::PacketNetwork;
 use crate::out::say;
 use crate::recording::{attach_object, describe};
 use crate::signals::Interrupts;
@@ -62,8 +66,17 @@ pub fn run(opts: &HookOptions, lock: Option<crate::host::lock::RunLock>) -> Resu
         return write_objects(dir);
     }
     let ints = Interrupts::install()?;
+    // A packet program gets the private network `overhead` and `record` would make for it, to
+    // be attached there; it goes when the programs have been detached (dropped after them).
+    let network = match &opts.load {
+        Some(path) => PacketNetwork::for_object(crate::bpf::ObjectSource::Path(path))?,
+        None => None,
+    };
     let a = attach_object(opts.load.as_deref())?;
     describe(&a);
+    if let Some(net) = &network {
+        say(net.reach_line());
+    }
     drop(lock);
     let host = crate::host::Host::live();
     let ks = "net.core.bpf_jit_kallsyms";
@@ -83,6 +96,7 @@ pub fn run(opts: &HookOptions, lock: Option<crate::host::lock::RunLock>) -> Resu
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(a);
+    drop(network);
     say("detached");
     Ok(())
 }

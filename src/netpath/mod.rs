@@ -98,7 +98,7 @@ impl Drop for VethPair {
 pub struct PacketNetwork {
     // Fields drop in order: the attach place is unset before the cgroup and the pair go.
     _target: crate::bpf::packet::TargetGuard,
-    _cgroup: cgroup::BenchCgroup,
+    cgroup: cgroup::BenchCgroup,
     pair: VethPair,
 }
 
@@ -121,9 +121,36 @@ impl PacketNetwork {
         };
         Ok(Some(PacketNetwork {
             _target: crate::bpf::packet::TargetGuard::install(target),
-            _cgroup: bench_cgroup,
+            cgroup: bench_cgroup,
             pair,
         }))
+    }
+
+    /// A network for the object `src` when `--op auto` would time a packet operation for its
+    /// programs (the choice `overhead`, `record` and `demo` make from its sections); `None` for
+    /// every other object. For `hook`, which holds the programs and times nothing.
+    pub fn for_object(src: crate::bpf::ObjectSource<'_>) -> Result<Option<PacketNetwork>> {
+        use crate::bench::choose::OpChoice;
+        let path = Path::new(crate::bench::DEFAULT_PATH);
+        let default = OpKind::openat(path);
+        let (op, _) = crate::bpf::choice::for_object(src, &default, OpChoice::Auto, path)?;
+        PacketNetwork::for_op(&op, Bench::BuiltIn)
+    }
+
+    /// Where packets for the programs attached here go, in one line: what to send, from where,
+    /// to reach them.
+    pub fn reach_line(&self) -> String {
+        let names = self.pair.names();
+        let addresses = self.pair.addresses();
+        format!(
+            "packets to {peer} sent from here (`ping -c 3 {peer}`) leave through {host_if} and arrive on {peer_if} in the network namespace {netns}: XDP, tc and tcx ingress programs there see them; a cgroup_skb program sees the sockets of processes in the cgroup {cgroup}; a socket filter is pinned at {pin} for a socket of yours (SO_ATTACH_BPF)",
+            peer = addresses.peer,
+            host_if = names.host_if,
+            peer_if = names.peer_if,
+            netns = names.netns,
+            cgroup = self.cgroup.path().display(),
+            pin = crate::bench::socket_filter_pin(&names.netns).display(),
+        )
     }
 
     /// `op` sending into this network.
