@@ -662,3 +662,41 @@ fn hook_load_of_a_packet_program_makes_the_network_and_says_how_to_reach_it() {
     assert_nothing_left(pid, "hook --load");
     assert!(program_ids("xdp_8").is_empty(), "xdp_8 is unloaded");
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn cgroup_sock_and_netfilter_programs_run_once_per_op_inside_the_span() {
+    if !need_root("cgroup_sock_and_netfilter_programs_run_once_per_op_inside_the_span") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    // (program, --op given or none for auto, the operation expected, where it is said to go)
+    for (name, op, expected, place) in [
+        ("sock_create_8", None, "socket", "to the cgroup "),
+        (
+            "netfilter_8",
+            None,
+            "udp-veth",
+            "to netfilter's IPv4 NF_INET_LOCAL_IN",
+        ),
+        (
+            "netfilter_8",
+            Some("tcp-veth"),
+            "tcp-veth",
+            "to netfilter's IPv4 NF_INET_LOCAL_IN",
+        ),
+    ] {
+        let more: Vec<&str> = op.map(|o| vec!["--op", o]).unwrap_or_default();
+        let (pid, report, stderr) = overhead_of(name, &more, d.path());
+        assert_eq!(report["op"]["op"], expected, "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("attached {name} {place}")),
+            "{name}: {stderr}"
+        );
+        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+        assert!((0.9..1.1).contains(&runs), "{name}: {runs} runs per op");
+        assert_nothing_left(pid, name);
+        assert!(program_ids(name).is_empty(), "{name} is unloaded");
+    }
+}

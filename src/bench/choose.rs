@@ -141,6 +141,7 @@ pub fn fires(point: &str) -> Fires {
         "xdp" | "xdp.frags" => packet("xdp", point),
         "tc" | "classifier" | "tcx" => packet(if kind == "tcx" { "tcx" } else { "tc" }, point),
         "socket" => packet("socket", point),
+        "netfilter" => packet("netfilter", point),
         _ => Fires::Nowhere(format!(
             "a {kind} program runs outside the system calls of a benchmark (or is attached by its loader, not by its section)"
         )),
@@ -286,6 +287,8 @@ fn cgroup(target: &str) -> Fires {
     let point = match target.rsplit_once('(') {
         Some((_, attach)) => link_attach_type(attach.trim_end_matches(')')),
         None if target.starts_with("egress") || target.starts_with("ingress") => "skb",
+        // libbpf's older name of the sock_create attach point.
+        None if target == "sock" => "sock_create",
         None => target,
     };
     named(
@@ -302,6 +305,7 @@ fn link_attach_type(attach: &str) -> &str {
         "CgroupUdp4Recvmsg" => "recvmsg4",
         "CgroupInetEgress" | "CgroupInetIngress" => "skb",
         "CgroupSockOps" => "sockops",
+        "CgroupInetSockCreate" => "sock_create",
         other => other,
     }
 }

@@ -56,6 +56,9 @@ pub enum Operand {
 pub enum Network {
     /// Nothing: loopback at most.
     Nothing,
+    /// A cgroup of the run's that the bench runs in, for the cgroup programs it fires: the run
+    /// that attaches them makes the private network, whose cgroup it is; the bench runs without.
+    Cgroup,
     /// A private network namespace and a veth pair into it, made by the command that runs the
     /// bench (as root), and the cgroup the bench sends from.
     Veth,

@@ -52,6 +52,12 @@ impl OpKind {
         self.op.network() == Network::Veth
     }
 
+    /// Whether a run attaching programs for it makes the private network (its namespace, veth
+    /// pair and cgroup): for the packet operations, and for those firing cgroup programs.
+    pub fn needs_network(&self) -> bool {
+        self.op.network() != Network::Nothing
+    }
+
     /// The same operation sending into namespace `netns` (the others unchanged).
     pub fn in_netns(&self, netns: &str) -> OpKind {
         OpKind {

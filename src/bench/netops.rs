@@ -265,3 +265,48 @@ impl Drop for Accept {
         sock::close(self.listener);
     }
 }
+
+/// `socket(AF_INET, SOCK_DGRAM, 0)`: a UDP socket made in the span, closed after it. A
+/// `cgroup/sock_create` program of the bench's cgroup runs inside the call.
+pub struct SocketCreate;
+
+impl SocketCreate {
+    /// Make one socket to prove it works.
+    pub fn new() -> Result<SocketCreate> {
+        let mut op = SocketCreate;
+        let ret = op.run();
+        if ret < 0 {
+            return Err(sock::os_err("socket"));
+        }
+        op.cleanup(ret);
+        Ok(op)
+    }
+}
+
+impl Op for SocketCreate {
+    #[inline(always)]
+    fn run(&mut self) -> i64 {
+        // SAFETY: the raw socket syscall; the fd returned is ours.
+        unsafe {
+            libc::syscall(
+                libc::SYS_socket,
+                libc::AF_INET,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                0,
+            )
+        }
+    }
+
+    #[inline(always)]
+    fn cleanup(&mut self, ret: i64) {
+        sock::close(ret as i32);
+    }
+
+    #[inline(always)]
+    fn cleanup_without_run(&mut self) {
+        // The close(2) the timed loop makes, on no fd: it reaches the hooks on syscall entry
+        // and exit (failing with EBADF), as the loop's close does.
+        // SAFETY: closing -1 touches no fd.
+        unsafe { libc::close(-1) };
+    }
+}

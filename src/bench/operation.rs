@@ -327,6 +327,31 @@ catalogue! {
         },
         make: |setup| netops::Accept::new(),
     },
+    /// `socket(2)`: the call a `cgroup/sock_create` program runs in (`inet_create` calls it
+    /// once the socket exists). The run that attaches such a program makes the private
+    /// network for its cgroup, which the bench runs in; the bench alone needs nothing.
+    Socket {
+        name: "socket",
+        plural: "UDP sockets made",
+        what: "socket(2) of a UDP socket (in the run's cgroup when it attaches cgroup programs), closed after the span",
+        weight: Light,
+        operand: Nothing,
+        network: Cgroup,
+        reach: Reach {
+            syscall: "socket",
+            tracepoints: &[],
+            lsm: &["socket_create", "socket_post_create"],
+            functions: &[
+                "__sys_socket",
+                "__sock_create",
+                "inet_create",
+                "security_socket_create",
+            ],
+            sockets: &["sock_create"],
+            outside: &["close"],
+        },
+        make: |setup| netops::SocketCreate::new(),
+    },
     /// The datagram leaves through the veth on this side (a cgroup `skb` egress program sees it
     /// on its way out) and is received on the peer inside the private namespace: XDP and tc/tcx
     /// ingress on the peer, then the receiving socket (a socket filter). The timed span holds
@@ -351,7 +376,16 @@ catalogue! {
                 "__sys_recvfrom",
                 "udp_recvmsg",
             ],
-            sockets: &["xdp", "tc", "tcx", "skb", "socket", "sendmsg4", "recvmsg4"],
+            sockets: &[
+                "xdp",
+                "tc",
+                "tcx",
+                "skb",
+                "socket",
+                "netfilter",
+                "sendmsg4",
+                "recvmsg4",
+            ],
             outside: &[],
         },
         make: |setup| vethops::UdpVeth::new(setup.netns()?),
@@ -381,7 +415,7 @@ catalogue! {
                 "__sys_recvfrom",
                 "tcp_recvmsg",
             ],
-            sockets: &["xdp", "tc", "tcx", "skb", "socket"],
+            sockets: &["xdp", "tc", "tcx", "skb", "socket", "netfilter"],
             outside: &[],
         },
         make: |setup| tcpveth::TcpVeth::new(setup.netns()?),

@@ -19,6 +19,7 @@ mod introspect;
 mod inventory;
 mod libbpf_log;
 mod loader;
+pub mod netfilter;
 pub mod packet;
 mod pins;
 mod pressure;
@@ -66,10 +67,11 @@ pub const SAMPLE_NO_PROGRAMS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hooks/bad/no_programs.bpf.o"));
 
 /// The calibrated packet programs (fixtures/hooks/packet/): for each kind (`xdp`, `tc`,
-/// `tcx/ingress`, `cgroup_skb/egress`, `socket`) one doing 0 and one doing 8 hash-map look-ups
-/// per packet before letting it through, by name (`xdp_8`, which is also the program's name).
+/// `tcx/ingress`, `cgroup_skb/egress`, `socket`, `cgroup/sock_create`, `netfilter`) one doing 0
+/// and one doing 8 hash-map look-ups per packet (per socket made, for `cgroup/sock_create`)
+/// before letting it through, by name (`xdp_8`, which is also the program's name).
 #[doc(hidden)]
-pub const PACKET_HOOKS: [(&str, &[u8]); 10] = [
+pub const PACKET_HOOKS: [(&str, &[u8]); 14] = [
     (
         "xdp_0",
         include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/xdp_0.bpf.o")),
@@ -109,6 +111,28 @@ pub const PACKET_HOOKS: [(&str, &[u8]); 10] = [
     (
         "socket_8",
         include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/socket_8.bpf.o")),
+    ),
+    (
+        "sock_create_0",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/hooks/packet/sock_create_0.bpf.o"
+        )),
+    ),
+    (
+        "sock_create_8",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/hooks/packet/sock_create_8.bpf.o"
+        )),
+    ),
+    (
+        "netfilter_0",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/netfilter_0.bpf.o")),
+    ),
+    (
+        "netfilter_8",
+        include_bytes!(concat!(env!("OUT_DIR"), "/hooks/packet/netfilter_8.bpf.o")),
     ),
 ];
 

@@ -51,6 +51,12 @@ pub enum Place {
     CgroupSkb,
     /// The bench's receiving socket (`SO_ATTACH_BPF`, through a pin the bench reads).
     SocketFilter,
+    /// The bench's cgroup, for a cgroup sock or sock_addr program (`cgroup/sock_create` when
+    /// the bench makes a socket, `cgroup/connect4`, `cgroup/sendmsg4`, `cgroup/recvmsg4` on
+    /// those calls of its sockets).
+    CgroupSock,
+    /// A netfilter hook of the private namespace (`bpf::netfilter`).
+    Netfilter,
 }
 
 impl Place {
@@ -64,6 +70,12 @@ impl Place {
             ("tc" | "classifier", _) => Some(Place::TcIngress),
             ("cgroup_skb", _) | (_, "cgroup/skb") => Some(Place::CgroupSkb),
             ("socket", _) => Some(Place::SocketFilter),
+            (
+                _,
+                "cgroup/sock_create" | "cgroup/sock" | "cgroup/connect4" | "cgroup/sendmsg4"
+                | "cgroup/recvmsg4",
+            ) => Some(Place::CgroupSock),
+            ("netfilter", _) => Some(Place::Netfilter),
             _ => None,
         }
     }
@@ -186,7 +198,7 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             let line = format!("attached {name} to tcx egress of {}", target.host_if);
             (Attachment::Link(link), line)
         }),
-        Place::CgroupSkb => attach_cgroup(prog, &target.cgroup).map(|link| {
+        Place::CgroupSkb | Place::CgroupSock => attach_cgroup(prog, &target.cgroup).map(|link| {
             let line = format!("attached {name} to the cgroup {}", target.cgroup.display());
             (Attachment::Link(link), line)
         }),
@@ -197,6 +209,7 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             );
             (Attachment::Pin(pinned), line)
         }),
+        Place::Netfilter => attach_netfilter(prog, &name, &target),
         Place::TcIngress => {
             let peer = target.peer_if.clone();
             let entered = crate::bench::in_namespace(&target.netns, || Ok(tc_filter(prog, &peer)));
@@ -224,6 +237,24 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             });
             entered.unwrap_or(Err(libc::EINVAL))
         }
+    })
+}
+
+/// `prog` (named `name`) on the netfilter hook of the target's namespace, and the line saying so.
+fn attach_netfilter(
+    prog: &Program<'_>,
+    name: &str,
+    target: &PacketTarget,
+) -> Result<(Attachment, String), i32> {
+    let entered = crate::bench::in_namespace(&target.netns, || Ok(super::netfilter::attach(prog)));
+    entered.unwrap_or(Err(libc::EINVAL)).map(|link| {
+        let line = format!(
+            "attached {name} to netfilter's IPv4 {} (priority {}) in the network namespace {}",
+            super::netfilter::HOOK_NAME,
+            super::netfilter::PRIORITY,
+            target.netns.display()
+        );
+        (Attachment::Link(link), line)
     })
 }
 
@@ -375,11 +406,16 @@ const KERNEL_ENOTSUPP: i32 = 524;
 /// What to say when attaching to the target failed with `errno`.
 pub fn attach_failure(section: &str, errno: i32) -> Option<String> {
     let place = Place::of_section(section)?;
-    let lacks_tcx = matches!(place, Place::TcxIngress | Place::TcxEgress)
-        && matches!(errno, libc::EINVAL | libc::EOPNOTSUPP | KERNEL_ENOTSUPP);
-    lacks_tcx.then(|| {
-        format!("this kernel has no tcx links (they came in 6.6), which a {section} program is attached with here")
-    })
+    let unsupported = matches!(errno, libc::EINVAL | libc::EOPNOTSUPP | KERNEL_ENOTSUPP);
+    match place {
+        Place::TcxIngress | Place::TcxEgress if unsupported => Some(format!(
+            "this kernel has no tcx links (they came in 6.6), which a {section} program is attached with here"
+        )),
+        Place::Netfilter if unsupported => Some(
+            "this kernel has no netfilter BPF links (they came in 6.4): a netfilter program cannot be attached here".to_string(),
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -408,6 +444,11 @@ mod tests {
             Some(Place::CgroupSkb)
         );
         assert_eq!(Place::of_section("socket"), Some(Place::SocketFilter));
+        for cgroup_sock in ["cgroup/sock_create", "cgroup/sock", "cgroup/connect4"] {
+            assert_eq!(Place::of_section(cgroup_sock), Some(Place::CgroupSock));
+        }
+        assert_eq!(Place::of_section("netfilter"), Some(Place::Netfilter));
+        assert_eq!(Place::of_section("cgroup/sock_release"), None);
         assert_eq!(Place::of_section("sk_msg"), None);
     }
 

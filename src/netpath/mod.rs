@@ -103,10 +103,10 @@ pub struct PacketNetwork {
 }
 
 impl PacketNetwork {
-    /// A network for `op` when it is a packet operation run by the built-in bench (`builtin`);
-    /// `None` for every other operation.
+    /// A network for `op` when it is a packet operation, or one firing cgroup programs, run by
+    /// the built-in bench (`builtin`); `None` for every other operation.
     pub fn for_op(op: &OpKind, builtin: Bench) -> Result<Option<PacketNetwork>> {
-        if !op.needs_netns() || builtin == Bench::Own {
+        if !op.needs_network() || builtin == Bench::Own {
             return Ok(None);
         }
         let pair = VethPair::create(&Host::live())?;
