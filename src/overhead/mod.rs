@@ -582,16 +582,16 @@ fn run_measured(o: &OverheadOptions) -> Result<()> {
     let watch = watched_maps(o)?;
     let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
     let o = &OverheadOptions { opened, ..resolved };
+    let third = match &treat {
+        ArmSpec::InMemory(object) => {
+            thirdarm::plan(o, &crate::bpf::object_programs(object.source())?)?
+        }
+        _ => thirdarm::plan(o, &[])?,
+    };
     let network = PacketNetwork::for_op(&o.op, bench_kind(o))?;
     let o = &match &network {
         Some(net) => o.with_op(net.op(&o.op), o.op_choice),
         None => o.clone(),
-    };
-    let third = match (&treat, network.is_some()) {
-        (ArmSpec::InMemory(object), true) => {
-            thirdarm::plan(o, &crate::bpf::object_programs(object.source())?)?
-        }
-        _ => thirdarm::plan(o, &[])?,
     };
     let _switch_note = third.map(|_| crate::bpf::packet::SwitchNote::measured_apart());
     if let Some(sw) = &o.sweep {

@@ -143,6 +143,9 @@ pub fn plan(o: &OverheadOptions, programs: &[(String, String)]) -> Result<Option
     if !o.bench.is_empty() {
         return refuse("a benchmark of your own sends through no network of ours");
     }
+    if !o.op.needs_netns() {
+        return refuse("the operation timed sends no packet through the run's network");
+    }
     if o.sweep.is_some() || o.side_cost == super::SideCost::Measure {
         return refuse("--side-cost and --sweep measure two arms");
     }

@@ -1,14 +1,18 @@
 //! The trivial arm's plan, its budget split and the summary's wording.
 
 use super::*;
+use crate::bench::choose::OpChoice;
+use crate::bench::Operation;
 use crate::overhead::SideCost;
 use std::path::Path;
 
 fn options(mode: TrivialArm) -> OverheadOptions {
+    let udp_veth = crate::bench::OpKind::new(Operation::UdpVeth, "/etc/hostname".into());
     OverheadOptions {
         trivial_arm: mode,
         ..OverheadOptions::for_load(Path::new("x.bpf.o"), 1, None, Duration::from_secs(12))
     }
+    .with_op(udp_veth, OpChoice::Auto)
 }
 
 fn programs(sections: &[&str]) -> Vec<(String, String)> {
@@ -65,6 +69,10 @@ fn on_measures_every_packet_kind_and_refuses_what_it_cannot() {
         ..on.clone()
     };
     assert!(plan(&side, &programs(&["xdp"])).is_err());
+    let openat = crate::bench::OpKind::new(Operation::Openat, "/etc/hostname".into());
+    let no_packet = on.with_op(openat, OpChoice::Given);
+    let err = plan(&no_packet, &programs(&["xdp"])).expect_err("openat sends no packet");
+    assert!(err.to_string().contains("sends no packet"), "{err}");
     let compare = OverheadOptions {
         subject: Subject::Compare {
             base: "a.bpf.o".into(),
