@@ -345,18 +345,28 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
             said.contains(&format!("ep{pid}p0")) || said.contains(&format!("ebpf-prof-{pid}-0")),
             "{said}"
         );
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(
-            report["op"]["op"], "udp-veth",
-            "{name}: chosen from the section"
-        );
-        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
-        assert!(
-            (0.9..1.1).contains(&runs),
-            "{name}: {runs} runs per datagram"
-        );
+        let whole: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // XDP, tc and cgroup_skb run three arms at the defaults: the program is judged on top
+        // of the trivial one, which must run once per datagram as well.
+        let three = matches!(name, "xdp_8" | "tc_8" | "cgroup_skb_8");
+        assert_eq!(whole["program"].is_object(), three, "{name}: three arms");
+        let report = if three { &whole["program"] } else { &whole };
+        let mut judged = vec![report];
+        judged.extend(three.then_some(&whole["attach"]));
+        for report in judged {
+            assert_eq!(
+                report["op"]["op"], "udp-veth",
+                "{name}: chosen from the section"
+            );
+            let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+            assert!(
+                (0.9..1.1).contains(&runs),
+                "{name}: {runs} runs per datagram"
+            );
+        }
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
+        assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");
         assert!(!Path::new(&format!("/sys/fs/bpf/ebpf-prof-{pid}-0-socket")).exists());
     }
 }
@@ -476,7 +486,105 @@ fn xdp_falls_back_to_generic_mode_and_says_so() {
     assert!(stderr.contains("in generic (skb) mode"), "{stderr}");
     assert!(!stderr.contains("NAPI"), "no native-mode note: {stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+    let runs = report["program"]["ran"]["runs_per_op"].as_f64().unwrap();
     assert!((0.9..1.1).contains(&runs), "{runs} runs per datagram");
     assert_nothing_left(pid, "generic XDP");
+}
+
+/// `overhead --load xdp_8.bpf.o --json` with `extra` in a scratch directory: its pid, its
+/// document, its stderr; it must succeed and leave nothing behind.
+fn overhead_xdp_8(extra: &[&str]) -> (u32, serde_json::Value, String) {
+    let d = tempfile::tempdir().unwrap();
+    let bytes = ebpf_prof::bpf::PACKET_HOOKS
+        .iter()
+        .find(|(n, _)| *n == "xdp_8")
+        .unwrap()
+        .1;
+    std::fs::write(d.path().join("xdp_8.bpf.o"), bytes).unwrap();
+    let mut args = vec!["overhead", "--load", "xdp_8.bpf.o", "--json"];
+    args.extend(extra);
+    let child = ebpf_prof(&args, d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert_nothing_left(pid, "three arms");
+    assert!(program_ids("xdp_8").is_empty(), "xdp_8 unloaded");
+    assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");
+    let doc = serde_json::from_slice(&out.stdout).unwrap();
+    (pid, doc, stderr)
+}
+
+/// The p50 row of a report: (delta, lo, hi).
+fn p50_of(report: &serde_json::Value) -> (f64, f64, f64) {
+    let diffs = report["comparison"]["diffs"].as_array().unwrap();
+    let row = diffs.iter().find(|d| d["q"] == 50.0).unwrap();
+    let f = |k: &str| row[k].as_f64().unwrap();
+    (f("delta"), f("lo"), f("hi"))
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one() {
+    if !need_root("native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A gate no run exceeds, to see whose gates they are.
+    let extra = ["--rounds", "20", "--max-p50-ns", "100000"];
+    let (pid, doc, stderr) = overhead_xdp_8(&extra);
+    assert!(
+        stderr.contains(&format!("to XDP of ep{pid}p0 in native (driver) mode")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the trivial arm measures that switch apart"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("--compare yours.bpf.o"),
+        "no advice: {stderr}"
+    );
+    assert_eq!(doc["kind"], "xdp");
+    let (attach, program) = (&doc["attach"], &doc["program"]);
+    assert_eq!(attach["base"]["label"], "detached");
+    assert_eq!(attach["treat"]["label"], "pass_xdp.bpf.o (built in)");
+    assert_eq!(program["base"]["label"], "pass_xdp.bpf.o (built in)");
+    assert_eq!(program["treat"]["label"], "xdp_8.bpf.o");
+    assert_eq!(program["mode"], "compare");
+    // Both trivial-program rounds ran it once per datagram; the program's did too.
+    for (report, arm) in [(attach, "treat"), (program, "base"), (program, "treat")] {
+        let programs = report["kernel"]["programs"].as_array().unwrap();
+        let runs: Vec<f64> = programs
+            .iter()
+            .filter(|p| p["arm"] == arm)
+            .filter_map(|p| p["runs_per_iteration"].as_f64())
+            .collect();
+        assert!(!runs.is_empty(), "{arm}: {programs:?}");
+        assert!(
+            runs.iter().all(|r| (0.9..1.1).contains(r)),
+            "{arm}: {runs:?}"
+        );
+    }
+    // Native XDP on veth switches to NAPI: several hundred ns, told apart from 0.
+    let (a, lo, _) = p50_of(attach);
+    assert!(lo > 0.0, "attaching at all: {a:+.0} [{lo:+.0}, …]");
+    assert!(program["gates"].as_array().unwrap().len() == 1, "{doc}");
+    assert!(attach["gates"].as_array().unwrap().is_empty(), "{doc}");
+    let summary = doc["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("attaching an XDP program at all costs"),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with("the verdict and the gates are on this program's cost"),
+        "{summary}"
+    );
+    let (_, off, stderr) = overhead_xdp_8(&["--rounds", "4", "--trivial-arm", "off"]);
+    assert_eq!(off["mode"], "load", "two arms: {off}");
+    assert!(stderr.contains("--compare yours.bpf.o"), "{stderr}");
 }

@@ -232,7 +232,8 @@ pub struct ReaderArgs {
 /// `overhead --trivial-arm`: when a packet program is measured against a trivial one too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrivialArmArg {
-    /// For the kinds whose attach point changes the path as soon as any program is there (XDP).
+    /// For the kinds whose attach point changes the path as soon as any program is there (XDP,
+    /// tc on a clsact qdisc, cgroup_skb).
     Auto,
     /// For every packet kind (xdp, tc, tcx, cgroup_skb, socket).
     On,
@@ -462,7 +463,7 @@ pub struct OverheadArgs {
     pub side_cost: bool,
     /// With --load of a packet program: also measure a trivial program of the same kind and
     /// attach point (built in), giving what attaching at all costs and what the program costs
-    /// on top [default: auto, for XDP, whose attach changes veth's receive path].
+    /// on top [default: auto: XDP, tc and cgroup_skb, whose attach changes the path].
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
     pub trivial_arm: TrivialArmArg,
     /// Time a packet program with the kernel's test run (BPF_PROG_TEST_RUN) per packet class

@@ -27,8 +27,8 @@ use std::time::Duration;
 /// Whether `overhead --load` of a packet program runs the trivial arm (`--trivial-arm`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrivialArm {
-    /// For the kinds whose attach point changes the path when any program is there (measured;
-    /// see [`PacketKind::changes_path`]).
+    /// For the kinds whose attach point changes the path when any program is there: XDP, tc
+    /// (clsact) and cgroup_skb (measured; see [`PacketKind::changes_path`]).
     Auto,
     /// For every packet kind that has a trivial program.
     On,
@@ -111,14 +111,21 @@ impl PacketKind {
         }
     }
 
-    /// Whether attaching any program of the kind changes the path the packets take, so that
-    /// `--trivial-arm auto` measures it apart. XDP only, from the measurements in
-    /// docs/packet-path.md: a trivial native XDP program costs several hundred ns on veth
-    /// (NAPI mode, an skb re-allocated per packet), several times the 8-look-up program's own
-    /// run; a trivial program of the other kinds costs tens of ns, about what its own run and
-    /// dispatch cost, which is the program's to pay.
+    /// Whether attaching any program of the kind changes the path the packets take beyond the
+    /// program's own run, so that `--trivial-arm auto` measures it apart. From the measurements
+    /// in docs/packet-path.md (the trivial program against nothing attached, and its own run
+    /// time by run statistics): native XDP on veth switches the receive side to NAPI and
+    /// re-allocates each skb, several hundred ns beyond the trivial program's run; a clsact
+    /// qdisc (tc) and the cgroup BPF path (cgroup_skb) add tens of ns of their own machinery
+    /// beyond it (the qdisc's classify, the cgroup's program array and socket look-up); a tcx
+    /// link and a socket filter cost about the trivial program's own run, which is the
+    /// program's to pay.
     pub fn changes_path(self) -> bool {
-        matches!(self, PacketKind::Xdp | PacketKind::XdpFrags)
+        match self {
+            PacketKind::Xdp | PacketKind::XdpFrags | PacketKind::Tc => true,
+            PacketKind::CgroupSkbEgress | PacketKind::CgroupSkbIngress => true,
+            PacketKind::TcxIngress | PacketKind::TcxEgress | PacketKind::Socket => false,
+        }
     }
 }
 
@@ -161,7 +168,7 @@ pub fn plan(o: &OverheadOptions, programs: &[(String, String)]) -> Result<Option
         [_] => Ok(None),
         several => {
             if several.iter().any(|k| k.changes_path()) && mode == TrivialArm::Auto {
-                say("the object has packet programs of several kinds: no trivial arm, so the delta includes what attaching any XDP program changes on the path (see docs/packet-path.md)");
+                say("the object has packet programs of several kinds: no trivial program stands for all of them, so the delta includes what attaching any program there changes on the path (see docs/packet-path.md)");
             }
             refuse("the object has packet programs of several kinds")
         }
@@ -234,7 +241,10 @@ pub fn run(
         ..o.clone()
     };
     let arms = (&detached, &trivial, Mode::Load);
-    let attach = measure_and_report(&attach_o, arms, host_cpu, chosen.cloned(), watch, ints)?;
+    let mut attach = measure_and_report(&attach_o, arms, host_cpu, chosen.cloned(), watch, ints)?;
+    if let Some(d) = attach.report.dispatch.as_mut() {
+        d.sentence = attach_gap(kind, d);
+    }
     say(format!(
         "three arms, 2/2: {} against {}: what this program costs on top",
         trivial.label(),
@@ -264,6 +274,25 @@ pub fn run(
         super::profile::record_arms(dir, arms, &program.bench)?;
     }
     gate_exit(&doc.program.gates)
+}
+
+/// The first measurement's split of its delta: beyond the trivial program's own run, what the
+/// attach point itself adds (not dispatch or trampoline glue, as for a tracing hook).
+fn attach_gap(kind: PacketKind, d: &super::output::Dispatch) -> String {
+    let (Some(own), Some(gap), Some(lo), Some(hi)) = (d.own_ns, d.gap_ns, d.gap_lo, d.gap_hi)
+    else {
+        return d.sentence.clone();
+    };
+    let what = match kind {
+        PacketKind::Xdp | PacketKind::XdpFrags => {
+            "veth's XDP receive path (NAPI, an skb re-allocated per packet) when in native mode"
+        }
+        PacketKind::Tc => "the clsact qdisc's classify path",
+        PacketKind::CgroupSkbEgress | PacketKind::CgroupSkbIngress => "the cgroup BPF path",
+        PacketKind::TcxIngress | PacketKind::TcxEgress => "the tcx hook",
+        PacketKind::Socket => "the socket's filter hook",
+    };
+    format!("latency delta at p50 beyond the trivial program's own run inside the timed span ({own:.0} ns, with run stats on): {gap:+.0} ns [{lo:+.0}, {hi:+.0}]: what attaching {} adds to the path ({what})", kind.phrase())
 }
 
 /// A report's p50 difference and its interval.

@@ -24,7 +24,7 @@ fn programs(sections: &[&str]) -> Vec<(String, String)> {
 }
 
 #[test]
-fn auto_measures_xdp_apart_and_leaves_the_other_kinds_two_armed() {
+fn auto_measures_xdp_tc_and_cgroup_skb_apart_and_leaves_tcx_and_socket_two_armed() {
     let auto = options(TrivialArm::Auto);
     let plan_of = |sections: &[&str]| plan(&auto, &programs(sections)).expect("auto never refuses");
     assert_eq!(plan_of(&["xdp"]), Some(PacketKind::Xdp));
