@@ -31,12 +31,18 @@ fn auto_measures_xdp_tc_and_cgroup_skb_apart_and_leaves_tcx_and_socket_two_armed
     assert_eq!(plan_of(&["xdp.frags"]), Some(PacketKind::XdpFrags));
     // Two XDP programs of one object share the trivial arm.
     assert_eq!(plan_of(&["xdp", "xdp"]), Some(PacketKind::Xdp));
+    assert_eq!(plan_of(&["tc"]), Some(PacketKind::Tc));
+    assert_eq!(plan_of(&["classifier"]), Some(PacketKind::Tc));
+    assert_eq!(
+        plan_of(&["cgroup_skb/egress"]),
+        Some(PacketKind::CgroupSkbEgress)
+    );
     for two_armed in [
-        "tc",
         "tcx/ingress",
-        "cgroup_skb/egress",
+        "tcx/egress",
         "socket",
         "tracepoint/x/y",
+        "cgroup/skb",
     ] {
         assert_eq!(plan_of(&[two_armed]), None, "{two_armed}");
     }
