@@ -54,6 +54,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         samples,
         samples_source,
         attach_points: attach_points(&t, input.record),
+        packet_hooks: packet_hooks(&t),
         not_sampled: not_sampled(&t, input.record),
         programs,
         kernel_functions,
@@ -153,6 +154,22 @@ fn attach_points(t: &Tally, record: Option<&RunRecord>) -> Vec<AttachPoint> {
                 via: a.via.iter().cloned().collect(),
                 attached_nowhere: attached_nowhere(t, &a.programs, record),
             }
+        })
+        .collect();
+    out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));
+    out
+}
+
+/// The packet hooks the stacks were entered from, heaviest first.
+fn packet_hooks(t: &Tally) -> Vec<super::PacketHookShare> {
+    let mut out: Vec<super::PacketHookShare> = t
+        .hooks
+        .iter()
+        .map(|(hook, h)| super::PacketHookShare {
+            hook: *hook,
+            what: hook.describe().to_string(),
+            bpf_percent: pct(h.bpf, t.total),
+            attach_points: h.attach.iter().cloned().collect(),
         })
         .collect();
     out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));
