@@ -303,6 +303,28 @@ fn program_ids(name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The operation chosen and the runs per datagram of `name`'s run: XDP, tc and cgroup_skb run
+/// three arms at the defaults, the program judged on top of the trivial one, which must run
+/// once per datagram as well.
+fn ran_once_per_datagram(name: &str, whole: &serde_json::Value) {
+    let three = matches!(name, "xdp_8" | "tc_8" | "cgroup_skb_8");
+    assert_eq!(whole["program"].is_object(), three, "{name}: three arms");
+    let report = if three { &whole["program"] } else { whole };
+    let mut judged = vec![report];
+    judged.extend(three.then_some(&whole["attach"]));
+    for report in judged {
+        assert_eq!(
+            report["op"]["op"], "udp-veth",
+            "{name}: chosen from the section"
+        );
+        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+        assert!(
+            (0.9..1.1).contains(&runs),
+            "{name}: {runs} runs per datagram"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() {
@@ -346,24 +368,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
             "{said}"
         );
         let whole: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        // XDP, tc and cgroup_skb run three arms at the defaults: the program is judged on top
-        // of the trivial one, which must run once per datagram as well.
-        let three = matches!(name, "xdp_8" | "tc_8" | "cgroup_skb_8");
-        assert_eq!(whole["program"].is_object(), three, "{name}: three arms");
-        let report = if three { &whole["program"] } else { &whole };
-        let mut judged = vec![report];
-        judged.extend(three.then_some(&whole["attach"]));
-        for report in judged {
-            assert_eq!(
-                report["op"]["op"], "udp-veth",
-                "{name}: chosen from the section"
-            );
-            let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
-            assert!(
-                (0.9..1.1).contains(&runs),
-                "{name}: {runs} runs per datagram"
-            );
-        }
+        ran_once_per_datagram(name, &whole);
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
         assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");

@@ -60,11 +60,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         kernel_functions,
         breakdown,
         hints,
-        resolved: outcomes
-            .iter()
-            .filter(|o| o.symbol.is_some())
-            .cloned()
-            .collect(),
+        resolved: resolved_only(outcomes),
         unresolved: unresolved(&t, input.top, &nearest),
         programs_ran: input.record.and_then(|r| r.programs_ran.clone()),
         warnings: Vec::new(),
@@ -72,6 +68,15 @@ pub(super) fn build(input: &Input<'_>) -> Report {
     };
     r.warnings = warnings(&r, &t, input);
     r
+}
+
+/// The frames the snapshot named.
+fn resolved_only(outcomes: &[resolve::Outcome]) -> Vec<resolve::Outcome> {
+    outcomes
+        .iter()
+        .filter(|o| o.symbol.is_some())
+        .cloned()
+        .collect()
 }
 
 fn count_unit(input: &Input, source: SamplesSource) -> String {

@@ -62,6 +62,20 @@ fn plain(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// Whether the nearest of the transmit path's functions is nearer than the receive path's.
+/// The receive runs inside the sender's transmit on veth (softirq on the sending CPU), so both
+/// paths can be in one chain: the nearer one is the hook's.
+fn egress_nearer(chain: &[&str]) -> bool {
+    let nearest = |names: &[&str]| chain.iter().position(|c| names.contains(c));
+    let ingress = nearest(&["sch_handle_ingress", "__netif_receive_skb_core"]);
+    let egress = nearest(&["sch_handle_egress", "__dev_queue_xmit"]);
+    match (ingress, egress) {
+        (Some(i), Some(e)) => e < i,
+        (None, Some(_)) => true,
+        _ => false,
+    }
+}
+
 /// The hook of a stack whose attach point and callers are `callers` (bare names, the attach
 /// point first, then upward), entered through the glue frames `via`; `None` when it is no
 /// packet hook this knows.
@@ -72,16 +86,7 @@ pub fn classify<'a>(
     let chain: Vec<&str> = callers.into_iter().take(CALLERS_READ).map(plain).collect();
     let has = |names: &[&str]| chain.iter().any(|c| names.contains(c));
     let first_is = |names: &[&str]| chain.first().is_some_and(|c| names.contains(c));
-    let nearest = |names: &[&str]| chain.iter().position(|c| names.contains(c));
-    // The receive runs inside the sender's transmit on veth (softirq on the sending CPU), so
-    // both paths can be in one chain: the nearer one is the hook's.
-    let ingress = nearest(&["sch_handle_ingress", "__netif_receive_skb_core"]);
-    let egress = nearest(&["sch_handle_egress", "__dev_queue_xmit"]);
-    let egress_first = match (ingress, egress) {
-        (Some(i), Some(e)) => e < i,
-        (None, Some(_)) => true,
-        _ => false,
-    };
+    let egress_first = egress_nearer(&chain);
     if has(&["__cgroup_bpf_run_filter_skb"]) {
         return Some(
             match (
@@ -166,6 +171,10 @@ mod tests {
             classify(tc[1..].iter().copied(), &[]),
             Some(PacketHook::TcIngress)
         );
+    }
+
+    #[test]
+    fn the_direction_and_the_wrappers_are_read_too() {
         let tc_out = [
             "cls_bpf_classify",
             "tcf_classify",

@@ -534,14 +534,23 @@ fn packet_programs_are_named_and_their_hooks_read_from_the_callers() {
             .sum();
         let within = h.bpf_percent + lost >= program(&r, name).percent - 1e-6;
         assert!(within, "{name}: {h:?}, {lost}% lost");
-        let text = r.to_text();
-        assert!(
-            text.contains("packet hooks (the attach points read from their callers)"),
-            "{text}"
-        );
-        assert!(text.contains(hook.describe()), "{text}");
+        text_names(&r, hook);
     }
-    // The tc program's samples that lost cls_bpf_classify are the same hook, not another.
+}
+
+/// The report's text lists the hook in its own section.
+fn text_names(r: &Report, hook: super::hooks::PacketHook) {
+    let text = r.to_text();
+    assert!(
+        text.contains("packet hooks (the attach points read from their callers)"),
+        "{text}"
+    );
+    assert!(text.contains(hook.describe()), "{text}");
+}
+
+/// The tc program's samples that lost cls_bpf_classify are the same hook, not another.
+#[test]
+fn a_tc_program_entered_from_two_frames_is_one_hook() {
     let tc = report(
         include_str!("../../fixtures/folded/packet-tc.folded"),
         None,
