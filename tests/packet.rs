@@ -593,3 +593,57 @@ fn native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one() {
     assert_eq!(off["mode"], "load", "two arms: {off}");
     assert!(stderr.contains("--compare yours.bpf.o"), "{stderr}");
 }
+
+/// `record --load NAME.bpf.o` (over udp-veth, chosen from the section), then `report --json`
+/// of the recording: the report, and the record's pid.
+fn record_and_report(name: &str, dir: &Path) -> (serde_json::Value, u32) {
+    let bytes = ebpf_prof::bpf::PACKET_HOOKS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1;
+    let object = format!("{name}.bpf.o");
+    std::fs::write(dir.join(&object), bytes).unwrap();
+    let data = format!("{name}.data");
+    let child = ebpf_prof(&["record", "--load", &object, "-o", &data], dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stderr}");
+    assert!(stderr.contains("--op auto chose udp-veth"), "{stderr}");
+    let out = ebpf_prof(&["report", "--json", &data], dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), pid)
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_of_xdp_and_tc_programs_names_them_and_reads_their_hooks() {
+    if !need_root("record_of_xdp_and_tc_programs_names_them_and_reads_their_hooks") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    for (name, hook) in [("xdp_8", "xdp_native"), ("tc_8", "tc_ingress")] {
+        let (report, pid) = record_and_report(name, d.path());
+        let programs = report["programs"].as_array().unwrap();
+        let program = programs.iter().find(|p| p["name"] == name);
+        let program = program.unwrap_or_else(|| panic!("{name} not named: {programs:?}"));
+        assert!(program["percent"].as_f64().unwrap() > 0.0, "{program}");
+        let hooks = report["packet_hooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 1, "{name}: {hooks:?}");
+        assert_eq!(hooks[0]["hook"], hook, "{name}: {hooks:?}");
+        // The hook holds every stack through the program that has a kernel caller.
+        let inside = hooks[0]["bpf_percent"].as_f64().unwrap();
+        assert!(inside > 0.0, "{name}: {hooks:?}");
+        assert_nothing_left(pid, name);
+        assert!(program_ids(name).is_empty(), "{name} is unloaded");
+    }
+}
