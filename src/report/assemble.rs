@@ -66,6 +66,8 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         warnings: Vec::new(),
         bpf,
     };
+    let packet = packet_hints::hints(&r.packet_hooks, &r.kernel_functions, r.bpf.percent);
+    r.hints.extend(packet.into_iter().filter(|_| enough));
     r.warnings = warnings(&r, &t, input);
     r
 }

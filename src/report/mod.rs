@@ -18,6 +18,7 @@ pub mod filter;
 pub mod hooks;
 mod kinds;
 pub mod lines;
+mod packet_hints;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
