@@ -12,8 +12,9 @@ use std::process::Command;
 
 const HOOKS_DIR: &str = "fixtures/hooks";
 /// The folders of `HOOKS_DIR` whose objects `hook --write-objects` writes: the top level, the
-/// calibrated packet programs and the test run's classifiers (`bad/` holds refused inputs).
-const EXAMPLE_FOLDERS: [&str; 3] = ["", "packet", "testrun"];
+/// calibrated packet programs, the test run's classifiers and the trivial packet programs of
+/// `overhead`'s third arm (`bad/` holds refused inputs).
+const EXAMPLE_FOLDERS: [&str; 4] = ["", "packet", "testrun", "trivial"];
 const INSTALL_HINT: &str = "the bundled BPF hooks need clang and the libbpf headers: \
     apt-get install clang libbpf-dev (or point $CLANG at a clang with a BPF target)";
 
@@ -40,9 +41,9 @@ fn run() -> Result<(), String> {
     write_index(&sources, &out_dir)
 }
 
-/// `$OUT_DIR/hooks/examples.rs`: every object compiled from `fixtures/hooks/`, its `packet/`
-/// and its `testrun/` folders (not `bad/`), by file name, for `ebpf-prof hook --write-objects
-/// DIR`. The file names are unique across the three folders.
+/// `$OUT_DIR/hooks/examples.rs`: every object compiled from `fixtures/hooks/` and its
+/// [`EXAMPLE_FOLDERS`] (not `bad/`), by file name, for `ebpf-prof hook --write-objects DIR`.
+/// The file names are unique across the folders.
 fn write_index(sources: &[PathBuf], out_dir: &Path) -> Result<(), String> {
     let mut index = String::from(
         "/// Every example object compiled from `fixtures/hooks/`, by file name (sorted).\n\

@@ -303,6 +303,28 @@ fn program_ids(name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The operation chosen and the runs per datagram of `name`'s run: XDP, tc and cgroup_skb run
+/// three arms at the defaults, the program judged on top of the trivial one, which must run
+/// once per datagram as well.
+fn ran_once_per_datagram(name: &str, whole: &serde_json::Value) {
+    let three = matches!(name, "xdp_8" | "tc_8" | "cgroup_skb_8");
+    assert_eq!(whole["program"].is_object(), three, "{name}: three arms");
+    let report = if three { &whole["program"] } else { whole };
+    let mut judged = vec![report];
+    judged.extend(three.then_some(&whole["attach"]));
+    for report in judged {
+        assert_eq!(
+            report["op"]["op"], "udp-veth",
+            "{name}: chosen from the section"
+        );
+        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+        assert!(
+            (0.9..1.1).contains(&runs),
+            "{name}: {runs} runs per datagram"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
 fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() {
@@ -345,18 +367,11 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
             said.contains(&format!("ep{pid}p0")) || said.contains(&format!("ebpf-prof-{pid}-0")),
             "{said}"
         );
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(
-            report["op"]["op"], "udp-veth",
-            "{name}: chosen from the section"
-        );
-        let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
-        assert!(
-            (0.9..1.1).contains(&runs),
-            "{name}: {runs} runs per datagram"
-        );
+        let whole: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ran_once_per_datagram(name, &whole);
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
+        assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");
         assert!(!Path::new(&format!("/sys/fs/bpf/ebpf-prof-{pid}-0-socket")).exists());
     }
 }
@@ -476,7 +491,7 @@ fn xdp_falls_back_to_generic_mode_and_says_so() {
     assert!(stderr.contains("in generic (skb) mode"), "{stderr}");
     assert!(!stderr.contains("NAPI"), "no native-mode note: {stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
+    let runs = report["program"]["ran"]["runs_per_op"].as_f64().unwrap();
     assert!((0.9..1.1).contains(&runs), "{runs} runs per datagram");
     assert_nothing_left(pid, "generic XDP");
 }
@@ -493,11 +508,14 @@ fn write_packet_hook(name: &str, dir: &Path) -> String {
     object.to_string_lossy().into_owned()
 }
 
-/// `overhead --load NAME.bpf.o --rounds 4 --json` with `more` arguments, in `dir`: the run's
-/// pid, its report and its stderr (the run must succeed).
+/// `overhead --load NAME.bpf.o --json` with `more` arguments (`--rounds 4` when `more` gives
+/// none), in `dir`: the run's pid, its report and its stderr (the run must succeed).
 fn overhead_of(name: &str, more: &[&str], dir: &Path) -> (u32, serde_json::Value, String) {
     let object = write_packet_hook(name, dir);
-    let mut args = vec!["overhead", "--load", &object, "--rounds", "4", "--json"];
+    let mut args = vec!["overhead", "--load", &object, "--json"];
+    if !more.contains(&"--rounds") {
+        args.extend(["--rounds", "4"]);
+    }
     args.extend_from_slice(more);
     let child = ebpf_prof(&args, dir)
         .stdout(Stdio::piped())
@@ -529,7 +547,7 @@ fn tcp_veth_runs_packet_programs_once_per_segment_inside_the_span() {
         ("socket_8", 0.9..1.1),
         ("cgroup_skb_8", 0.9..2.1),
     ] {
-        let (pid, report, stderr) = overhead_of(name, &["--op", "tcp-veth"], d.path());
+        let (pid, report, stderr) = overhead_of(name, &["--op", "tcp-veth", "--trivial-arm", "off"], d.path());
         assert_eq!(report["op"]["op"], "tcp-veth", "{name}: {stderr}");
         let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
         assert!(
@@ -696,6 +714,135 @@ fn cgroup_sock_and_netfilter_programs_run_once_per_op_inside_the_span() {
         );
         let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
         assert!((0.9..1.1).contains(&runs), "{name}: {runs} runs per op");
+        assert_nothing_left(pid, name);
+        assert!(program_ids(name).is_empty(), "{name} is unloaded");
+    }
+}
+
+/// `overhead --load xdp_8.bpf.o --json` with `extra` in a scratch directory: its pid, its
+/// document, its stderr; it must succeed and leave nothing behind.
+fn overhead_xdp_8(extra: &[&str]) -> (u32, serde_json::Value, String) {
+    let d = tempfile::tempdir().unwrap();
+    let (pid, doc, stderr) = overhead_of("xdp_8", extra, d.path());
+    assert_nothing_left(pid, "three arms");
+    assert!(program_ids("xdp_8").is_empty(), "xdp_8 unloaded");
+    assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");
+    (pid, doc, stderr)
+}
+
+/// The p50 row of a report: (delta, lo, hi).
+fn p50_of(report: &serde_json::Value) -> (f64, f64, f64) {
+    let diffs = report["comparison"]["diffs"].as_array().unwrap();
+    let row = diffs.iter().find(|d| d["q"] == 50.0).unwrap();
+    let f = |k: &str| row[k].as_f64().unwrap();
+    (f("delta"), f("lo"), f("hi"))
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one() {
+    if !need_root("native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A gate no run exceeds, to see whose gates they are.
+    let extra = ["--rounds", "20", "--max-p50-ns", "100000"];
+    let (pid, doc, stderr) = overhead_xdp_8(&extra);
+    assert!(
+        stderr.contains(&format!("to XDP of ep{pid}p0 in native (driver) mode")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the trivial arm measures that switch apart"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("--compare yours.bpf.o"),
+        "no advice: {stderr}"
+    );
+    assert_eq!(doc["kind"], "xdp");
+    let (attach, program) = (&doc["attach"], &doc["program"]);
+    assert_eq!(attach["base"]["label"], "detached");
+    assert_eq!(attach["treat"]["label"], "pass_xdp.bpf.o (built in)");
+    assert_eq!(program["base"]["label"], "pass_xdp.bpf.o (built in)");
+    assert_eq!(program["treat"]["label"], "xdp_8.bpf.o");
+    assert_eq!(program["mode"], "compare");
+    // Both trivial-program rounds ran it once per datagram; the program's did too.
+    for (report, arm) in [(attach, "treat"), (program, "base"), (program, "treat")] {
+        let programs = report["kernel"]["programs"].as_array().unwrap();
+        let runs: Vec<f64> = programs
+            .iter()
+            .filter(|p| p["arm"] == arm)
+            .filter_map(|p| p["runs_per_iteration"].as_f64())
+            .collect();
+        assert!(!runs.is_empty(), "{arm}: {programs:?}");
+        assert!(
+            runs.iter().all(|r| (0.9..1.1).contains(r)),
+            "{arm}: {runs:?}"
+        );
+    }
+    // Native XDP on veth switches to NAPI: several hundred ns, told apart from 0.
+    let (a, lo, _) = p50_of(attach);
+    assert!(lo > 0.0, "attaching at all: {a:+.0} [{lo:+.0}, …]");
+    assert!(program["gates"].as_array().unwrap().len() == 1, "{doc}");
+    assert!(attach["gates"].as_array().unwrap().is_empty(), "{doc}");
+    let summary = doc["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("attaching an XDP program at all costs"),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with("the verdict and the gates are on this program's cost"),
+        "{summary}"
+    );
+    let (_, off, stderr) = overhead_xdp_8(&["--rounds", "4", "--trivial-arm", "off"]);
+    assert_eq!(off["mode"], "load", "two arms: {off}");
+    assert!(stderr.contains("--compare yours.bpf.o"), "{stderr}");
+}
+
+/// `record --load NAME.bpf.o` (over udp-veth, chosen from the section), then `report --json`
+/// of the recording: the report, and the record's pid.
+fn record_and_report(name: &str, dir: &Path) -> (serde_json::Value, u32) {
+    let object = write_packet_hook(name, dir);
+    let data = format!("{name}.data");
+    let child = ebpf_prof(&["record", "--load", &object, "-o", &data], dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stderr}");
+    assert!(stderr.contains("--op auto chose udp-veth"), "{stderr}");
+    let out = ebpf_prof(&["report", "--json", &data], dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), pid)
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn record_of_xdp_and_tc_programs_names_them_and_reads_their_hooks() {
+    if !need_root("record_of_xdp_and_tc_programs_names_them_and_reads_their_hooks") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    for (name, hook) in [("xdp_8", "xdp_native"), ("tc_8", "tc_ingress")] {
+        let (report, pid) = record_and_report(name, d.path());
+        let programs = report["programs"].as_array().unwrap();
+        let program = programs.iter().find(|p| p["name"] == name);
+        let program = program.unwrap_or_else(|| panic!("{name} not named: {programs:?}"));
+        assert!(program["percent"].as_f64().unwrap() > 0.0, "{program}");
+        let hooks = report["packet_hooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 1, "{name}: {hooks:?}");
+        assert_eq!(hooks[0]["hook"], hook, "{name}: {hooks:?}");
+        // The hook holds every stack through the program that has a kernel caller.
+        let inside = hooks[0]["bpf_percent"].as_f64().unwrap();
+        assert!(inside > 0.0, "{name}: {hooks:?}");
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
     }

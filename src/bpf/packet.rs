@@ -18,6 +18,7 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Where packet programs attach: the private namespace and the two ends of the veth pair.
@@ -78,6 +79,29 @@ impl Place {
             ("netfilter", _) => Some(Place::Netfilter),
             _ => None,
         }
+    }
+}
+
+/// Whether the run measures what attaching a native XDP program at all costs apart (overhead's
+/// trivial arm): while a [`SwitchNote`] lives, the XDP line says so instead of advising a
+/// comparison with a trivial program.
+static MEASURED_APART: AtomicBool = AtomicBool::new(false);
+
+/// While this lives, the path switch of native XDP is measured apart (see [`MEASURED_APART`]).
+#[derive(Debug)]
+pub struct SwitchNote(());
+
+impl SwitchNote {
+    /// Say the switch is measured apart until the guard is dropped.
+    pub fn measured_apart() -> SwitchNote {
+        MEASURED_APART.store(true, Ordering::Relaxed);
+        SwitchNote(())
+    }
+}
+
+impl Drop for SwitchNote {
+    fn drop(&mut self) {
+        MEASURED_APART.store(false, Ordering::Relaxed);
     }
 }
 
@@ -359,7 +383,9 @@ fn describe(place: Place, name: &str, ifname: &str) -> String {
         Place::Xdp => {
             let mode = xdp_mode(ifname);
             // Only a native XDP program moves veth to its NAPI receive path.
+            let apart = MEASURED_APART.load(Ordering::Relaxed);
             let note = match mode {
+                Some(NATIVE) if apart => "; veth moves to its XDP (NAPI) receive path for any native XDP program: the trivial arm measures that switch apart, and the program's own cost is taken against it",
                 Some(NATIVE) => "; veth moves to its XDP (NAPI) receive path for any native XDP program, which a delta against nothing attached includes: compare with a trivial XDP program (--load xdp_0.bpf.o --compare yours.bpf.o; hook --write-objects DIR writes xdp_0.bpf.o) for this program's own cost",
                 _ => "",
             };

@@ -229,6 +229,18 @@ pub struct ReaderArgs {
     pub via_perf: bool,
 }
 
+/// `overhead --trivial-arm`: when a packet program is measured against a trivial one too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrivialArmArg {
+    /// For the kinds whose attach point changes the path as soon as any program is there (XDP,
+    /// tc on a clsact qdisc, cgroup_skb).
+    Auto,
+    /// For every packet kind (xdp, tc, tcx, cgroup_skb, socket).
+    On,
+    /// Never: nothing attached against the program only.
+    Off,
+}
+
 /// What `flame` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FlameFormatArg {
@@ -374,8 +386,9 @@ pub struct HookArgs {
 }
 
 /// What `overhead --test-run` cannot take: it attaches nothing and runs no bench.
-const TEST_RUN_CONFLICTS: [&str; 24] = [
+const TEST_RUN_CONFLICTS: [&str; 25] = [
     "attach_cmd",
+    "trivial_arm",
     "aa",
     "side_cost",
     "sweep",
@@ -448,6 +461,11 @@ pub struct OverheadArgs {
     /// programs (what attaching costs every other operation).
     #[arg(long)]
     pub side_cost: bool,
+    /// With --load of a packet program: also measure a trivial program of the same kind and
+    /// attach point (built in), giving what attaching at all costs and what the program costs
+    /// on top [default: auto: XDP, tc and cgroup_skb, whose attach changes the path].
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub trivial_arm: TrivialArmArg,
     /// Time a packet program with the kernel's test run (BPF_PROG_TEST_RUN) per packet class
     /// (verdict, protocol, destination port) instead of on an operation: nothing attached;
     /// --rounds is the batches per class [default: 400], --max-time their budget.

@@ -325,6 +325,11 @@ fn overhead_options(mut a: OverheadArgs) -> anyhow::Result<commands::overhead::O
         } else {
             crate::overhead::SideCost::Skip
         },
+        trivial_arm: match a.trivial_arm {
+            TrivialArmArg::Auto => crate::overhead::TrivialArm::Auto,
+            TrivialArmArg::On => crate::overhead::TrivialArm::On,
+            TrivialArmArg::Off => crate::overhead::TrivialArm::Off,
+        },
         loader: loader_options(a.attach_timeout, a.attach_tracefs),
         cpu: a.cpu,
         priority: (!a.no_fifo).then_some(a.priority),

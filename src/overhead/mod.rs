@@ -21,6 +21,7 @@ mod rounds;
 mod runner;
 mod sidecost;
 mod sweep;
+mod thirdarm;
 
 use crate::bench::choose::OpChoice;
 use crate::bench::workingset::WorkingSet;
@@ -134,6 +135,8 @@ pub struct OverheadOptions {
     pub path: PathBuf,
     /// Also measure on an operation that fires none of the programs.
     pub side_cost: SideCost,
+    /// Whether a packet program is also measured against a trivial one (`--trivial-arm`).
+    pub trivial_arm: TrivialArm,
     /// How the `--attach-cmd` loader is started and waited for.
     pub loader: LoaderOptions,
     pub cpu: Option<u32>,
@@ -170,6 +173,7 @@ pub struct OverheadOptions {
 }
 
 pub use sweep::{Sweep, SweepParam};
+pub use thirdarm::{PacketKind, TrivialArm};
 
 /// `--keep DIR` and `--profile DIR`, opened once before measuring (see
 /// `runfiles::OutputDir`): every file goes through these open directories, never through the
@@ -230,6 +234,7 @@ impl OverheadOptions {
             op_choice: OpChoice::Default,
             path: "/etc/hostname".into(),
             side_cost: SideCost::Skip,
+            trivial_arm: TrivialArm::Auto,
             loader: LoaderOptions::default(),
             cpu: Some(cpu),
             priority,
@@ -500,6 +505,25 @@ fn preflight(arms: &[&Arm], specs: &[&ArmSpec]) -> Result<()> {
     Ok(())
 }
 
+/// The checks before anything is made: the stop rule, the confidence, the options that go
+/// together, root.
+fn check_options(o: &OverheadOptions) -> Result<()> {
+    check_stop(o.stop)?;
+    check_confidence(o.confidence)?;
+    fires::refuse_op_with_own_bench(o)?;
+    if o.side_cost == SideCost::Measure && o.sweep.is_some() {
+        return Err(usage(
+            "give --side-cost or --sweep, not both: each measures the hook more than once",
+        ));
+    }
+    if !security::is_root() {
+        return Err(usage(
+            "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",
+        ));
+    }
+    Ok(())
+}
+
 /// Check the confidence: a two-sided level between 0.5 and 1.
 fn check_confidence(c: f64) -> Result<()> {
     if (0.5..1.0).contains(&c) {
@@ -544,19 +568,7 @@ pub fn run(o: &OverheadOptions) -> Result<()> {
 /// [`run`] itself.
 fn run_measured(o: &OverheadOptions) -> Result<()> {
     let (base, treat, mode) = arms(o)?;
-    check_stop(o.stop)?;
-    check_confidence(o.confidence)?;
-    fires::refuse_op_with_own_bench(o)?;
-    if o.side_cost == SideCost::Measure && o.sweep.is_some() {
-        return Err(usage(
-            "give --side-cost or --sweep, not both: each measures the hook more than once",
-        ));
-    }
-    if !security::is_root() {
-        return Err(usage(
-            "overhead loads BPF programs and runs at SCHED_FIFO: run it with sudo",
-        ));
-    }
+    check_options(o)?;
     let ints = Interrupts::install()?;
     let host = Host::live();
     let cpu = o.cpu.map_or_else(
@@ -574,17 +586,28 @@ fn run_measured(o: &OverheadOptions) -> Result<()> {
     let watch = watched_maps(o)?;
     let (resolved, chosen) = fires::resolve(o, (&base, &treat))?;
     let o = &OverheadOptions { opened, ..resolved };
+    let third = match &treat {
+        ArmSpec::InMemory(object) => {
+            thirdarm::plan(o, &crate::bpf::object_programs(object.source())?)?
+        }
+        _ => thirdarm::plan(o, &[])?,
+    };
     let network = PacketNetwork::for_op(&o.op, bench_kind(o))?;
     let o = &match &network {
         Some(net) => o.with_op(net.op(&o.op), o.op_choice),
         None => o.clone(),
     };
+    let _switch_note = third.map(|_| crate::bpf::packet::SwitchNote::measured_apart());
     if let Some(sw) = &o.sweep {
         return sweep::run(o, sw, (&host, cpu), (&base, &treat), &watch, &ints);
     }
     if o.side_cost == SideCost::Measure {
         let arms = (&base, &treat, mode);
         return sidecost::run(o, arms, (&host, cpu), chosen.as_ref(), &watch, &ints);
+    }
+    if let Some(kind) = third {
+        let chosen = chosen.as_ref();
+        return thirdarm::run(o, (kind, &treat), (&host, cpu), chosen, &watch, &ints);
     }
     let done = measure_and_report(
         o,

@@ -54,23 +54,31 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         samples,
         samples_source,
         attach_points: attach_points(&t, input.record),
+        packet_hooks: packet_hooks(&t),
         not_sampled: not_sampled(&t, input.record),
         programs,
         kernel_functions,
         breakdown,
         hints,
-        resolved: outcomes
-            .iter()
-            .filter(|o| o.symbol.is_some())
-            .cloned()
-            .collect(),
+        resolved: resolved_only(outcomes),
         unresolved: unresolved(&t, input.top, &nearest),
         programs_ran: input.record.and_then(|r| r.programs_ran.clone()),
         warnings: Vec::new(),
         bpf,
     };
+    let packet = packet_hints::hints(&r.packet_hooks, &r.kernel_functions, r.bpf.percent);
+    r.hints.extend(packet.into_iter().filter(|_| enough));
     r.warnings = warnings(&r, &t, input);
     r
+}
+
+/// The frames the snapshot named.
+fn resolved_only(outcomes: &[resolve::Outcome]) -> Vec<resolve::Outcome> {
+    outcomes
+        .iter()
+        .filter(|o| o.symbol.is_some())
+        .cloned()
+        .collect()
 }
 
 fn count_unit(input: &Input, source: SamplesSource) -> String {
@@ -153,6 +161,22 @@ fn attach_points(t: &Tally, record: Option<&RunRecord>) -> Vec<AttachPoint> {
                 via: a.via.iter().cloned().collect(),
                 attached_nowhere: attached_nowhere(t, &a.programs, record),
             }
+        })
+        .collect();
+    out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));
+    out
+}
+
+/// The packet hooks the stacks were entered from, heaviest first.
+fn packet_hooks(t: &Tally) -> Vec<super::PacketHookShare> {
+    let mut out: Vec<super::PacketHookShare> = t
+        .hooks
+        .iter()
+        .map(|(hook, h)| super::PacketHookShare {
+            hook: *hook,
+            what: hook.describe().to_string(),
+            bpf_percent: pct(h.bpf, t.total),
+            attach_points: h.attach.iter().cloned().collect(),
         })
         .collect();
     out.sort_by(|a, b| b.bpf_percent.total_cmp(&a.bpf_percent));

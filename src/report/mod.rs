@@ -15,8 +15,10 @@
 mod assemble;
 pub mod delta;
 pub mod filter;
+pub mod hooks;
 mod kinds;
 pub mod lines;
+mod packet_hints;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
@@ -172,6 +174,20 @@ pub struct AttachPoint {
     pub attached_nowhere: Option<Vec<String>>,
 }
 
+/// A packet hook the programs were entered from, read from the callers above the attach
+/// points ([`hooks`]): several attach points can be one hook (`cls_bpf_classify` and, for
+/// samples that lost that frame, `__tcf_classify`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PacketHookShare {
+    pub hook: hooks::PacketHook,
+    /// What it is and which kernel functions run it.
+    pub what: String,
+    /// Share of all samples inside BPF entered from it.
+    pub bpf_percent: f64,
+    /// The attach points (nearest non-BPF frames) it was read from.
+    pub attach_points: Vec<String>,
+}
+
 /// A function of a program: its entry or a sub-function.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Function {
@@ -265,6 +281,8 @@ pub struct Report {
     pub samples_source: SamplesSource,
     pub bpf: BpfShare,
     pub attach_points: Vec<AttachPoint>,
+    /// The packet hooks (XDP, tc, tcx, cgroup_skb, socket filter) the attach points are.
+    pub packet_hooks: Vec<PacketHookShare>,
     pub programs: Vec<Program>,
     pub not_sampled: Vec<NotSampled>,
     pub kernel_functions: Vec<KernelFunction>,

@@ -478,3 +478,93 @@ fn a_tail_call_target_with_sub_functions_is_found_attached_nowhere_by_its_name()
         .to_text()
         .contains("enforce_access_policy attached nowhere, so entered by a tail call"));
 }
+
+/// Real recordings of `record --load KIND_8.bpf.o` over udp-veth, one per packet kind
+/// (fixtures/folded/README.md): each names its program and reads its hook right, whatever the
+/// nearest frame above the program is.
+#[test]
+fn packet_programs_are_named_and_their_hooks_read_from_the_callers() {
+    use super::hooks::PacketHook;
+    let cases = [
+        (
+            include_str!("../../fixtures/folded/packet-xdp.folded"),
+            "xdp_8",
+            PacketHook::XdpNative,
+            "veth_xdp_rcv_skb",
+        ),
+        (
+            include_str!("../../fixtures/folded/packet-tc.folded"),
+            "tc_8",
+            PacketHook::TcIngress,
+            "cls_bpf_classify",
+        ),
+        (
+            include_str!("../../fixtures/folded/packet-tcx.folded"),
+            "tcx_8",
+            PacketHook::TcxIngress,
+            "__netif_receive_skb_core.constprop.0",
+        ),
+        (
+            include_str!("../../fixtures/folded/packet-cgroup-skb.folded"),
+            "cgroup_skb_8",
+            PacketHook::CgroupSkbEgress,
+            "__bpf_prog_run_save_cb",
+        ),
+        (
+            include_str!("../../fixtures/folded/packet-socket.folded"),
+            "socket_8",
+            PacketHook::SocketFilter,
+            "sk_filter_trim_cap",
+        ),
+    ];
+    for (folded, name, hook, attach) in cases {
+        let r = report(folded, None, None);
+        assert!(program(&r, name).percent > 0.0, "{name}");
+        assert_eq!(r.packet_hooks.len(), 1, "{name}: {:#?}", r.packet_hooks);
+        let h = &r.packet_hooks[0];
+        assert_eq!(h.hook, hook, "{name}");
+        assert!(h.attach_points.iter().any(|a| a == attach), "{name}: {h:?}");
+        // Every stack through the program is under its hook, but those whose kernel call
+        // chain stops at the program (sampled in its prologue: no caller to read).
+        let lost: f64 = r
+            .attach_points
+            .iter()
+            .filter(|a| a.name == walk::CALLER_LOST)
+            .map(|a| a.bpf_percent)
+            .sum();
+        let within = h.bpf_percent + lost >= program(&r, name).percent - 1e-6;
+        assert!(within, "{name}: {h:?}, {lost}% lost");
+        text_names(&r, hook);
+    }
+}
+
+/// The report's text lists the hook in its own section.
+fn text_names(r: &Report, hook: super::hooks::PacketHook) {
+    let text = r.to_text();
+    assert!(
+        text.contains("packet hooks (the attach points read from their callers)"),
+        "{text}"
+    );
+    assert!(text.contains(hook.describe()), "{text}");
+}
+
+/// The tc program's samples that lost cls_bpf_classify are the same hook, not another.
+#[test]
+fn a_tc_program_entered_from_two_frames_is_one_hook() {
+    let tc = report(
+        include_str!("../../fixtures/folded/packet-tc.folded"),
+        None,
+        None,
+    );
+    assert_eq!(
+        tc.packet_hooks[0].attach_points,
+        ["__tcf_classify.constprop.0", "cls_bpf_classify"]
+    );
+}
+
+#[test]
+fn hooks_off_the_packet_path_give_no_packet_hook() {
+    for folded in [SAMPLE_HOOK, TWO_PROGRAMS, EVERY_SYSCALL, NO_BPF, REFERENCE] {
+        assert!(report(folded, None, None).packet_hooks.is_empty());
+    }
+}

@@ -9,6 +9,7 @@ pub fn render(r: &Report) -> String {
     let mut s = String::new();
     header(&mut s, r);
     attach_points(&mut s, r);
+    packet_hooks(&mut s, r);
     programs(&mut s, r);
     kernel_functions(&mut s, r);
     breakdown(&mut s, r);
@@ -98,6 +99,25 @@ fn attach_points(s: &mut String, r: &Report) {
         if let Some(line) = several_programs(a) {
             let _ = writeln!(s, "    {line}");
         }
+    }
+}
+
+fn packet_hooks(s: &mut String, r: &Report) {
+    if r.packet_hooks.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\npacket hooks (the attach points read from their callers)"
+    );
+    for h in &r.packet_hooks {
+        let _ = writeln!(
+            s,
+            "  {}: {:.1}% of all samples inside BPF, at {}",
+            h.what,
+            h.bpf_percent,
+            h.attach_points.join(", ")
+        );
     }
 }
 

@@ -194,6 +194,13 @@ pub enum Role {
     Kernel,
 }
 
+/// A packet hook's tallies.
+#[derive(Debug, Clone, Default)]
+pub struct HookTally {
+    pub bpf: u64,
+    pub attach: BTreeSet<String>,
+}
+
 /// Every count the report needs, in sample weights (periods, as folded).
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
@@ -205,6 +212,8 @@ pub struct Tally {
     pub attach: BTreeMap<String, AttachTally>,
     pub progs: BTreeMap<String, ProgTally>,
     pub kfuncs: BTreeMap<String, KfuncTally>,
+    /// The weight inside BPF by packet hook, with the attach points it was read from.
+    pub hooks: BTreeMap<super::hooks::PacketHook, HookTally>,
     pub categories: BTreeMap<Category, u64>,
     pub unresolved: BTreeMap<(String, String), (Role, u64)>,
     /// Stacks with an unresolved frame right under a BPF runner.
@@ -303,11 +312,13 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
         );
     }
     let code_stop = segment.entry.unwrap_or(segment.code_end);
-    attach.via.extend(
-        frames[segment.start..code_stop]
-            .iter()
-            .map(|frame| frame.display()),
-    );
+    let via: Vec<String> = frames[segment.start..code_stop]
+        .iter()
+        .map(|frame| frame.display())
+        .collect();
+    packet_hook(tally, stack, segment, (&attach_name, &via));
+    let attach = tally.attach.entry(attach_name.clone()).or_default();
+    attach.via.extend(via);
     if let Some(entry) = segment.entry {
         crate::report::add(&mut tally.programs, weight);
         let name = frames[entry].display();
@@ -327,6 +338,25 @@ fn in_bpf(tally: &mut Tally, stack: &SeenStack<'_>, segment: Segment, homes: &Ho
         .entry(kinds::of_sample(below, segment.entry.is_some()))
         .or_default();
     crate::report::add(slot, weight);
+}
+
+/// Count the stack under its packet hook, when its callers show one ([`super::hooks`]).
+fn packet_hook(
+    tally: &mut Tally,
+    stack: &SeenStack<'_>,
+    segment: Segment,
+    (attach_name, via): (&str, &[String]),
+) {
+    let callers = stack.frames[..segment.start]
+        .iter()
+        .rev()
+        .filter(|frame| frame.kind == Kind::Kernel)
+        .map(|frame| frame.bare());
+    if let Some(hook) = super::hooks::classify(callers, via) {
+        let h = tally.hooks.entry(hook).or_default();
+        crate::report::add(&mut h.bpf, stack.weight);
+        h.attach.insert(attach_name.to_string());
+    }
 }
 
 /// Sub-functions kept with the program they are seen below ([`homes`]).
