@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
+use crate::profile::prognames::ProgramNames;
 use crate::stats::pct;
 
 /// A helper, kfunc or other kernel function a line called, with its share.
@@ -121,17 +122,27 @@ pub(crate) fn short_name(symbol: &str) -> String {
         .to_string()
 }
 
-/// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
-/// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
-/// sub-program N.
-pub(crate) fn display_name(info: &BpfInfo, id: u32, func: usize, symbol: &str) -> String {
+/// The name a function is shown under: for a main function the recording's name of its
+/// program (whole from BTF, or the kernel's marked `…` as cut); else its BTF name; without BTF
+/// (perf's `bpf_prog_<tag>_F` or a bare tag) the program's name for the main function,
+/// `<name>:sub<N>` for sub-program N. [`ProgramNames`] decides each name.
+pub(crate) fn display_name(
+    info: &BpfInfo,
+    names: &ProgramNames,
+    at: (u32, usize),
+    symbol: &str,
+) -> String {
+    let (id, func) = at;
+    if let (0, Some(name)) = (func, names.of_id(id)) {
+        return name.to_string();
+    }
     let short = short_name(symbol);
     if !short.is_empty() && short != "F" && !short.starts_with("bpf_prog_") {
-        return short;
+        return names.of_symbol(symbol).unwrap_or(short);
     }
     let prog = info
         .prog(id)
-        .map(|prog| prog.name.clone())
+        .map(|prog| names.of_program(id, &prog.name))
         .unwrap_or_default();
     match (func, prog.is_empty()) {
         (_, true) => short,
@@ -143,9 +154,10 @@ pub(crate) fn display_name(info: &BpfInfo, id: u32, func: usize, symbol: &str) -
 /// The annotation of `report`, filtered and cut as `req` asks.
 pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<Annotation> {
     let total = report.total;
+    let names = ProgramNames::beside(req.source.input);
     let mut programs: Vec<Program> = by_function(&report.lines)
         .into_iter()
-        .map(|((id, func), lines)| program(info, id, func, &lines, total, req.top))
+        .map(|((id, func), lines)| program(info, &names, (id, func), &lines, (total, req.top)))
         .collect();
     programs.sort_by(|left, right| {
         right
@@ -157,7 +169,11 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
     if let Some(want) = &req.prog {
         let all: BTreeSet<String> = programs.iter().map(|prog| prog.name.clone()).collect();
         programs.retain(|prog| {
-            &prog.name == want || &prog.symbol == want || prog.id.to_string() == *want
+            // A name marked as cut is also found by the kernel's 15 bytes, as typed.
+            &prog.name == want
+                || prog.name.strip_suffix('…') == Some(want.as_str())
+                || &prog.symbol == want
+                || prog.id.to_string() == *want
         });
         if programs.is_empty() {
             return Err(usage(format!(
@@ -181,13 +197,13 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
     })
 }
 
+/// The shown function `(id, func)` of `lines`, its shares of `total` and its `top` lines.
 fn program(
     info: &BpfInfo,
-    id: u32,
-    func: usize,
+    names: &ProgramNames,
+    (id, func): (u32, usize),
     lines: &[&LineCost],
-    total: u64,
-    top: usize,
+    (total, top): (u64, usize),
 ) -> Program {
     let incl: u64 = lines.iter().map(|line| line.inclusive_weight).sum();
     let selfw: u64 = lines.iter().map(|line| line.self_weight).sum();
@@ -195,7 +211,7 @@ fn program(
     let main = info
         .prog(id)
         .and_then(|prog| prog.funcs.first())
-        .map(|main| display_name(info, id, 0, &main.sym_name));
+        .map(|main| display_name(info, names, (id, 0), &main.sym_name));
     let mut rows: Vec<Line> = lines.iter().map(|cost| line(cost, total, incl)).collect();
     rows.sort_by(|left, right| {
         right
@@ -206,7 +222,7 @@ fn program(
     });
     rows.truncate(top.max(1));
     Program {
-        name: display_name(info, id, func, &symbol),
+        name: display_name(info, names, (id, func), &symbol),
         id,
         function_index: func,
         symbol,
