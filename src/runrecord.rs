@@ -99,6 +99,22 @@ pub struct RunRecord {
     /// with a benchmark of one's own, a whole-box or per-process recording, or no program.
     #[serde(default)]
     pub programs_ran: Option<ProgramsRan>,
+    /// Where the programs of `bpf_programs` came from; records written before this field
+    /// read as programs something else loaded.
+    #[serde(default)]
+    pub programs_from: ProgramsFrom,
+}
+
+/// Who loaded the programs a recording is for.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgramsFrom {
+    /// Something else had loaded them (a user's loader, bpftrace, a tool): how they were
+    /// built is not known.
+    #[default]
+    AlreadyLoaded,
+    /// `record` loaded them from an object file (`--load`, or `demo`'s bundled hook).
+    ObjectFile,
 }
 
 impl RunRecord {

@@ -105,6 +105,12 @@ fn a_name_without_btf_is_marked_as_cut_everywhere() {
         assert!(!svg.contains("sys_enter_opena<") && !svg.contains("sys_enter_opena ("));
         let notes = ok(&["annotate", "-i", path]).stdout();
         assert!(notes.contains("sys_enter_opena… (prog id "), "{notes}");
+        // bpftrace 0.17's program has no BTF: said so, and no advice about clang.
+        assert!(
+            notes.contains("sys_enter_opena… (id 17226) carries no BTF, so no line info"),
+            "{notes}"
+        );
+        assert!(!notes.contains("clang"), "{notes}");
         // The kernel's 15 bytes, as a user types them, still pick the program.
         ok(&["annotate", "-i", path, "--prog", "sys_enter_opena"]);
     }

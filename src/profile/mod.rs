@@ -293,6 +293,13 @@ pub fn run_record(input: &Path) -> Result<Option<RunRecord>> {
     }
 }
 
+/// The run record beside the input, read without a word when it is absent or unreadable: for
+/// a reader that runs beside [`load`] (which says why), or where the record only adds names.
+pub fn run_record_quiet(input: &Path) -> Option<RunRecord> {
+    let text = read_sidecar(&RunFiles::new(input).json()).ok()??;
+    serde_json::from_str(&text).ok()
+}
+
 /// What happens to a perf.data's samples on their way to folded stacks.
 #[derive(Default)]
 struct Collapse<'r, 'a, 'o> {

@@ -15,7 +15,6 @@ use crate::bpf::marked_if_cut;
 use crate::host::kallsyms::ProgSymbol;
 use crate::runrecord::RunRecord;
 use std::collections::HashMap;
-use std::path::Path;
 
 /// The names a recording knows for its programs' functions, by tag and by program id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,17 +77,6 @@ impl ProgramNames {
             }
         }
         names
-    }
-
-    /// The names kept by the run record beside a profile, read without a word when it is
-    /// absent or unreadable (the profile's loader says why when it reads the same file).
-    pub fn beside(input: &Path) -> ProgramNames {
-        let files = crate::runfiles::RunFiles::new(input);
-        let record = crate::input::read_sidecar(&files.json())
-            .ok()
-            .flatten()
-            .and_then(|text| serde_json::from_str::<RunRecord>(&text).ok());
-        ProgramNames::from_record(record.as_ref())
     }
 
     /// The name to show for a `bpf_prog_<tag>_<name>` symbol: the recording's name for its tag,

@@ -13,7 +13,7 @@ use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
 use crate::runfiles::{write_error, Owner, PrivateDir, RunFiles};
-use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
+use crate::runrecord::{PerfUsed, ProgramSeen, ProgramsFrom, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
 use std::ffi::{OsStr, OsString};
@@ -537,6 +537,10 @@ fn base_record(
         interrupted: false,
         samples: None,
         programs_ran: None,
+        programs_from: match opts.load {
+            Load::Nothing => ProgramsFrom::AlreadyLoaded,
+            _ => ProgramsFrom::ObjectFile,
+        },
     }
 }
 

@@ -581,8 +581,12 @@ fn a_program_without_line_info_is_shown_by_offsets() {
         "{out}"
     );
     assert!(
-        out.contains("enforce_access_:sub1 (prog id"),
-        "sub-program named from the program: {out}"
+        out.contains("enforce_access_…:sub1 (prog id"),
+        "sub-program named from the program, whose name is marked as cut: {out}"
+    );
+    assert!(
+        !out.contains("bpftrace"),
+        "a program loaded from an object file gets the clang advice only: {out}"
     );
     assert!(out.contains("  +0x"), "offsets: {out}");
     assert!(

@@ -13,6 +13,7 @@ use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
 use crate::profile::prognames::ProgramNames;
+use crate::runrecord::{ProgramsFrom, RunRecord};
 use crate::stats::pct;
 
 /// A helper, kfunc or other kernel function a line called, with its share.
@@ -154,7 +155,8 @@ pub(crate) fn display_name(
 /// The annotation of `report`, filtered and cut as `req` asks.
 pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<Annotation> {
     let total = report.total;
-    let names = ProgramNames::beside(req.source.input);
+    let record = crate::profile::run_record_quiet(req.source.input);
+    let names = ProgramNames::from_record(record.as_ref());
     let mut programs: Vec<Program> = by_function(&report.lines)
         .into_iter()
         .map(|((id, func), lines)| program(info, &names, (id, func), &lines, (total, req.top)))
@@ -165,7 +167,7 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
             .total_cmp(&left.percent)
             .then(left.id.cmp(&right.id))
     });
-    let mut notes = notes(info, report, &programs);
+    let mut notes = notes(info, report, &programs, record.as_ref());
     if let Some(want) = &req.prog {
         let all: BTreeSet<String> = programs.iter().map(|prog| prog.name.clone()).collect();
         programs.retain(|prog| {
@@ -263,17 +265,20 @@ pub(crate) fn basename(path: &str) -> &str {
 /// What the reader should know: functions without line info, names shared by several
 /// programs (the same object loaded twice, or reloaded during the recording), BPF code perf
 /// stored no program info for.
-fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<String> {
+fn notes(
+    info: &BpfInfo,
+    report: &LineReport,
+    programs: &[Program],
+    record: Option<&RunRecord>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let mut told = BTreeSet::new();
     for prog in programs
         .iter()
         .filter(|prog| !prog.line_info && told.insert(prog.id))
     {
-        notes.push(format!(
-            "{} (id {}) has no line info: its code is shown as offsets (+0x19b). For a C program, add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines; bpftrace 0.17 (Debian 12's) loads its programs without BTF, so it has no lines to give: `annotate --asm` shows the instructions",
-            prog.name, prog.id
-        ));
+        let btf = info.prog(prog.id).is_some_and(|p| p.btf_id != 0);
+        notes.push(no_lines(prog, loaded_by(record, prog.id), btf));
     }
     let mut ids: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for prog in programs {
@@ -295,6 +300,32 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
     }
     let _ = info;
     notes
+}
+
+/// Who loaded program `id`, as far as the recording says.
+fn loaded_by(record: Option<&RunRecord>, id: u32) -> ProgramsFrom {
+    match record {
+        Some(r) if r.bpf_programs.iter().any(|p| p.id == Some(id)) => r.programs_from,
+        _ => ProgramsFrom::AlreadyLoaded,
+    }
+}
+
+/// The note on a program without line info. Only a program `record` loaded from an object
+/// file is known to come from clang; bpftrace and other loaders get what is true of the
+/// program and where to read which loaders give lines, never advice about clang.
+pub(crate) fn no_lines(prog: &Program, from: ProgramsFrom, btf: bool) -> String {
+    let (name, id) = (&prog.name, prog.id);
+    match (from, btf) {
+        (ProgramsFrom::ObjectFile, _) => format!(
+            "{name} (id {id}) has no line info: its code is shown as offsets (+0x19b). Its object file was built without it: add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines"
+        ),
+        (ProgramsFrom::AlreadyLoaded, false) => format!(
+            "{name} (id {id}) carries no BTF, so no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel none (bpftrace before 0.20 loads its programs so; docs/annotate.md says which loaders give source lines)"
+        ),
+        (ProgramsFrom::AlreadyLoaded, true) => format!(
+            "{name} (id {id}) carries BTF but no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel no lines (bpftrace 0.20 to 0.23 loads its programs so; docs/annotate.md says which loaders give source lines)"
+        ),
+    }
 }
 
 /// `--asm`: the JIT-ed instructions of each shown line, with their shares.
@@ -388,4 +419,66 @@ pub(crate) fn by_function(lines: &[LineCost]) -> BTreeMap<(u32, usize), Vec<&Lin
 pub(crate) fn has_lines(info: &BpfInfo, id: u32) -> bool {
     info.prog(id)
         .is_some_and(|prog| prog.line_mapping != LineMapping::Absent && prog.has_line_addresses())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runrecord::ProgramSeen;
+
+    fn program(name: &str) -> Program {
+        Program {
+            name: name.into(),
+            id: 7,
+            function_index: 0,
+            symbol: String::new(),
+            subprogram_of: None,
+            percent: 1.0,
+            self_percent: 1.0,
+            line_info: false,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Only a program `record` loaded from an object file gets the clang advice; one another
+    /// loader loaded (bpftrace) gets what is true of it.
+    #[test]
+    fn the_note_without_lines_fits_who_loaded_the_program() {
+        let prog = program("sys_enter_opena…");
+        let object = no_lines(&prog, ProgramsFrom::ObjectFile, false);
+        assert!(object.contains("add -g to clang"), "{object}");
+        for btf in [false, true] {
+            let other = no_lines(&prog, ProgramsFrom::AlreadyLoaded, btf);
+            assert!(!other.contains("clang"), "{other}");
+            assert!(
+                other.starts_with("sys_enter_opena… (id 7) carries "),
+                "{other}"
+            );
+            assert!(other.contains("docs/annotate.md"), "{other}");
+            let btf_said = other.contains("carries BTF but no line info");
+            assert_eq!(btf_said, btf, "{other}");
+        }
+        let record = |from, ids: &[u32]| {
+            let mut record: RunRecord = serde_json::from_str(include_str!(
+                "../../../fixtures/perf-data/bpftrace-cut.data.json"
+            ))
+            .unwrap();
+            record.programs_from = from;
+            let seen = record.bpf_programs[0].clone();
+            record.bpf_programs = ids
+                .iter()
+                .map(|&id| ProgramSeen {
+                    id: Some(id),
+                    ..seen.clone()
+                })
+                .collect();
+            record
+        };
+        let loaded = record(ProgramsFrom::ObjectFile, &[7]);
+        assert_eq!(loaded_by(Some(&loaded), 7), ProgramsFrom::ObjectFile);
+        assert_eq!(loaded_by(Some(&loaded), 8), ProgramsFrom::AlreadyLoaded);
+        let held = record(ProgramsFrom::AlreadyLoaded, &[7]);
+        assert_eq!(loaded_by(Some(&held), 7), ProgramsFrom::AlreadyLoaded);
+        assert_eq!(loaded_by(None, 7), ProgramsFrom::AlreadyLoaded);
+    }
 }
