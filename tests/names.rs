@@ -180,3 +180,65 @@ fn btf_names_longer_than_fifteen_bytes_are_whole() {
     assert!(moves.contains("sys_enter_opena…"), "{moves}");
     assert!(moves.contains("enforce_access_policy"), "{moves}");
 }
+
+/// The bundled sample hook recorded for real: its programs' whole BTF names (longer than 15
+/// bytes) in `flame`, `report` and `annotate`, and `annotate --asm` naming what its calls go
+/// to from the recording's kallsyms snapshot (helpers, map look-ups, its sub-program).
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn a_recorded_hook_is_named_whole_and_its_calls_named() {
+    if !common::need_root("a_recorded_hook_is_named_whole_and_its_calls_named") {
+        return;
+    }
+    let d = common::open_tempdir();
+    std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let args = [
+        "record",
+        "-o",
+        "perf.data",
+        "--load",
+        "hook.bpf.o",
+        "-n",
+        "200000",
+        "-F",
+        "4999",
+    ];
+    let r = run(ebpf_prof(&args, d.path()));
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let data = d.path().join("perf.data");
+    let whole = [
+        "enforce_access_policy",
+        "path_check_callback",
+        "tail_call_security_check",
+    ];
+    let names = shown_names(&data);
+    assert!(
+        names.iter().any(|(_, name)| name == "path_check_callback"),
+        "{names:?}"
+    );
+    for (from, name) in &names {
+        assert!(whole.contains(&name.as_str()), "{from}: {name}");
+    }
+    let path = data.to_str().unwrap();
+    let asm: Value = serde_json::from_str(
+        &ok(&["annotate", "--asm", "--json", "--top", "1000", "-i", path]).stdout(),
+    )
+    .unwrap();
+    let targets: Vec<&str> = asm["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["lines"].as_array().unwrap())
+        .flat_map(|l| l["asm"].as_array().unwrap())
+        .filter_map(|insn| insn["call_target"].as_str())
+        .collect();
+    assert!(!targets.is_empty(), "{asm}");
+    for target in &targets {
+        assert_ne!(*target, "(unknown target)", "{targets:?}");
+    }
+    // The hook looks up a hash map: the JIT calls the map's own look-up function.
+    assert!(
+        targets.iter().any(|t| t.contains("htab_map_lookup_elem")),
+        "{targets:?}"
+    );
+}

@@ -9,6 +9,7 @@ use std::ops::Range;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::calls::CallNames;
 use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
@@ -36,6 +37,11 @@ pub struct AsmInsn {
     pub self_percent: f64,
     /// % of all samples in what this instruction called (its return address was on the stack).
     pub call_percent: f64,
+    /// For a direct call, what it goes to: `<bpf_get_current_comm>` (a kernel function: a
+    /// helper's or kfunc's), `<bpf path_check_callback>` (a BPF function), or
+    /// `(unknown target)`; absent for other instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_target: Option<String>,
 }
 
 /// One source line of a function (or one offset, without line info).
@@ -328,13 +334,14 @@ pub(crate) fn no_lines(prog: &Program, from: ProgramsFrom, btf: bool) -> String 
     }
 }
 
-/// `--asm`: the JIT-ed instructions of each shown line, with their shares.
+/// `--asm`: the JIT-ed instructions of each shown line, with their shares and the targets of
+/// their calls named from `calls`.
 pub(crate) fn add_asm(
     annotation: &mut Annotation,
     info: &BpfInfo,
     by_ip: &BTreeMap<u64, AddressWeight>,
-    arch: Option<&str>,
-    total: u64,
+    (arch, total): (Option<&str>, u64),
+    calls: &CallNames,
 ) {
     let arch = arch.unwrap_or(std::env::consts::ARCH);
     for shown in &mut annotation.programs {
@@ -370,6 +377,7 @@ pub(crate) fn add_asm(
                     self_percent: pct(weight_at(insn.addr).at_ip, total),
                     // A call's time is charged to the instruction it returns to, the next.
                     call_percent: pct(weight_at(insn.addr + insn.len as u64).returning, total),
+                    call_target: insn.call_target.map(|to| calls.target(to).label()),
                 })
                 .collect();
             row.asm = Some(asm);
