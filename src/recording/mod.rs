@@ -319,6 +319,10 @@ fn record_guarded(
     };
     let mut rec = base_record(host, opts, prep, &plan, matched.seen);
     rec.loaded_programs = matched.loaded;
+    if let Some(object) = &attached {
+        let ids = object.programs().iter().map(|p| p.id).collect();
+        rec.programs_from = ProgramsFrom::ObjectFile { ids };
+    }
     rec.programs_ran = programs_ran;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
@@ -537,10 +541,7 @@ fn base_record(
         interrupted: false,
         samples: None,
         programs_ran: None,
-        programs_from: match opts.load {
-            Load::Nothing => ProgramsFrom::AlreadyLoaded,
-            _ => ProgramsFrom::ObjectFile,
-        },
+        programs_from: ProgramsFrom::AlreadyLoaded,
     }
 }
 

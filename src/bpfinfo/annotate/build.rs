@@ -14,7 +14,7 @@ use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
 use crate::profile::prognames::ProgramNames;
-use crate::runrecord::{ProgramsFrom, RunRecord};
+use crate::runrecord::{Loader, RunRecord};
 use crate::stats::pct;
 
 /// A helper, kfunc or other kernel function a line called, with its share.
@@ -309,26 +309,23 @@ fn notes(
 }
 
 /// Who loaded program `id`, as far as the recording says.
-fn loaded_by(record: Option<&RunRecord>, id: u32) -> ProgramsFrom {
-    match record {
-        Some(r) if r.bpf_programs.iter().any(|p| p.id == Some(id)) => r.programs_from,
-        _ => ProgramsFrom::AlreadyLoaded,
-    }
+fn loaded_by(record: Option<&RunRecord>, id: u32) -> Loader {
+    record.map_or(Loader::Other, |r| r.programs_from.loader_of(id))
 }
 
 /// The note on a program without line info. Only a program `record` loaded from an object
 /// file is known to come from clang; bpftrace and other loaders get what is true of the
 /// program and where to read which loaders give lines, never advice about clang.
-pub(crate) fn no_lines(prog: &Program, from: ProgramsFrom, btf: bool) -> String {
+pub(crate) fn no_lines(prog: &Program, from: Loader, btf: bool) -> String {
     let (name, id) = (&prog.name, prog.id);
     match (from, btf) {
-        (ProgramsFrom::ObjectFile, _) => format!(
+        (Loader::ObjectFile, _) => format!(
             "{name} (id {id}) has no line info: its code is shown as offsets (+0x19b). Its object file was built without it: add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines"
         ),
-        (ProgramsFrom::AlreadyLoaded, false) => format!(
+        (Loader::Other, false) => format!(
             "{name} (id {id}) carries no BTF, so no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel none (bpftrace before 0.20 loads its programs so; docs/annotate.md says which loaders give source lines)"
         ),
-        (ProgramsFrom::AlreadyLoaded, true) => format!(
+        (Loader::Other, true) => format!(
             "{name} (id {id}) carries BTF but no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel no lines (bpftrace 0.20 to 0.23 loads its programs so; docs/annotate.md says which loaders give source lines)"
         ),
     }
@@ -432,7 +429,7 @@ pub(crate) fn has_lines(info: &BpfInfo, id: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runrecord::ProgramSeen;
+    use crate::runrecord::ProgramsFrom;
 
     fn program(name: &str) -> Program {
         Program {
@@ -453,10 +450,10 @@ mod tests {
     #[test]
     fn the_note_without_lines_fits_who_loaded_the_program() {
         let prog = program("sys_enter_opena…");
-        let object = no_lines(&prog, ProgramsFrom::ObjectFile, false);
+        let object = no_lines(&prog, Loader::ObjectFile, false);
         assert!(object.contains("add -g to clang"), "{object}");
         for btf in [false, true] {
-            let other = no_lines(&prog, ProgramsFrom::AlreadyLoaded, btf);
+            let other = no_lines(&prog, Loader::Other, btf);
             assert!(!other.contains("clang"), "{other}");
             assert!(
                 other.starts_with("sys_enter_opena… (id 7) carries "),
@@ -466,27 +463,20 @@ mod tests {
             let btf_said = other.contains("carries BTF but no line info");
             assert_eq!(btf_said, btf, "{other}");
         }
-        let record = |from, ids: &[u32]| {
-            let mut record: RunRecord = serde_json::from_str(include_str!(
-                "../../../fixtures/perf-data/bpftrace-cut.data.json"
-            ))
-            .unwrap();
-            record.programs_from = from;
-            let seen = record.bpf_programs[0].clone();
-            record.bpf_programs = ids
-                .iter()
-                .map(|&id| ProgramSeen {
-                    id: Some(id),
-                    ..seen.clone()
-                })
-                .collect();
-            record
-        };
-        let loaded = record(ProgramsFrom::ObjectFile, &[7]);
-        assert_eq!(loaded_by(Some(&loaded), 7), ProgramsFrom::ObjectFile);
-        assert_eq!(loaded_by(Some(&loaded), 8), ProgramsFrom::AlreadyLoaded);
-        let held = record(ProgramsFrom::AlreadyLoaded, &[7]);
-        assert_eq!(loaded_by(Some(&held), 7), ProgramsFrom::AlreadyLoaded);
-        assert_eq!(loaded_by(None, 7), ProgramsFrom::AlreadyLoaded);
+        let mut record: RunRecord = serde_json::from_str(include_str!(
+            "../../../fixtures/perf-data/bpftrace-cut.data.json"
+        ))
+        .unwrap();
+        assert_eq!(loaded_by(Some(&record), 17226), Loader::Other, "bpftrace's");
+        record.programs_from = ProgramsFrom::ObjectFile { ids: vec![7, 9] };
+        assert_eq!(loaded_by(Some(&record), 7), Loader::ObjectFile);
+        assert_eq!(loaded_by(Some(&record), 9), Loader::ObjectFile);
+        assert_eq!(loaded_by(Some(&record), 8), Loader::Other);
+        assert_eq!(loaded_by(None, 7), Loader::Other);
+        let json = serde_json::to_value(&record.programs_from).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "object_file", "ids": [7, 9]})
+        );
     }
 }
