@@ -99,6 +99,42 @@ pub struct RunRecord {
     /// with a benchmark of one's own, a whole-box or per-process recording, or no program.
     #[serde(default)]
     pub programs_ran: Option<ProgramsRan>,
+    /// Which programs `record` loaded from an object file; records written before this field
+    /// read as holding none.
+    #[serde(default)]
+    pub programs_from: ProgramsFrom,
+}
+
+/// Whether `record` loaded programs from an object file, and which.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ProgramsFrom {
+    /// It loaded nothing: every program was loaded by something else (a user's loader,
+    /// bpftrace, a tool), built in a way not known here.
+    #[default]
+    AlreadyLoaded,
+    /// It loaded these programs (ids) from an object file (`--load`, or `demo`'s bundled
+    /// hook); others present were loaded by something else.
+    ObjectFile { ids: Vec<u32> },
+}
+
+/// Who loaded one program, as far as a recording says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    /// `record`, from an object file: built by clang.
+    ObjectFile,
+    /// Something else, or not known.
+    Other,
+}
+
+impl ProgramsFrom {
+    /// Who loaded program `id`.
+    pub fn loader_of(&self, id: u32) -> Loader {
+        match self {
+            ProgramsFrom::ObjectFile { ids } if ids.contains(&id) => Loader::ObjectFile,
+            _ => Loader::Other,
+        }
+    }
 }
 
 impl RunRecord {

@@ -241,6 +241,7 @@ proptest! {
             samples: None,
             kernel_symbols: Default::default(),
             sampled: Default::default(),
+            names: Default::default(),
         };
         let none = std::path::Path::new("/nonexistent/x.folded");
         if let Ok(r) = ebpf_prof::report::report_on(&p, none, 5, None) {

@@ -3,7 +3,7 @@
 //! bpftool's `prog dump jited` needs libbfd or LLVM. The bytes and their addresses come from
 //! `jited_prog_insns` ([`super::ProgInfo::func_code`]).
 
-use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
+use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind};
 
 use super::BpfInfoError;
 
@@ -16,6 +16,19 @@ pub struct Insn {
     pub len: usize,
     /// Intel syntax, e.g. `mov rdi,[rbp-8]`; `(bad)` for bytes that do not decode.
     pub text: String,
+    /// The address a direct call goes to (`call rel32`: a helper, a kfunc, a BPF sub-program);
+    /// `None` for every other instruction, indirect calls included.
+    pub call_target: Option<u64>,
+}
+
+/// The target of a direct near call.
+fn direct_call_target(insn: &Instruction) -> Option<u64> {
+    let direct = insn.mnemonic() == Mnemonic::Call
+        && matches!(
+            insn.op0_kind(),
+            OpKind::NearBranch64 | OpKind::NearBranch32 | OpKind::NearBranch16
+        );
+    direct.then(|| insn.near_branch_target())
 }
 
 /// Decodes `code`, which starts at address `base`, for `arch` as perf's header (`HEADER_ARCH`)
@@ -42,6 +55,7 @@ pub fn disassemble(code: &[u8], base: u64, arch: &str) -> Result<Vec<Insn>, BpfI
             addr: insn.ip(),
             len: insn.len(),
             text,
+            call_target: direct_call_target(&insn),
         });
     }
     Ok(out)
@@ -73,6 +87,17 @@ mod tests {
                 (12, 3, "mov rbp,rsp"),
             ]
         );
+    }
+
+    #[test]
+    fn direct_calls_carry_their_target() {
+        // call rel32 (+0x10 from the next instruction); call rax; jmp rel32.
+        let code = [
+            0xe8, 0x10, 0x00, 0x00, 0x00, 0xff, 0xd0, 0xe9, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let insns = disassemble(&code, 0x1000, "x86_64").unwrap();
+        let targets: Vec<_> = insns.iter().map(|i| i.call_target).collect();
+        assert_eq!(targets, [Some(0x1015), None, None]);
     }
 
     #[test]

@@ -147,7 +147,12 @@ fn flame_options(opts: &FlameOptionsCli, p: &Profile) -> FlameOptions {
 /// fit, then how many more (a subtitle runs off the SVG's edge otherwise).
 fn subtitle(p: &Profile, chars: usize) -> Option<String> {
     let r = p.record.as_ref()?;
-    let progs: Vec<&str> = r.bpf_programs.iter().map(|b| b.name.as_str()).collect();
+    let names: Vec<String> = r
+        .bpf_programs
+        .iter()
+        .map(|b| p.names.of_tag(&b.tag, &b.name))
+        .collect();
+    let progs: Vec<&str> = names.iter().map(String::as_str).collect();
     let head = format!("{} Hz, CPU {}, programs: ", r.freq, r.cpu);
     let room = chars.saturating_sub(head.chars().count());
     Some(match progs.is_empty() {

@@ -7,6 +7,7 @@ pub mod folded;
 pub mod frames;
 pub mod kernel_symbols;
 pub mod perfdata;
+pub mod prognames;
 pub mod scan;
 pub mod stacks;
 
@@ -21,6 +22,7 @@ use crate::runrecord::RunRecord;
 use anyhow::{Context, Result};
 use folded::InputKind;
 use kernel_symbols::KernelSymbols;
+use prognames::ProgramNames;
 use stacks::Stacks;
 use std::fs::File;
 use std::io::Read;
@@ -43,6 +45,9 @@ pub struct Profile {
     pub kernel_symbols: KernelSymbols,
     /// What the profile itself says of its samples (a perf.data read by the built-in reader).
     pub sampled: Sampled,
+    /// The name to show for each BPF program's frames, from the run record: its frames are
+    /// renamed with it when read.
+    pub names: ProgramNames,
 }
 
 /// What a perf.data says of its samples beyond the stacks: known without a run record.
@@ -187,6 +192,9 @@ fn load_inner<'a>(
         InputKind::Folded => Collapsed::counted(read_folded(input, head, file)?, None),
     };
     check_has_samples(input, &stacks)?;
+    let names = ProgramNames::from_record(record.as_ref());
+    let mut stacks = stacks;
+    stacks.rename_programs(&names);
     crate::failpoint::hit("profile:loaded");
     Ok(Profile {
         stacks,
@@ -195,6 +203,7 @@ fn load_inner<'a>(
         samples,
         kernel_symbols: symbols,
         sampled,
+        names,
     })
 }
 
@@ -282,6 +291,13 @@ pub fn run_record(input: &Path) -> Result<Option<RunRecord>> {
             Ok(None)
         }
     }
+}
+
+/// The run record beside the input, read without a word when it is absent or unreadable: for
+/// a reader that runs beside [`load`] (which says why), or where the record only adds names.
+pub fn run_record_quiet(input: &Path) -> Option<RunRecord> {
+    let text = read_sidecar(&RunFiles::new(input).json()).ok()??;
+    serde_json::from_str(&text).ok()
 }
 
 /// What happens to a perf.data's samples on their way to folded stacks.

@@ -6,6 +6,7 @@
 
 use super::folded::bare;
 use super::frames::{self, Kind};
+use super::prognames::ProgramNames;
 use rustc_hash::FxHashMap;
 
 /// A frame's index in its profile's frame table.
@@ -208,6 +209,39 @@ impl Stacks {
             text.push('\n');
         }
         text
+    }
+
+    /// Each BPF program frame renamed with the name to show for it (`bpf_prog_<tag>_<name>`
+    /// with the whole name, or the kernel's marked as cut: [`ProgramNames::renamed`]), so that
+    /// every reader of the profile shows the same name. Frames that come to share a name are
+    /// one frame; the stacks keep their order and counts.
+    pub(crate) fn rename_programs(&mut self, names: &ProgramNames) {
+        let renamed: Vec<Option<String>> = self
+            .table
+            .iter()
+            .map(|frame| match frame.kind {
+                Kind::Program => names.renamed(frame.bare()),
+                _ => None,
+            })
+            .collect();
+        if renamed.iter().all(Option::is_none) {
+            return;
+        }
+        let old = std::mem::take(&mut self.table);
+        self.index.clear();
+        let new_ids: Vec<FrameId> = old
+            .into_iter()
+            .zip(renamed)
+            .map(|(frame, name)| match name {
+                Some(name) => self.intern(&name),
+                None => self.intern(&frame.name),
+            })
+            .collect();
+        for stack in &mut self.stacks {
+            for id in &mut stack.frames {
+                *id = new_ids[id.index()];
+            }
+        }
     }
 
     /// Back to folded text (`flame --folded`).

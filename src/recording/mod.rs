@@ -13,7 +13,7 @@ use crate::out::say;
 use crate::perf::record::{self as perf_record, RecordPlan, Scope};
 use crate::perf::PerfChoice;
 use crate::runfiles::{write_error, Owner, PrivateDir, RunFiles};
-use crate::runrecord::{PerfUsed, ProgramSeen, RunRecord};
+use crate::runrecord::{PerfUsed, ProgramSeen, ProgramsFrom, RunRecord};
 use crate::signals::{Interrupted, Interrupts};
 use anyhow::{Context, Result};
 use std::ffi::{OsStr, OsString};
@@ -319,6 +319,10 @@ fn record_guarded(
     };
     let mut rec = base_record(host, opts, prep, &plan, matched.seen);
     rec.loaded_programs = matched.loaded;
+    if let Some(object) = &attached {
+        let ids = object.programs().iter().map(|p| p.id).collect();
+        rec.programs_from = ProgramsFrom::ObjectFile { ids };
+    }
     rec.programs_ran = programs_ran;
     rec.sysctls = guard.changed().to_vec();
     rec.sysctls_during = read_sysctls(host);
@@ -537,6 +541,7 @@ fn base_record(
         interrupted: false,
         samples: None,
         programs_ran: None,
+        programs_from: ProgramsFrom::AlreadyLoaded,
     }
 }
 

@@ -5,7 +5,9 @@ use super::kinds::{self, Category};
 use super::resolve::{self, Resolver};
 use super::walk::{self, Tally};
 use super::*;
+use crate::profile::prognames::ProgramNames;
 use crate::profile::stacks::Stacks;
+use crate::runrecord::ProgramSeen;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Median folded count below which counts are taken for sample counts: a period-weighted stack
@@ -230,10 +232,7 @@ fn programs(t: &Tally, record: Option<&RunRecord>) -> Vec<Program> {
         .progs
         .iter()
         .map(|(name, p)| {
-            let seen = record
-                .into_iter()
-                .flat_map(|r| &r.bpf_programs)
-                .find(|s| &s.name == name);
+            let seen = recorded(record, &p.tags, name);
             let mut tags = p.tags.clone();
             tags.extend(seen.map(|s| s.tag.clone()));
             Program {
@@ -279,15 +278,29 @@ fn not_sampled(t: &Tally, record: Option<&RunRecord>) -> Vec<NotSampled> {
         .flat_map(|p| p.functions.keys())
         .map(String::as_str)
         .collect();
+    let names = ProgramNames::from_record(record);
     record
         .into_iter()
         .flat_map(|r| &r.bpf_programs)
-        .filter(|p| !seen.contains(p.name.as_str()))
-        .map(|p| NotSampled {
-            name: p.name.clone(),
-            id: p.id,
-        })
+        .map(|p| (names.of_tag(&p.tag, &p.name), p))
+        .filter(|(name, _)| !seen.contains(name.as_str()))
+        .map(|(name, p)| NotSampled { name, id: p.id })
         .collect()
+}
+
+/// The run record's entry for a program shown as `name` whose frames carry `tags`: by tag,
+/// else by the name shown for it (a program with sub-functions is framed under its first
+/// function's tag, which is not the one kallsyms lists).
+fn recorded<'r>(
+    record: Option<&'r RunRecord>,
+    tags: &BTreeSet<String>,
+    name: &str,
+) -> Option<&'r ProgramSeen> {
+    let seen = &record?.bpf_programs;
+    let names = ProgramNames::from_record(record);
+    seen.iter()
+        .find(|s| tags.contains(&s.tag))
+        .or_else(|| seen.iter().find(|s| names.of_tag(&s.tag, &s.name) == name))
 }
 
 fn kernel_functions(t: &Tally, top: usize) -> Vec<KernelFunction> {

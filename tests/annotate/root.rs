@@ -536,6 +536,25 @@ fn noted(hook: ebpf_prof::bpf::Attached, loads: &mut Vec<Vec<u32>>) -> ebpf_prof
     hook
 }
 
+/// Each program of the object (the filter left out tail_call_security_check, which the object
+/// loaded all the same) gets the clang advice, and nothing about bpftrace.
+fn assert_clang_advice_only(out: &str) {
+    let notes: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            (l.contains("enforce_access_…") || l.contains("tail_call_secur…"))
+                && l.contains("no line info")
+        })
+        .collect();
+    assert!(!notes.is_empty(), "the note on the program: {out}");
+    for note in notes {
+        assert!(
+            note.contains("add -g to clang") && !note.contains("bpftrace"),
+            "a program loaded from an object file gets the clang advice only: {note}"
+        );
+    }
+}
+
 /// A program without line info (the sample hook with its `.BTF.ext` removed, as if built
 /// without `-g`): offsets instead of lines, and the advice to add `-g`.
 #[test]
@@ -581,9 +600,10 @@ fn a_program_without_line_info_is_shown_by_offsets() {
         "{out}"
     );
     assert!(
-        out.contains("enforce_access_:sub1 (prog id"),
-        "sub-program named from the program: {out}"
+        out.contains("enforce_access_…:sub1 (prog id"),
+        "sub-program named from the program, whose name is marked as cut: {out}"
     );
+    assert_clang_advice_only(&out);
     assert!(out.contains("  +0x"), "offsets: {out}");
     assert!(
         out.contains("call 0FFFFFFFF"),

@@ -176,3 +176,62 @@ fn bpftrace_overhead_picks_the_operation_that_fires_it() {
         assert!(warnings <= 1, "{probe}: {r:?}");
     }
 }
+
+/// The openat one-liner held by hand and recorded: bpftrace 0.17 gives its program no BTF, so
+/// `report`, `flame` and `annotate` name it by the kernel's 15 bytes marked as cut; `annotate`
+/// says it carries no line info without advice about clang, and `--asm` names the helpers its
+/// code calls (`bpf_get_current_comm` for `comm`) from the recording's kallsyms snapshot.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it (or as root: cargo test -- --include-ignored)"]
+fn bpftrace_recorded_is_named_as_cut_and_its_helper_calls_named() {
+    if !need_root("bpftrace_recorded_is_named_as_cut_and_its_helper_calls_named")
+        || !common::need_tool(BPFTRACE, "bpftrace")
+    {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let (probe, _, _) = ONE_LINERS[0];
+    let (held, id, _) = Bpftrace::start(probe);
+    let rec = run(ebpf_prof(
+        &["record", "-n", &iterations(200_000), "-F", "4999"],
+        d.path(),
+    ));
+    assert_eq!(rec.code(), Some(0), "{rec:?}");
+    drop(held);
+    assert_gone(&[id]);
+    let shown = "sys_enter_opena…";
+    let json = run(ebpf_prof(&["report", "--json", "perf.data"], d.path()));
+    let report: Value = serde_json::from_str(&json.stdout()).unwrap();
+    let program = report["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("program {id} in the report: {report}"));
+    assert_eq!(program["name"], shown, "{program}");
+    let folded = run(ebpf_prof(&["flame", "--folded", "perf.data"], d.path())).stdout();
+    assert!(folded.contains(&format!("_{shown}")), "{folded}");
+    let id_arg = id.to_string();
+    let args = [
+        "annotate",
+        "--asm",
+        "--top",
+        "1000",
+        "--prog",
+        &id_arg,
+        "perf.data",
+    ];
+    let annotate = run(ebpf_prof(&args, d.path()));
+    assert_eq!(annotate.code(), Some(0), "{annotate:?}");
+    let text = annotate.stdout();
+    assert!(
+        text.contains(&format!(
+            "{shown} (id {id}) carries no BTF, so no line info"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("clang"), "{text}");
+    assert!(text.contains("<bpf_get_current_comm>"), "{text}");
+    assert!(!text.contains("(unknown target)"), "{text}");
+}

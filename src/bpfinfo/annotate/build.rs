@@ -9,9 +9,12 @@ use std::ops::Range;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::calls::CallNames;
 use crate::bpfinfo::source::SampleSource;
 use crate::bpfinfo::{disassemble, AddressWeight, BpfInfo, LineCost, LineMapping, LineReport};
 use crate::error::usage;
+use crate::profile::prognames::ProgramNames;
+use crate::runrecord::{Loader, RunRecord};
 use crate::stats::pct;
 
 /// A helper, kfunc or other kernel function a line called, with its share.
@@ -34,6 +37,11 @@ pub struct AsmInsn {
     pub self_percent: f64,
     /// % of all samples in what this instruction called (its return address was on the stack).
     pub call_percent: f64,
+    /// For a direct call, what it goes to: `<bpf_get_current_comm>` (a kernel function: a
+    /// helper's or kfunc's), `<bpf path_check_callback>` (a BPF function), or
+    /// `(unknown target)`; absent for other instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_target: Option<String>,
 }
 
 /// One source line of a function (or one offset, without line info).
@@ -121,17 +129,27 @@ pub(crate) fn short_name(symbol: &str) -> String {
         .to_string()
 }
 
-/// The name a function is shown under: its BTF name; without BTF (perf's `bpf_prog_<tag>_F`
-/// or a bare tag) the kernel's program name for the main function, `<name>:sub<N>` for
-/// sub-program N.
-pub(crate) fn display_name(info: &BpfInfo, id: u32, func: usize, symbol: &str) -> String {
+/// The name a function is shown under: for a main function the recording's name of its
+/// program (whole from BTF, or the kernel's marked `…` as cut); else its BTF name; without BTF
+/// (perf's `bpf_prog_<tag>_F` or a bare tag) the program's name for the main function,
+/// `<name>:sub<N>` for sub-program N. [`ProgramNames`] decides each name.
+pub(crate) fn display_name(
+    info: &BpfInfo,
+    names: &ProgramNames,
+    at: (u32, usize),
+    symbol: &str,
+) -> String {
+    let (id, func) = at;
+    if let (0, Some(name)) = (func, names.of_id(id)) {
+        return name.to_string();
+    }
     let short = short_name(symbol);
     if !short.is_empty() && short != "F" && !short.starts_with("bpf_prog_") {
-        return short;
+        return names.of_symbol(symbol).unwrap_or(short);
     }
     let prog = info
         .prog(id)
-        .map(|prog| prog.name.clone())
+        .map(|prog| names.of_program(id, &prog.name))
         .unwrap_or_default();
     match (func, prog.is_empty()) {
         (_, true) => short,
@@ -143,9 +161,11 @@ pub(crate) fn display_name(info: &BpfInfo, id: u32, func: usize, symbol: &str) -
 /// The annotation of `report`, filtered and cut as `req` asks.
 pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<Annotation> {
     let total = report.total;
+    let record = crate::profile::run_record_quiet(req.source.input);
+    let names = ProgramNames::from_record(record.as_ref());
     let mut programs: Vec<Program> = by_function(&report.lines)
         .into_iter()
-        .map(|((id, func), lines)| program(info, id, func, &lines, total, req.top))
+        .map(|((id, func), lines)| program(info, &names, (id, func), &lines, (total, req.top)))
         .collect();
     programs.sort_by(|left, right| {
         right
@@ -153,11 +173,15 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
             .total_cmp(&left.percent)
             .then(left.id.cmp(&right.id))
     });
-    let mut notes = notes(info, report, &programs);
+    let mut notes = notes(info, report, &programs, record.as_ref());
     if let Some(want) = &req.prog {
         let all: BTreeSet<String> = programs.iter().map(|prog| prog.name.clone()).collect();
         programs.retain(|prog| {
-            &prog.name == want || &prog.symbol == want || prog.id.to_string() == *want
+            // A name marked as cut is also found by the kernel's 15 bytes, as typed.
+            &prog.name == want
+                || prog.name.strip_suffix('…') == Some(want.as_str())
+                || &prog.symbol == want
+                || prog.id.to_string() == *want
         });
         if programs.is_empty() {
             return Err(usage(format!(
@@ -181,13 +205,13 @@ pub fn build(info: &BpfInfo, report: &LineReport, req: &Request<'_>) -> Result<A
     })
 }
 
+/// The shown function `(id, func)` of `lines`, its shares of `total` and its `top` lines.
 fn program(
     info: &BpfInfo,
-    id: u32,
-    func: usize,
+    names: &ProgramNames,
+    (id, func): (u32, usize),
     lines: &[&LineCost],
-    total: u64,
-    top: usize,
+    (total, top): (u64, usize),
 ) -> Program {
     let incl: u64 = lines.iter().map(|line| line.inclusive_weight).sum();
     let selfw: u64 = lines.iter().map(|line| line.self_weight).sum();
@@ -195,7 +219,7 @@ fn program(
     let main = info
         .prog(id)
         .and_then(|prog| prog.funcs.first())
-        .map(|main| display_name(info, id, 0, &main.sym_name));
+        .map(|main| display_name(info, names, (id, 0), &main.sym_name));
     let mut rows: Vec<Line> = lines.iter().map(|cost| line(cost, total, incl)).collect();
     rows.sort_by(|left, right| {
         right
@@ -206,7 +230,7 @@ fn program(
     });
     rows.truncate(top.max(1));
     Program {
-        name: display_name(info, id, func, &symbol),
+        name: display_name(info, names, (id, func), &symbol),
         id,
         function_index: func,
         symbol,
@@ -247,17 +271,20 @@ pub(crate) fn basename(path: &str) -> &str {
 /// What the reader should know: functions without line info, names shared by several
 /// programs (the same object loaded twice, or reloaded during the recording), BPF code perf
 /// stored no program info for.
-fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<String> {
+fn notes(
+    info: &BpfInfo,
+    report: &LineReport,
+    programs: &[Program],
+    record: Option<&RunRecord>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let mut told = BTreeSet::new();
     for prog in programs
         .iter()
         .filter(|prog| !prog.line_info && told.insert(prog.id))
     {
-        notes.push(format!(
-            "{} (id {}) has no line info: its code is shown as offsets (+0x19b). For a C program, add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines; bpftrace 0.17 (Debian 12's) loads its programs without BTF, so it has no lines to give: `annotate --asm` shows the instructions",
-            prog.name, prog.id
-        ));
+        let btf = info.prog(prog.id).is_some_and(|p| p.btf_id != 0);
+        notes.push(no_lines(prog, loaded_by(record, prog.id), btf));
     }
     let mut ids: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for prog in programs {
@@ -281,13 +308,37 @@ fn notes(info: &BpfInfo, report: &LineReport, programs: &[Program]) -> Vec<Strin
     notes
 }
 
-/// `--asm`: the JIT-ed instructions of each shown line, with their shares.
+/// Who loaded program `id`, as far as the recording says.
+fn loaded_by(record: Option<&RunRecord>, id: u32) -> Loader {
+    record.map_or(Loader::Other, |r| r.programs_from.loader_of(id))
+}
+
+/// The note on a program without line info. Only a program `record` loaded from an object
+/// file is known to come from clang; bpftrace and other loaders get what is true of the
+/// program and where to read which loaders give lines, never advice about clang.
+pub(crate) fn no_lines(prog: &Program, from: Loader, btf: bool) -> String {
+    let (name, id) = (&prog.name, prog.id);
+    match (from, btf) {
+        (Loader::ObjectFile, _) => format!(
+            "{name} (id {id}) has no line info: its code is shown as offsets (+0x19b). Its object file was built without it: add -g to clang's command line (clang -O2 -g -target bpf …) to see source lines"
+        ),
+        (Loader::Other, false) => format!(
+            "{name} (id {id}) carries no BTF, so no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel none (bpftrace before 0.20 loads its programs so; docs/annotate.md says which loaders give source lines)"
+        ),
+        (Loader::Other, true) => format!(
+            "{name} (id {id}) carries BTF but no line info: its code is shown as offsets (+0x19b), and `annotate --asm` shows the instructions at each. Its loader gave the kernel no lines (bpftrace 0.20 to 0.23 loads its programs so; docs/annotate.md says which loaders give source lines)"
+        ),
+    }
+}
+
+/// `--asm`: the JIT-ed instructions of each shown line, with their shares and the targets of
+/// their calls named from `calls`.
 pub(crate) fn add_asm(
     annotation: &mut Annotation,
     info: &BpfInfo,
     by_ip: &BTreeMap<u64, AddressWeight>,
-    arch: Option<&str>,
-    total: u64,
+    (arch, total): (Option<&str>, u64),
+    calls: &CallNames,
 ) {
     let arch = arch.unwrap_or(std::env::consts::ARCH);
     for shown in &mut annotation.programs {
@@ -323,6 +374,7 @@ pub(crate) fn add_asm(
                     self_percent: pct(weight_at(insn.addr).at_ip, total),
                     // A call's time is charged to the instruction it returns to, the next.
                     call_percent: pct(weight_at(insn.addr + insn.len as u64).returning, total),
+                    call_target: insn.call_target.map(|to| calls.target(to).label()),
                 })
                 .collect();
             row.asm = Some(asm);
@@ -372,4 +424,59 @@ pub(crate) fn by_function(lines: &[LineCost]) -> BTreeMap<(u32, usize), Vec<&Lin
 pub(crate) fn has_lines(info: &BpfInfo, id: u32) -> bool {
     info.prog(id)
         .is_some_and(|prog| prog.line_mapping != LineMapping::Absent && prog.has_line_addresses())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runrecord::ProgramsFrom;
+
+    fn program(name: &str) -> Program {
+        Program {
+            name: name.into(),
+            id: 7,
+            function_index: 0,
+            symbol: String::new(),
+            subprogram_of: None,
+            percent: 1.0,
+            self_percent: 1.0,
+            line_info: false,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Only a program `record` loaded from an object file gets the clang advice; one another
+    /// loader loaded (bpftrace) gets what is true of it.
+    #[test]
+    fn the_note_without_lines_fits_who_loaded_the_program() {
+        let prog = program("sys_enter_opena…");
+        let object = no_lines(&prog, Loader::ObjectFile, false);
+        assert!(object.contains("add -g to clang"), "{object}");
+        for btf in [false, true] {
+            let other = no_lines(&prog, Loader::Other, btf);
+            assert!(!other.contains("clang"), "{other}");
+            assert!(
+                other.starts_with("sys_enter_opena… (id 7) carries "),
+                "{other}"
+            );
+            assert!(other.contains("docs/annotate.md"), "{other}");
+            let btf_said = other.contains("carries BTF but no line info");
+            assert_eq!(btf_said, btf, "{other}");
+        }
+        let mut record: RunRecord = serde_json::from_str(include_str!(
+            "../../../fixtures/perf-data/bpftrace-cut.data.json"
+        ))
+        .unwrap();
+        assert_eq!(loaded_by(Some(&record), 17226), Loader::Other, "bpftrace's");
+        record.programs_from = ProgramsFrom::ObjectFile { ids: vec![7, 9] };
+        assert_eq!(loaded_by(Some(&record), 7), Loader::ObjectFile);
+        assert_eq!(loaded_by(Some(&record), 9), Loader::ObjectFile);
+        assert_eq!(loaded_by(Some(&record), 8), Loader::Other);
+        assert_eq!(loaded_by(None, 7), Loader::Other);
+        let json = serde_json::to_value(&record.programs_from).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "object_file", "ids": [7, 9]})
+        );
+    }
 }

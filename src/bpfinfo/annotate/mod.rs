@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 
 pub mod build;
+pub mod calls;
 pub mod text;
 
 use super::source::{for_each_sample, read_features, RawFrame, SampleSource};
@@ -16,6 +17,7 @@ use super::{Aggregator, BpfInfo, Frame, FrameKind, IpKind};
 use crate::error::usage;
 use crate::profile::perfdata::{FrameId, ResolvedSample};
 pub use build::{Annotation, AsmInsn, Helper, Line, Program, Request};
+use calls::CallNames;
 use rustc_hash::FxHashMap;
 
 /// The program info of the perf.data, with its architecture; an error explains a file
@@ -283,7 +285,38 @@ pub(crate) fn annotate_from(
     }
     let mut annotation = build::build(info, &report, req)?;
     if req.asm {
-        build::add_asm(&mut annotation, info, &by_ip, arch, report.total);
+        let calls = call_names(req, info, &mut annotation.notes)?;
+        build::add_asm(&mut annotation, info, &by_ip, (arch, report.total), &calls);
     }
     Ok(annotation)
+}
+
+/// What `--asm` names call targets from: the BPF functions of the perf.data's program info,
+/// under the names `annotate` shows, and the kernel's text symbols from a kallsyms of the
+/// recording's time (the snapshot beside it, `--kallsyms`, perf's build-id cache). Without
+/// one, a note says why calls into the kernel are not named.
+fn call_names(req: &Request<'_>, info: &BpfInfo, notes: &mut Vec<String>) -> Result<CallNames> {
+    let record = crate::profile::run_record_quiet(req.source.input);
+    let names = crate::profile::prognames::ProgramNames::from_record(record.as_ref());
+    let mut bpf = std::collections::HashMap::new();
+    for prog in &info.progs {
+        for (index, func) in prog.funcs.iter().enumerate() {
+            let name = build::display_name(info, &names, (prog.id, index), &func.sym_name);
+            bpf.entry(func.addr).or_insert(name);
+        }
+    }
+    let input = req.source.input;
+    let (file, _) = crate::profile::open_regular(input, crate::profile::Role::Profile, false)?;
+    let symbols =
+        crate::profile::kernel_symbols::choose(input, &file, req.source.kallsyms, record.as_ref())?;
+    let kernel = match &symbols.text {
+        Some(text) if symbols.source.from_recording_time() => {
+            Some(crate::host::kallsyms::parse(&String::from_utf8_lossy(text)))
+        }
+        _ => None,
+    };
+    if kernel.is_none() {
+        notes.push("--asm: calls into the kernel (helpers, kfuncs) are shown as (unknown target): no kallsyms taken when the profile was recorded is at hand (the INPUT.kallsyms snapshot `record` writes, or --kallsyms FILE); another boot's would give wrong names".to_string());
+    }
+    Ok(CallNames::new(kernel.as_deref(), bpf))
 }

@@ -97,9 +97,13 @@ fn line(out: &mut String, row: &Line) {
         } else {
             String::new()
         };
+        let target = insn
+            .call_target
+            .as_deref()
+            .map_or(String::new(), |target| format!(" {target}"));
         let _ = writeln!(
             out,
-            "      +{:<6x} {:>6.1}  {}{call}",
+            "      +{:<6x} {:>6.1}  {}{target}{call}",
             insn.offset, insn.self_percent, insn.text
         );
     }
