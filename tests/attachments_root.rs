@@ -2,8 +2,9 @@
 //! (fixtures/hooks/packet) are put on a veth pair in a private network namespace the test makes,
 //! the ways iproute2, libbpf's netlink calls and agents do it (XDP through netlink in native
 //! mode, XDP with a link in generic mode, a cls_bpf filter on a clsact qdisc, a tcx entry made
-//! without a link), and `doctor` must name each: the hook, the interface, its namespace. A
-//! program loaded and attached nowhere must be said to be so.
+//! without a link), and `doctor` must name each: the hook, the interface, its namespace, and
+//! `--op auto` must choose the packet operation for them. A program loaded and attached
+//! nowhere must be said to be so.
 //!
 //! Root only (a failure under CI=true, a skip elsewhere). The pair is made with the library's
 //! own `VethPair`, noted in its journal before it is made and removed when dropped, on a
@@ -211,6 +212,15 @@ fn doctor_names_every_packet_attachment_with_its_interface_and_namespace() {
     let (points, line) = doctor_says(dir.path(), unattached.id);
     assert!(points.is_empty(), "{points:?}");
     assert!(line.contains("loaded, attached nowhere"), "{line}");
+    // `--op auto` for programs someone else attached reads the same walk.
+    let points = ebpf_prof::bpf::choice::loaded_points(&[native.id, tc.id]).unwrap();
+    let chosen = ebpf_prof::bench::choose::choose(&points);
+    assert_eq!(
+        chosen.op,
+        ebpf_prof::bench::Operation::UdpVeth,
+        "{chosen:?}"
+    );
+    assert_eq!(chosen.fired, ["xdp_0", "tc_0"], "{chosen:?}");
     let ids = [native.id, generic.id, tc.id, tcx.id, unattached.id];
     drop(link);
     drop(pair);
