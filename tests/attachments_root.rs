@@ -149,6 +149,15 @@ fn doctor_says(dir: &std::path::Path, id: u32) -> (Vec<String>, String) {
     (points, line)
 }
 
+/// Doctor gives each program of `expected` (id, point) that one point, in JSON and in its table.
+fn assert_doctor_names(dir: &std::path::Path, expected: &[(u32, String)]) {
+    for (id, want) in expected {
+        let (points, line) = doctor_says(dir, *id);
+        assert_eq!(points, std::slice::from_ref(want), "program {id}");
+        assert!(line.contains(want.as_str()), "{line}");
+    }
+}
+
 /// Wait until none of `ids` is loaded (programs are freed asynchronously).
 fn assert_unloaded(ids: &[u32]) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -200,11 +209,7 @@ fn doctor_names_every_packet_attachment_with_its_interface_and_namespace() {
         (generic.id, format!("xdp on {host_if} (generic)")),
         (tc.id, format!("tc ingress on {peer} in netns {netns}")),
     ];
-    for (id, want) in &expected {
-        let (points, line) = doctor_says(dir.path(), *id);
-        assert_eq!(points, std::slice::from_ref(want), "program {id}");
-        assert!(line.contains(want.as_str()), "{line}");
-    }
+    assert_doctor_names(dir.path(), &expected);
     if has_tcx {
         let (points, _) = doctor_says(dir.path(), tcx.id);
         assert_eq!(points, [format!("tcx ingress on {host_if}")]);
