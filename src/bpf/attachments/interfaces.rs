@@ -80,10 +80,12 @@ pub(super) fn attachments(host: &Host) -> Found {
     found
 }
 
+/// The words after "network namespace" for `label`.
 fn label_words(label: &Netns) -> String {
     match label {
         Netns::Own => " (the tool's own)".into(),
-        other => other.to_string().replacen(" in", "", 1),
+        Netns::Named { name } => format!(" {name} (under /run/netns)"),
+        Netns::OfProcess { pid, comm } => format!(" of pid {pid} ({comm})"),
     }
 }
 
@@ -452,6 +454,19 @@ mod tests {
         assert!(open_namespace_file(&dir.path().join("other")).is_none());
         std::fs::write(dir.path().join("plain"), "x").unwrap();
         assert!(open_namespace_file(&dir.path().join("plain")).is_none());
+    }
+
+    #[test]
+    fn a_namespace_not_read_is_named_as_it_was_found() {
+        let process = Netns::OfProcess {
+            pid: 42,
+            comm: "containerd".into(),
+        };
+        assert_eq!(label_words(&process), " of pid 42 (containerd)");
+        let named = Netns::Named {
+            name: "blue".into(),
+        };
+        assert_eq!(label_words(&named), " blue (under /run/netns)");
     }
 
     #[test]
