@@ -242,7 +242,8 @@ build_tests() { # LIST-FILE
   local list=$1 json
   cargo build --quiet --bin ebpf-prof >&2
   json=$(cargo test --quiet --no-run --message-format=json \
-    --test gate --test real_tools --test e2e --test report --test overhead --test ops --test signals 2>/dev/null)
+    --test gate --test real_tools --test e2e --test report --test overhead --test ops --test signals \
+    --test attachments_root 2>/dev/null)
   exe() { # TEST-TARGET
     echo "$json" | python3 -c '
 import json, sys

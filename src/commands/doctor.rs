@@ -19,16 +19,23 @@ pub fn run(opts: &DoctorOptions) -> Result<()> {
         .map(|l| listed(l, filter.as_ref()))
         .unwrap_or_default();
     let blocked = v.iter().filter(|c| c.status == Status::Fail).count();
+    // What the attachment walk could not read (a namespace not entered, no tcx), so that
+    // "attached nowhere" is read knowing what was looked at.
+    let not_read = match &loaded {
+        Ok(_) => crate::bpf::attachments::seen(&host).notes,
+        Err(_) => Vec::new(),
+    };
     let text = if opts.json {
         let doc = serde_json::json!({
             "schema": crate::out::JSON_SCHEMA,
             "can_record": blocked == 0,
             "checks": v,
             "programs": loaded.as_ref().ok().map(|_| &shown),
+            "attachments_not_read": not_read,
         });
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
-        text(&v, loaded.is_ok().then_some(&shown[..]))
+        text(&v, loaded.is_ok().then_some(&shown[..])) + &not_read_lines(&not_read)
     };
     crate::out::stdout(&text)?;
     if blocked > 0 {
@@ -56,6 +63,14 @@ fn text(v: &[Check], programs: Option<&[&InventoryProgram]>) -> String {
         s.push_str(&program_table(p));
     }
     s
+}
+
+/// One line for each thing the attachment walk could not read, under the program table.
+fn not_read_lines(notes: &[String]) -> String {
+    notes
+        .iter()
+        .map(|note| format!("  attachments: {note}\n"))
+        .collect()
 }
 
 /// The loaded programs, one line each: id, type, attach point, tag, name, runs and mean ns
@@ -180,5 +195,15 @@ mod tests {
             "{off:?}"
         );
         assert!(program_table(&[]).contains("none"));
+    }
+
+    #[test]
+    fn what_the_attachment_walk_did_not_read_is_listed_under_the_table() {
+        let notes = ["this kernel has no tcx (Linux 6.6+): nothing to read there".to_string()];
+        assert_eq!(
+            not_read_lines(&notes),
+            "  attachments: this kernel has no tcx (Linux 6.6+): nothing to read there\n"
+        );
+        assert_eq!(not_read_lines(&[]), "");
     }
 }

@@ -3,8 +3,9 @@
 //! tracepoint's name, the kernel function of an LSM/fentry/fexit program (its BTF name), the
 //! interface of an XDP or tc link, the cgroup of a cgroup link.
 
-use super::{AttachPoint, Attachment, Holder, Probe};
+use super::{AttachPoint, Attachment, Direction, Holder, InterfaceHook, NetkitSide, Probe};
 use libbpf_rs::query::{LinkInfoIter, LinkTypeInfo, PerfEventType};
+use libbpf_rs::ProgramAttachType;
 
 /// Every link's attachment. A link whose kind this libbpf does not know still attaches its
 /// program: it is kept, described as such. Unreadable links are skipped.
@@ -37,9 +38,23 @@ fn describe(info: &LinkTypeInfo) -> Option<AttachPoint> {
             })
         }
         LinkTypeInfo::PerfEvent(link) => return perf_event(&link.event_type),
-        LinkTypeInfo::Xdp(link) => format!("xdp ifindex {}", link.ifindex),
-        LinkTypeInfo::Tcx(link) => format!("tcx ifindex {} ({:?})", link.ifindex, link.attach_type),
-        LinkTypeInfo::Netkit(link) => format!("netkit ifindex {}", link.ifindex),
+        LinkTypeInfo::Xdp(link) => {
+            return Some(on_index(InterfaceHook::Xdp { mode: None }, link.ifindex))
+        }
+        LinkTypeInfo::Tcx(link) => {
+            let direction = match link.attach_type {
+                ProgramAttachType::TcxEgress => Direction::Egress,
+                _ => Direction::Ingress,
+            };
+            return Some(on_index(InterfaceHook::Tcx { direction }, link.ifindex));
+        }
+        LinkTypeInfo::Netkit(link) => {
+            let side = match link.attach_type {
+                ProgramAttachType::NetkitPeer => NetkitSide::Peer,
+                _ => NetkitSide::Primary,
+            };
+            return Some(on_index(InterfaceHook::Netkit { side }, link.ifindex));
+        }
         LinkTypeInfo::NetNs(link) => format!("netns {} ({:?})", link.ino, link.attach_type),
         LinkTypeInfo::Iter(link) => format!("iter {}", link.target_name.to_string_lossy()),
         LinkTypeInfo::StructOps(link) => format!("struct_ops map {}", link.map_id),
@@ -55,6 +70,11 @@ fn describe(info: &LinkTypeInfo) -> Option<AttachPoint> {
         LinkTypeInfo::Unknown => return None,
     };
     Some(AttachPoint::Other { description: text })
+}
+
+/// A link's interface hook, by the interface's index: the interface walk gives it its name.
+fn on_index(hook: InterfaceHook, ifindex: u32) -> AttachPoint {
+    AttachPoint::InterfaceIndex { hook, ifindex }
 }
 
 /// A perf-event link's event: what the kernel tells of it since Linux 6.6.
