@@ -157,9 +157,9 @@ fn measure_loaded(
     (placement, interrupts): (machine::Placement, &crate::signals::Interrupts),
 ) -> Result<TestRunReport> {
     let fds: Vec<_> = loaded.iter().map(setup::Loaded::fd).collect();
-    let outcomes: Vec<_> = fds
+    let outcomes: Vec<_> = loaded
         .iter()
-        .map(|fd| setup::outcomes(*fd, packets))
+        .map(|one| setup::outcomes(one.fd(), one.program.kind, packets))
         .collect::<Result<_>>()?;
     let classes = classes::group(packets, &outcomes[0]);
     if classes.is_empty() {
