@@ -34,6 +34,13 @@ pub use output::{ClassReport, TestRunReport};
 pub const DEFAULT_BATCHES: usize = 400;
 /// The default time budget of the batches of all classes together.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(12);
+/// Without `--rounds`, the batches go on past [`DEFAULT_BATCHES`] until this much time has
+/// passed (within the budget). What one run costs on a VM moves with what its other CPUs do,
+/// in phases of seconds (a memory-bound loop on the other CPU of a two-CPU VM doubled it):
+/// 400 batches take well under a second, so a whole run could sit in one phase and read 30–40%
+/// off the next run. Spread over a few seconds, the median of the batches is the machine's
+/// usual state, as a reference measured around the same time sees it.
+pub const DEFAULT_SPAN: Duration = Duration::from_secs(3);
 
 /// Where the packets come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +68,11 @@ pub struct TestRunOptions {
     pub compare: Option<PathBuf>,
     pub packets: PacketSource,
     pub mode: RunMode,
-    /// Batches per class (`--rounds`).
+    /// Batches per class (`--rounds`): the fewest, unless the budget ends them first.
     pub batches: usize,
+    /// The batches go on past `batches` until this much time has passed ([`DEFAULT_SPAN`]
+    /// without `--rounds`, zero with it).
+    pub span: Duration,
     /// The time the batches may take (`--max-time`).
     pub budget: Duration,
     pub cpu: Option<u32>,

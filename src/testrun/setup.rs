@@ -255,6 +255,7 @@ pub fn plan(
         objects: outcomes.len(),
         batches: o.batches,
         budget: o.budget,
+        span: o.span,
         seed: o.seed,
     })
 }
