@@ -13,6 +13,7 @@ mod classes;
 pub mod kernel;
 mod machine;
 pub mod measure;
+mod neighbours;
 mod output;
 mod output_gates;
 mod output_text;
@@ -149,9 +150,14 @@ pub fn run(o: &TestRunOptions) -> Result<()> {
         cpu,
         priority: o.priority,
     };
+    let others_before = neighbours::others(&host, cpu);
     let mut report = measure_loaded(o, &loaded, &packets, (placement, &interrupts))?;
+    let others_busy = others_before
+        .zip(neighbours::others(&host, cpu))
+        .and_then(|(before, after)| neighbours::busy_percent(before, after));
     report.notes.splice(0..0, source_notes);
     report.notes.extend(quiet.note());
+    report.notes.extend(others_busy.and_then(neighbours::note));
     drop(quiet);
     drop(loaded);
     output_text::emit(&report, o.json)?;
