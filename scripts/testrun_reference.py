@@ -124,6 +124,8 @@ def main():
     print(f"  load average {load_before} before, {loadavg()} after; other CPUs busy "
           f"{busy_ref_before:.0f}% (reference before), {busy_tool:.0f}% (tool), "
           f"{busy_ref_after:.0f}% (reference after)")
+    for note in report["notes"]:
+        print(f"  tool's note: {note}")
     if counted:
         print(f"  WARNING: run statistics counted {counted} runs of the reference: another process "
               "held them on (BPF_ENABLE_STATS), so each of its runs paid two clock readings more")
