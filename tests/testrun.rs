@@ -182,6 +182,40 @@ fn a_program_that_rewrites_its_packet_is_timed_on_a_fresh_copy_and_told_so() {
 }
 
 #[test]
+#[ignore = "needs root: loads a socket filter and a cgroup_skb program"]
+fn network_layer_programs_that_change_nothing_are_timed_by_their_slope() {
+    if !need_root("network_layer_programs_that_change_nothing_are_timed_by_their_slope") {
+        return;
+    }
+    let _serial = serial();
+    let dir = scratch();
+    // The kernel hands a socket filter's or cgroup_skb program's packet back with its
+    // Ethernet header zeroed: that is not the program rewriting it.
+    for name in ["socket_0", "cgroup_skb_0"] {
+        let (_, bytes) = ebpf_prof::bpf::PACKET_HOOKS
+            .iter()
+            .find(|(hook, _)| *hook == name)
+            .unwrap();
+        let object = format!("{name}.bpf.o");
+        std::fs::write(dir.path().join(&object), bytes).unwrap();
+        let done = ebpf_prof(
+            dir.path(),
+            &["overhead", "--test-run", "--load", &object, "--json"],
+        );
+        let classes = classes(&done);
+        assert_eq!(classes.len(), 6, "{name}: {classes:#?}");
+        for one in &classes {
+            assert_eq!(one["rewrites"], false, "{name}: {one}");
+            assert_eq!(one["timing"], "slope", "{name}: {one}");
+        }
+        let document: Value = serde_json::from_str(&done.stdout()).unwrap();
+        let notes = document["test_run"]["notes"].to_string();
+        assert!(!notes.contains("rewrites its packet"), "{name}: {notes}");
+        no_program_left(name);
+    }
+}
+
+#[test]
 #[ignore = "needs root: loads two XDP programs"]
 fn compare_tells_the_one_class_that_differs_and_the_gate_sees_it() {
     if !need_root("compare_tells_the_one_class_that_differs_and_the_gate_sees_it") {

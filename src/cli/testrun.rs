@@ -5,7 +5,9 @@
 use super::args::OverheadArgs;
 use crate::error::usage;
 use crate::testrun::kernel::RunMode;
-use crate::testrun::{Gates, PacketSource, TestRunOptions, DEFAULT_BATCHES, DEFAULT_BUDGET};
+use crate::testrun::{
+    Gates, PacketSource, TestRunOptions, DEFAULT_BATCHES, DEFAULT_BUDGET, DEFAULT_SPAN,
+};
 use std::time::Duration;
 
 /// The test run's options, or a usage error naming what it needs.
@@ -15,6 +17,7 @@ pub fn options(a: OverheadArgs) -> anyhow::Result<TestRunOptions> {
             "--test-run needs --load OBJ.bpf.o: the packet program to run",
         ));
     };
+    let budget = a.max_time.map_or(DEFAULT_BUDGET, Duration::from_secs_f64);
     Ok(TestRunOptions {
         object,
         compare: a.compare,
@@ -25,7 +28,12 @@ pub fn options(a: OverheadArgs) -> anyhow::Result<TestRunOptions> {
             RunMode::Plain
         },
         batches: a.rounds.unwrap_or(DEFAULT_BATCHES),
-        budget: a.max_time.map_or(DEFAULT_BUDGET, Duration::from_secs_f64),
+        span: if a.rounds.is_some() {
+            Duration::ZERO
+        } else {
+            DEFAULT_SPAN.min(budget)
+        },
+        budget,
         cpu: a.cpu,
         priority: (!a.no_fifo).then_some(a.priority),
         confidence: a.confidence,
@@ -76,6 +84,7 @@ mod tests {
         assert_eq!(o.compare.as_deref(), Some(std::path::Path::new("b.bpf.o")));
         assert_eq!(o.packets, PacketSource::Capture("x.pcap".into()));
         assert_eq!((o.batches, o.budget, o.seed), (50, DEFAULT_BUDGET, 9));
+        assert_eq!(o.span, Duration::ZERO, "--rounds N: N batches");
         assert_eq!(o.priority, None);
         assert_eq!(o.mode, RunMode::Plain);
         assert_eq!(o.gates.max_p50_ns, Some(40.0));
@@ -96,6 +105,7 @@ mod tests {
         assert_eq!(o.packets, PacketSource::Builtin);
         assert_eq!(o.mode, RunMode::LiveFrames);
         assert_eq!(o.batches, DEFAULT_BATCHES);
+        assert_eq!(o.span, DEFAULT_SPAN, "spread over the default span");
         assert_eq!(o.priority, Some(99));
     }
 

@@ -109,7 +109,7 @@ pub enum RunMode {
 
 /// One run of `packet`, its output copied back: the verdict and whether it rewrote the packet.
 /// The errno on failure.
-pub fn run_once(program: BorrowedFd<'_>, packet: &[u8]) -> Result<Outcome, i32> {
+pub fn run_once(program: BorrowedFd<'_>, kind: PacketKind, packet: &[u8]) -> Result<Outcome, i32> {
     let mut output = vec![0u8; packet.len() + OUTPUT_ROOM];
     let mut opts = libbpf_sys::bpf_test_run_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
@@ -126,10 +126,30 @@ pub fn run_once(program: BorrowedFd<'_>, packet: &[u8]) -> Result<Outcome, i32> 
         return Err(errno_of(ret));
     }
     output.truncate(opts.data_size_out as usize);
+    restore_link_header(kind, packet, &mut output);
     Ok(Outcome {
         retval: opts.retval,
         output,
     })
+}
+
+/// The length of an Ethernet header.
+const ETHERNET_HEADER: usize = 14;
+
+/// A socket filter or cgroup_skb program runs from the network header and cannot see the
+/// Ethernet header, and the kernel hands its packet back with that header zeroed. Put the
+/// input's header back, so that the output differs from the input only where the program
+/// changed it (a program that changes nothing must not be timed as one that rewrites).
+fn restore_link_header(kind: PacketKind, input: &[u8], output: &mut [u8]) {
+    if !matches!(kind, PacketKind::SocketFilter | PacketKind::CgroupSkb) {
+        return;
+    }
+    if input.len() < ETHERNET_HEADER || output.len() < ETHERNET_HEADER {
+        return;
+    }
+    if output[..ETHERNET_HEADER].iter().all(|byte| *byte == 0) {
+        output[..ETHERNET_HEADER].copy_from_slice(&input[..ETHERNET_HEADER]);
+    }
 }
 
 /// The kernel's own mean per run of one test-run call of `repeat` runs on `packet`, in whole
@@ -200,6 +220,29 @@ mod tests {
             "lsm/file_open",
         ] {
             assert_eq!(PacketKind::from_section(none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn the_zeroed_link_header_of_a_network_layer_program_is_put_back() {
+        let input: Vec<u8> = (1..=60).collect();
+        let mut zeroed = input.clone();
+        zeroed[..ETHERNET_HEADER].fill(0);
+        for kind in [PacketKind::SocketFilter, PacketKind::CgroupSkb] {
+            let mut output = zeroed.clone();
+            restore_link_header(kind, &input, &mut output);
+            assert_eq!(output, input, "{kind}");
+            // A change past the link header stays a change.
+            let mut changed = zeroed.clone();
+            changed[30] ^= 0xFF;
+            restore_link_header(kind, &input, &mut changed);
+            assert_ne!(changed, input, "{kind}");
+        }
+        // XDP and tc programs see the whole frame: a zeroed header there is the program's doing.
+        for kind in [PacketKind::Xdp, PacketKind::Tc] {
+            let mut output = zeroed.clone();
+            restore_link_header(kind, &input, &mut output);
+            assert_eq!(output, zeroed, "{kind}");
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Plan {
     pub batches: usize,
     /// Stop once this has passed (after [`MIN_BATCHES`]).
     pub budget: Duration,
+    /// Go on past `batches` until this has passed.
+    pub span: Duration,
     pub seed: u64,
 }
 
@@ -85,8 +87,12 @@ pub fn run(plan: &Plan, runner: &mut dyn Runner) -> anyhow::Result<(Batches, End
     let mut coin = Rng::new(plan.seed);
     let mut batches: Batches = vec![vec![Vec::new(); plan.objects]; plan.classes.len()];
     let start = Instant::now();
-    for batch in 0..plan.batches {
-        if batch >= MIN_BATCHES && start.elapsed() > plan.budget {
+    for batch in 0.. {
+        let elapsed = start.elapsed();
+        if batch >= plan.batches && elapsed >= plan.span {
+            break;
+        }
+        if batch >= MIN_BATCHES && elapsed > plan.budget {
             return Ok((batches, Ended::Budget { batches: batch }));
         }
         for (class_index, class) in plan.classes.iter().enumerate() {
@@ -279,6 +285,7 @@ mod tests {
             objects,
             batches: 400,
             budget: Duration::from_secs(60),
+            span: Duration::ZERO,
             seed: 7,
         }
     }
@@ -369,6 +376,21 @@ mod tests {
             }
         );
         assert_eq!(batches[0][0].len(), MIN_BATCHES);
+    }
+
+    #[test]
+    fn the_batches_go_on_until_the_span_has_passed() {
+        let span = Duration::from_millis(30);
+        let plan = Plan {
+            batches: 10,
+            span,
+            ..plan_of(&[Timing::Slope], 1, 10)
+        };
+        let start = Instant::now();
+        let (batches, ended) = run(&plan, &mut kernel(vec![30.0], 1)).expect("runs");
+        assert!(start.elapsed() >= span);
+        assert_eq!(ended, Ended::AllBatches);
+        assert!(batches[0][0].len() > 10, "{}", batches[0][0].len());
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod classes;
 pub mod kernel;
 mod machine;
 pub mod measure;
+mod neighbours;
 mod output;
 mod output_gates;
 mod output_text;
@@ -34,6 +35,13 @@ pub use output::{ClassReport, TestRunReport};
 pub const DEFAULT_BATCHES: usize = 400;
 /// The default time budget of the batches of all classes together.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(12);
+/// Without `--rounds`, the batches go on past [`DEFAULT_BATCHES`] until this much time has
+/// passed (within the budget). What one run costs on a VM moves with what its other CPUs do,
+/// in phases of seconds (a memory-bound loop on the other CPU of a two-CPU VM doubled it):
+/// 400 batches take well under a second, so a whole run could sit in one phase and read 30–40%
+/// off the next run. Spread over a few seconds, the median of the batches is the machine's
+/// usual state, as a reference measured around the same time sees it.
+pub const DEFAULT_SPAN: Duration = Duration::from_secs(3);
 
 /// Where the packets come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +69,11 @@ pub struct TestRunOptions {
     pub compare: Option<PathBuf>,
     pub packets: PacketSource,
     pub mode: RunMode,
-    /// Batches per class (`--rounds`).
+    /// Batches per class (`--rounds`): the fewest, unless the budget ends them first.
     pub batches: usize,
+    /// The batches go on past `batches` until this much time has passed ([`DEFAULT_SPAN`]
+    /// without `--rounds`, zero with it).
+    pub span: Duration,
     /// The time the batches may take (`--max-time`).
     pub budget: Duration,
     pub cpu: Option<u32>,
@@ -139,9 +150,14 @@ pub fn run(o: &TestRunOptions) -> Result<()> {
         cpu,
         priority: o.priority,
     };
+    let others_before = neighbours::others(&host, cpu);
     let mut report = measure_loaded(o, &loaded, &packets, (placement, &interrupts))?;
+    let others_busy = others_before
+        .zip(neighbours::others(&host, cpu))
+        .and_then(|(before, after)| neighbours::busy_percent(before, after));
     report.notes.splice(0..0, source_notes);
     report.notes.extend(quiet.note());
+    report.notes.extend(others_busy.and_then(neighbours::note));
     drop(quiet);
     drop(loaded);
     output_text::emit(&report, o.json)?;
@@ -157,9 +173,9 @@ fn measure_loaded(
     (placement, interrupts): (machine::Placement, &crate::signals::Interrupts),
 ) -> Result<TestRunReport> {
     let fds: Vec<_> = loaded.iter().map(setup::Loaded::fd).collect();
-    let outcomes: Vec<_> = fds
+    let outcomes: Vec<_> = loaded
         .iter()
-        .map(|fd| setup::outcomes(*fd, packets))
+        .map(|one| setup::outcomes(one.fd(), one.program.kind, packets))
         .collect::<Result<_>>()?;
     let classes = classes::group(packets, &outcomes[0]);
     if classes.is_empty() {

@@ -128,12 +128,16 @@ pub fn load(path: &Path, program: &ProgramChoice) -> Result<Loaded> {
 
 /// One untimed run of each packet; `None` for a packet the kernel refused with EINVAL (its
 /// length out of the test run's range). Any other failure ends the run.
-pub fn outcomes(program: BorrowedFd<'_>, packets: &[Packet]) -> Result<Vec<Option<Outcome>>> {
+pub fn outcomes(
+    program: BorrowedFd<'_>,
+    kind: kernel::PacketKind,
+    packets: &[Packet],
+) -> Result<Vec<Option<Outcome>>> {
     packets
         .iter()
         .enumerate()
         .map(
-            |(index, packet)| match kernel::run_once(program, &packet.bytes) {
+            |(index, packet)| match kernel::run_once(program, kind, &packet.bytes) {
                 Ok(outcome) => Ok(Some(outcome)),
                 Err(libc::EINVAL) => Ok(None),
                 Err(errno) => Err(anyhow::Error::from(std::io::Error::from_raw_os_error(
@@ -251,6 +255,7 @@ pub fn plan(
         objects: outcomes.len(),
         batches: o.batches,
         budget: o.budget,
+        span: o.span,
         seed: o.seed,
     })
 }
