@@ -307,6 +307,7 @@ boot_guest() { # VMLINUZ ACCEL OUT-DIR -> exit status of the guest run
   # A process group of its own, so that a timeout or the watchdog ends QEMU with it.
   setsid timeout -k 10 "$GUEST_TIMEOUT" vng "${vng_args[@]}" </dev/null >"$out/console.log" 2>&1 &
   pid=$!
+  echo "$pid" >"$out/guest-pgid"
   watchdog "$out/console.log" "$pid" "$out/watchdog" "$out/load-samples" &
   wd=$!
   wait "$pid" || status=$?
@@ -341,6 +342,13 @@ prepare_kernel() { # NAME LIST
     return
   fi
   perf_tree=$(matched_perf "$series")
+  # The guest does not see the host's /var/cache (virtme-ng lays a tmpfs over it): the tree
+  # goes with the run's output.
+  if [ -n "$perf_tree" ]; then
+    rm -rf "$out/perf"
+    cp -a "$perf_tree" "$out/perf"
+    perf_tree=$out/perf
+  fi
   echo "${perf_tree:-none}" >"$out/perf-tree"
   echo "$kimg" >"$out/vmlinuz"
   echo "${image#linux-image-}" >"$out/release"
@@ -405,9 +413,21 @@ parallel_guests() { # ACCEL
   fi
 }
 
+# Ends every guest this run booted (each runs in a process group of its own, which a signal to
+# this script would not reach).
+stop_guests() {
+  local file
+  for file in "$MATRIX_OUT"/*/guest-pgid; do
+    [ -f "$file" ] && kill -KILL -- "-$(cat "$file")" 2>/dev/null
+  done
+  return 0
+}
+
 main() {
   local started accel list name any_failed=0 slots running=()
   started=$(date +%s)
+  trap 'stop_guests; exit 130' INT
+  trap 'stop_guests; exit 143' TERM
   install_host_tools
   mkdir -p "$MATRIX_OUT"
   # The guests run these copies: editing the repository's files during a run changes nothing.
