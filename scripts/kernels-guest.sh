@@ -39,7 +39,9 @@ perf_check() {
   local kernel want doctor log=$out/version-matched-perf.log
   kernel=$(uname -r | cut -d. -f1,2)
   if [ "$perf_tree" != none ]; then
-    want=/usr/bin/$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")
+    # By the name PATH finds it under, as doctor shows it (/bin comes first where /bin is
+    # /usr/bin): perf_5.10 for bullseye's, plain perf for bookworm-backports' 6.12.
+    want=$(command -v "$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")")
   else
     want=$(command -v perf)
   fi
