@@ -39,7 +39,9 @@ perf_check() {
   local kernel want doctor log=$out/version-matched-perf.log
   kernel=$(uname -r | cut -d. -f1,2)
   if [ "$perf_tree" != none ]; then
-    want=/usr/bin/$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")
+    # By the name PATH finds it under, as doctor shows it (/bin comes first where /bin is
+    # /usr/bin): perf_5.10 for bullseye's, plain perf for bookworm-backports' 6.12.
+    want=$(command -v "$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")")
   else
     want=$(command -v perf)
   fi
@@ -88,6 +90,7 @@ perf_record_check() { # PERF LOG
 while read -r bin test; do
   log=$out/$test.log
   status=0
+  started=$(awk '{print $1}' /proc/uptime)
   (cd /tmp && timeout -k 5 "${TEST_TIMEOUT:-600}" "$bin" --exact "$test" --include-ignored \
     --test-threads=1 --nocapture) >"$log" 2>&1 </dev/null || status=$?
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
@@ -99,13 +102,16 @@ while read -r bin test; do
     pkill -KILL -x perf 2>/dev/null
     echo "kernels-guest: $test hit its ${TEST_TIMEOUT:-600} s limit; its processes ended" >>"$log"
   fi
+  # The test's wall time in the guest, in its log and its line of the results.
+  took=$(awk -v from="$started" '{printf "%.0f", $1 - from}' /proc/uptime)
+  echo "kernels-guest: $test took $took s" >>"$log"
   skip=$(grep -m1 "^SKIP ${test##*::}" "$log" | cut -d: -f2- | sed 's/^ *//')
   if [ "$status" -eq 0 ] && [ -n "$skip" ]; then
-    echo "skip $test $skip" >>"$out/results"
+    echo "skip $test ${took}s $skip" >>"$out/results"
   elif [ "$status" -eq 0 ] && grep -q 'test result: ok. 1 passed' "$log"; then
-    echo "pass $test" >>"$out/results"
+    echo "pass $test ${took}s" >>"$out/results"
   else
-    echo "fail $test (exit $status)" >>"$out/results"
+    echo "fail $test ${took}s (exit $status)" >>"$out/results"
   fi
   echo "kernels-guest: $(tail -1 "$out/results")"
 done <"$out/tests.list"

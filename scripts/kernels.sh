@@ -24,6 +24,10 @@ KERNEL_CACHE=${KERNEL_CACHE:-/var/cache/ebpf-prof-kernels}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400}
 GUEST_MEMORY=${GUEST_MEMORY:-2G}
 GUEST_CPUS=${GUEST_CPUS:-2}
+# Under TCG: "single" runs all of a guest's vCPUs on one host thread, "multi" one thread each.
+GUEST_TCG=${GUEST_TCG:-single}
+# Guests booted at once; by default one per host CPU under single-threaded TCG or KVM.
+GUEST_PARALLEL=${GUEST_PARALLEL:-}
 MATRIX_OUT=${MATRIX_OUT:-$REPO/target/kernels/$(date -u +%Y%m%dT%H%M%SZ)}
 VIRTME_NG_VERSION=1.42
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -241,9 +245,12 @@ choose_accel() {
 build_tests() { # LIST-FILE
   local list=$1 json
   cargo build --quiet --bin ebpf-prof >&2
-  json=$(cargo test --quiet --no-run --message-format=json \
-    --test gate --test real_tools --test e2e --test report --test overhead --test ops --test signals \
-    --test attachments_root 2>/dev/null)
+  # Every target the subset names, built by name: that includes targets `cargo test` leaves
+  # out (test = false, such as guest_kprobe, which needs kprobes).
+  local targets
+  targets=$(awk '!/^(#|$)/ { print "--test " $1 }' "$MATRIX_OUT/kernels-subset.txt" | sort -u)
+  # shellcheck disable=SC2086
+  json=$(cargo test --quiet --no-run --message-format=json $targets 2>/dev/null)
   exe() { # TEST-TARGET
     echo "$json" | python3 -c '
 import json, sys
@@ -256,7 +263,7 @@ for line in sys.stdin:
   while read -r target test; do
     case $target in '' | '#'*) continue ;; esac
     echo "$(exe "$target") $test" >>"$list"
-  done <"$REPO/scripts/kernels-subset.txt"
+  done <"$MATRIX_OUT/kernels-subset.txt"
   # Copies without debug info, for the guest to run from memory: a guest reads the 100 MB debug
   # binaries over 9p at every start, seconds each under TCG.
   local dir binary
@@ -272,9 +279,13 @@ for line in sys.stdin:
 # --- one guest -----------------------------------------------------------------------------------
 
 # Kills the guest's process group when its console shows a panic, an RCU stall or a soft lockup.
-watchdog() { # CONSOLE-LOG PGID VERDICT-FILE
+# Samples the host's load every 10 s into LOAD-SAMPLES meanwhile.
+watchdog() { # CONSOLE-LOG PGID VERDICT-FILE LOAD-SAMPLES
   local pattern='Kernel panic|detected stalls on CPUs|self-detected stall on CPU|BUG: soft lockup|watchdog: BUG:'
+  local tick=0
+  : >"$4"
   while kill -0 "$2" 2>/dev/null; do
+    [ $((tick++ % 5)) -eq 0 ] && cut -d' ' -f1 /proc/loadavg >>"$4"
     if grep -Eq "$pattern" "$1" 2>/dev/null; then
       grep -Eo "$pattern" "$1" | head -1 >"$3"
       kill -TERM -- "-$2" 2>/dev/null || true
@@ -291,12 +302,13 @@ boot_guest() { # VMLINUZ ACCEL OUT-DIR -> exit status of the guest run
   local -a vng_args=(--run "$kimg" --force-9p --cpus "$GUEST_CPUS" --memory "$GUEST_MEMORY"
     --rwdir "$out" --verbose
     --append "panic=-1 rcupdate.rcu_cpu_stall_timeout=60"
-    --exec "$REPO/scripts/kernels-guest.sh $out $accel")
-  [ "$accel" = kvm ] || vng_args+=(--disable-kvm)
+    --exec "$MATRIX_OUT/kernels-guest.sh $out $accel")
+  [ "$accel" = kvm ] || vng_args+=(--disable-kvm "--qemu-opts=-accel tcg,thread=$GUEST_TCG")
   # A process group of its own, so that a timeout or the watchdog ends QEMU with it.
   setsid timeout -k 10 "$GUEST_TIMEOUT" vng "${vng_args[@]}" </dev/null >"$out/console.log" 2>&1 &
   pid=$!
-  watchdog "$out/console.log" "$pid" "$out/watchdog" &
+  echo "$pid" >"$out/guest-pgid"
+  watchdog "$out/console.log" "$pid" "$out/watchdog" "$out/load-samples" &
   wd=$!
   wait "$pid" || status=$?
   kill "$wd" 2>/dev/null || true
@@ -308,36 +320,57 @@ count_results() { # pass|fail|skip OUT-DIR
   if [ -f "$2/results" ]; then grep -c "^$1 " "$2/results" || true; else echo 0; fi
 }
 
-# Runs one kernel; appends its row to ROWS.
-run_kernel() { # NAME ACCEL LIST
-  local name=$1 accel=$2 series flavour suite image kimg out start status=0 note=""
+# Unpacks one kernel and its perf (downloading what the cache lacks) into OUT; writes OUT/row
+# instead when there is nothing to boot. One kernel at a time: apt shares its cache.
+prepare_kernel() { # NAME LIST
+  local name=$1 series flavour suite image kimg out perf_tree
   series=${name%-rt}
   flavour=amd64
   [ "$series" != "$name" ] && flavour=rt-amd64
-  start=$(date +%s)
   out=$MATRIX_OUT/$name
   mkdir -p "$out"
-  cp "$3" "$out/tests.list"
-  cp "$(dirname "$3")/bin/binaries" "$out/binaries"
+  rm -f "$out/row"
+  cp "$2" "$out/tests.list"
+  cp "$(dirname "$2")/bin/binaries" "$out/binaries"
   if ! suite=$(suite_of "$series"); then
-    ROWS+=("$name - - 0 0 0 0 unknown-kernel(5.10,6.1,6.12,7[-rt])")
+    echo "$name - - 0 0 0 0 - unknown-kernel(5.10,6.1,6.12,7[-rt])" >"$out/row"
     return
   fi
   image=$(image_package "$suite" "$flavour")
   if [ -z "$image" ] || ! kimg=$(unpack_kernel "$image"); then
-    ROWS+=("$name - - 0 0 0 $(($(date +%s) - start)) no-package-in-$suite")
+    echo "$name - - 0 0 0 0 - no-package-in-$suite" >"$out/row"
     return
   fi
-  local perf_tree
   perf_tree=$(matched_perf "$series")
+  # The guest does not see the host's /var/cache (virtme-ng lays a tmpfs over it): the tree
+  # goes with the run's output.
+  if [ -n "$perf_tree" ]; then
+    rm -rf "$out/perf"
+    cp -a "$perf_tree" "$out/perf"
+    perf_tree=$out/perf
+  fi
   echo "${perf_tree:-none}" >"$out/perf-tree"
-  say "$name: booting ${image#linux-image-} under $accel (version-matched perf: ${perf_tree:-none})"
-  boot_guest "$kimg" "$accel" "$out" || status=$?
-  local passed failed skipped boot
+  echo "$kimg" >"$out/vmlinuz"
+  echo "${image#linux-image-}" >"$out/release"
+}
+
+# Boots one prepared kernel and writes its row to OUT/row.
+run_kernel() { # NAME ACCEL
+  local name=$1 accel=$2 out start status=0 note="" release
+  out=$MATRIX_OUT/$name
+  [ -f "$out/row" ] && return
+  start=$(date +%s)
+  release=$(cat "$out/release")
+  say "$name: booting $release under $accel (version-matched perf: $(cat "$out/perf-tree"))"
+  boot_guest "$(cat "$out/vmlinuz")" "$accel" "$out" || status=$?
+  local passed failed skipped boot load
   passed=$(count_results pass "$out")
   failed=$(count_results fail "$out")
   skipped=$(count_results skip "$out")
   boot=$(cat "$out/boot-seconds" 2>/dev/null || echo -)
+  # The host's mean 1-minute load while the guest ran: the figure to judge its wall time by.
+  load=$(awk '{ sum += $1; n++ } END { if (n) printf "%.1f", sum / n; else print "-" }' \
+    "$out/load-samples" 2>/dev/null)
   if [ -s "$out/watchdog" ]; then
     note="killed:$(tr ' ' '_' <"$out/watchdog")"
   elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
@@ -352,43 +385,86 @@ run_kernel() { # NAME ACCEL LIST
   elif [ -z "$note" ]; then
     note=FAIL
   fi
-  ROWS+=("$name ${image#linux-image-} $accel $boot $passed $failed $skipped $(($(date +%s) - start)) $note")
-  say "$name: ${ROWS[-1]}"
+  echo "$name $release $accel $boot $passed $failed $skipped $(($(date +%s) - start)) ${load:--} $note" \
+    >"$out/row"
+  say "$name: $(cat "$out/row")"
 }
 
 print_table() {
-  printf '%-8s %-22s %-5s %7s %6s %6s %7s %7s  %s\n' kernel release accel boot_s passed failed skipped wall_s result
-  local row
-  for row in "${ROWS[@]}"; do
-    # shellcheck disable=SC2086
-    printf '%-8s %-22s %-5s %7s %6s %6s %7s %7s  %s\n' $row
+  local format='%-8s %-22s %-5s %7s %6s %6s %7s %7s %5s  %s\n' name row
+  # shellcheck disable=SC2059
+  printf "$format" kernel release accel boot_s passed failed skipped wall_s load result
+  for name in $KERNELS; do
+    row=$(cat "$MATRIX_OUT/$name/row" 2>/dev/null || echo "$name - - - 0 0 0 0 - no-row")
+    # shellcheck disable=SC2059,SC2086
+    printf "$format" $row
   done
 }
 
+# How many guests run at once: one per host CPU when a guest keeps to one host thread
+# (single-threaded TCG) or under KVM; one with multi-threaded TCG, whose vCPUs take every CPU.
+parallel_guests() { # ACCEL
+  if [ -n "$GUEST_PARALLEL" ]; then
+    echo "$GUEST_PARALLEL"
+  elif [ "$1" = tcg ] && [ "$GUEST_TCG" = multi ]; then
+    echo 1
+  else
+    nproc
+  fi
+}
+
+# Ends every guest this run booted (each runs in a process group of its own, which a signal to
+# this script would not reach).
+stop_guests() {
+  local file
+  for file in "$MATRIX_OUT"/*/guest-pgid; do
+    [ -f "$file" ] && kill -KILL -- "-$(cat "$file")" 2>/dev/null
+  done
+  return 0
+}
+
 main() {
-  local started accel list name any_failed=0
+  local started accel list name any_failed=0 slots running=()
   started=$(date +%s)
+  trap 'stop_guests; exit 130' INT
+  trap 'stop_guests; exit 143' TERM
   install_host_tools
   mkdir -p "$MATRIX_OUT"
+  # The guests run these copies: editing the repository's files during a run changes nothing.
+  cp scripts/kernels-guest.sh scripts/kernels-subset.txt "$MATRIX_OUT/"
   apt_private
   accel=$(choose_accel)
   if [ "$accel" = tcg ]; then
-    say "accelerator: tcg (no guest vCPU ran under KVM with the host's CPU model within 15 s)"
+    say "accelerator: tcg, thread=$GUEST_TCG (no guest vCPU ran under KVM with the host's CPU model within 15 s)"
   else
     say "accelerator: kvm (a guest vCPU ran)"
   fi
   list=$MATRIX_OUT/tests.list
   build_tests "$list"
-  ROWS=()
   for name in $KERNELS; do
-    run_kernel "$name" "$accel" "$list"
+    prepare_kernel "$name" "$list"
   done
+  slots=$(parallel_guests "$accel")
+  say "$slots guest(s) at once; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for name in $KERNELS; do
+    while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do
+      wait -n || true
+    done
+    run_kernel "$name" "$accel" &
+    running+=($!)
+  done
+  wait "${running[@]}" 2>/dev/null || true
   print_table | tee "$MATRIX_OUT/table.txt"
-  for row in "${ROWS[@]}"; do
-    [ "${row##* }" = ok ] || any_failed=1
+  for name in $KERNELS; do
+    [ "$(awk '{ print $NF }' "$MATRIX_OUT/$name/row" 2>/dev/null)" = ok ] || any_failed=1
   done
-  say "logs in $MATRIX_OUT; whole run $(($(date +%s) - started)) s"
+  say "logs in $MATRIX_OUT; whole run $(($(date +%s) - started)) s; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
   return "$any_failed"
 }
 
-main "$@"
+# One compound command, read whole before it runs: an edit of this file during a run changes
+# nothing in it.
+{
+  main "$@"
+  exit $?
+}

@@ -7,9 +7,11 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// `ebpf-prof hook --load OBJ --seconds 60` in the background, once its programs are listed.
+/// `ebpf-prof hook --load OBJ --seconds 60` in the background (longer under emulation, where
+/// two `doctor` runs can outlast a minute), once its programs are listed.
 fn hold(dir: &Path, obj: &str, part: &str) -> Child {
-    let child = ebpf_prof(&["hook", "--load", obj, "--seconds", "60"], dir)
+    let seconds = patience(Duration::from_secs(60)).as_secs().to_string();
+    let child = ebpf_prof(&["hook", "--load", obj, "--seconds", &seconds], dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -230,7 +230,7 @@ fn regression_own_benchmark_runs_are_counted_per_latency_it_printed() {
 
 /// `record --load HOOK` of the built-in bench (no `--op`), then `report --json`: both runs.
 fn record_and_report(dir: &Path, hook: &str) -> (Run, Value) {
-    let count = iterations(60_000);
+    let count = sampled_iterations(60_000);
     let a = ["record", "--load", hook, "-n", &count, "-F", "4999"];
     let r = run(ebpf_prof(&a, dir));
     assert_eq!(r.code(), Some(0), "{r:?}");
@@ -256,7 +256,7 @@ fn record_of_the_execve_hook_times_exec_and_shows_its_frames() {
     assert!(
         r.stderr().contains(&format!(
             "bench -n {} --op exec-missing ",
-            iterations(60_000)
+            sampled_iterations(60_000)
         )),
         "{r:?}"
     );

@@ -547,7 +547,11 @@ fn tcp_veth_runs_packet_programs_once_per_segment_inside_the_span() {
         ("socket_8", 0.9..1.1),
         ("cgroup_skb_8", 0.9..2.1),
     ] {
-        let (pid, report, stderr) = overhead_of(name, &["--op", "tcp-veth", "--trivial-arm", "off"], d.path());
+        let (pid, report, stderr) = overhead_of(
+            name,
+            &["--op", "tcp-veth", "--trivial-arm", "off"],
+            d.path(),
+        );
         assert_eq!(report["op"]["op"], "tcp-veth", "{name}: {stderr}");
         let runs = report["ran"]["runs_per_op"].as_f64().unwrap();
         assert!(

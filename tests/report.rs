@@ -307,17 +307,26 @@ fn agrees_with_perf_report(dir: &Path) {
     // htab_map_hash (Debian's 6.1).
     let hash = ["htab_map_hash", "jhash"]
         .into_iter()
-        .find(|name| functions.iter().any(|k| k["name"] == *name))
-        .unwrap_or_else(|| panic!("no hash function (htab_map_hash, jhash): {v}"));
-    for name in [hash, "lookup_nulls_elem_raw", "bpf_probe_read_user_str"] {
-        let k = functions
-            .iter()
-            .find(|k| k["name"] == name)
-            .unwrap_or_else(|| panic!("{name} missing: {v}"));
+        .find(|name| functions.iter().any(|k| k["name"] == *name));
+    // Under emulation the time in BPF is a sliver of the run (a few dozen samples), so a small
+    // helper may go unsampled: the helpers that were sampled are compared, at least one.
+    let helpers: Vec<&str> = match hash {
+        Some(hash) => vec![hash, "lookup_nulls_elem_raw", "bpf_probe_read_user_str"],
+        None if emulated() => vec!["lookup_nulls_elem_raw", "bpf_probe_read_user_str"],
+        None => panic!("no hash function (htab_map_hash, jhash): {v}"),
+    };
+    let mut compared = 0;
+    for name in helpers {
+        let Some(k) = functions.iter().find(|k| k["name"] == name) else {
+            assert!(emulated(), "{name} missing: {v}");
+            continue;
+        };
         let (_, children, own) = perf_line(&perf, name);
         close(&format!("{name} (inclusive)"), &k["percent"], *children);
         close(&format!("{name} (self)"), &k["self_percent"], *own);
+        compared += 1;
     }
+    assert!(compared >= 1, "no helper of the hook sampled: {v}");
     // Syscall tracepoints became faultable in 6.10: from then on their programs run from
     // trace_call_bpf_faultable.
     let tp = &v["attach_points"][0];

@@ -35,7 +35,7 @@ fn start_recording(dir: &Path) -> Child {
     c.stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap());
     let child = c.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + patience(Duration::from_secs(30));
     while !std::fs::read_to_string(dir.join("stderr.txt"))
         .unwrap()
         .contains("running:")
@@ -48,7 +48,7 @@ fn start_recording(dir: &Path) -> Child {
 }
 
 fn wait(mut child: Child, secs: u64) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let deadline = Instant::now() + patience(Duration::from_secs(secs));
     loop {
         if let Some(st) = child.try_wait().unwrap() {
             return st;

@@ -79,7 +79,12 @@ fn mount_fs(fstype: &CStr, target: &CStr) -> io::Result<()> {
 /// tracepoint ids while the host's mount table stays as it is.
 pub fn tracing_namespace_for_exec() -> io::Result<()> {
     unshare_private()?;
-    mount_fs(c"tracefs", TRACEFS)?;
+    match mount_fs(c"tracefs", TRACEFS) {
+        // EBUSY: tracefs is mounted there already (as in a virtme-ng guest), which is all the
+        // loader needs.
+        Err(error) if error.raw_os_error() == Some(libc::EBUSY) => {}
+        other => other?,
+    }
     let _ = mount_fs(c"debugfs", DEBUGFS);
     Ok(())
 }

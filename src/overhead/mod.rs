@@ -619,7 +619,8 @@ fn run_measured(o: &OverheadOptions) -> Result<()> {
     )?;
     done.report.emit(o, &done.rounds)?;
     if let Some(dir) = &o.opened.profile {
-        profile::record_arms(dir, [("base", &base), ("treat", &treat)], &done.bench)?;
+        let arms = [("base", &base), ("treat", &treat)];
+        profile::record_arms(dir, arms, &done.bench, &done.report.comparison)?;
     }
     gate_exit(&done.report.gates)
 }

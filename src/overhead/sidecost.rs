@@ -94,7 +94,8 @@ pub fn run(
     };
     emit(o, &doc, &own.rounds)?;
     if let Some(dir) = &o.opened.profile {
-        super::profile::record_arms(dir, [("base", arms.0), ("treat", arms.1)], &own.bench)?;
+        let both = [("base", arms.0), ("treat", arms.1)];
+        super::profile::record_arms(dir, both, &own.bench, &doc.own.comparison)?;
     }
     gate_exit(&doc.own.gates)
 }

@@ -271,7 +271,7 @@ pub fn run(
     emit(&program_o, &doc, &program.rounds)?;
     if let Some(dir) = &o.opened.profile {
         let arms = [("base", &trivial), ("treat", user)];
-        super::profile::record_arms(dir, arms, &program.bench)?;
+        super::profile::record_arms(dir, arms, &program.bench, &doc.program.comparison)?;
     }
     gate_exit(&doc.program.gates)
 }

@@ -116,6 +116,14 @@ pub fn iterations(native: u64) -> String {
     (native / slowdown()).max(200).min(native).to_string()
 }
 
+/// An iteration count for a recording whose hook must show up in the samples: as
+/// [`iterations`], but under emulation ten times that (within `native`), because there the
+/// time in BPF is a sliver of the run and a few hundred runs of a cheap hook may go unsampled.
+pub fn sampled_iterations(native: u64) -> String {
+    let emulated_count = (native / slowdown()).max(200) * 10;
+    emulated_count.min(native).to_string()
+}
+
 /// How long to wait for something that takes `native` on an ordinary machine: ten times as long
 /// on an emulated one (its processes start and load programs slower, not a thousand times).
 pub fn patience(native: std::time::Duration) -> std::time::Duration {

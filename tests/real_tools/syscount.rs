@@ -61,12 +61,24 @@ fn check_report(report: &Value, text: &str, flags: &[(String, String, u64)]) {
         }
         None => assert!(share(report, "alloc") < 5.0, "{text}"),
     }
-    let access = hint_of("map_access").unwrap_or_else(|| panic!("{text}"));
-    let t = access["text"].as_str().unwrap();
-    assert!(
-        t.contains("htab_map_update_elem") && t.contains("per-CPU"),
-        "{t}"
-    );
+    // The hint is there exactly when map access reaches the threshold. On an ordinary machine
+    // it always does here; under emulation the shares are the emulator's, not the kernel's, and
+    // only the rule is checked.
+    let access_share = share(report, "map_access");
+    match hint_of("map_access") {
+        Some(access) => {
+            let t = access["text"].as_str().unwrap();
+            assert!(
+                t.contains("htab_map_update_elem") && t.contains("per-CPU"),
+                "{t}"
+            );
+            assert!(access_share >= ebpf_prof::report::ACTION_SHARE, "{text}");
+        }
+        None => assert!(
+            emulated() && access_share < ebpf_prof::report::ACTION_SHARE,
+            "no map-access hint at {access_share:.1}% map access: {text}"
+        ),
+    }
     if flags.iter().all(|(_, _, f)| f & NO_PREALLOC == 0) {
         assert!(
             !text.contains("drop BPF_F_NO_PREALLOC"),
