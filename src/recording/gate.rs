@@ -237,6 +237,10 @@ mod tests {
         );
         p.prog_type = "xdp".into();
         p.loaded_for = None;
-        assert!(describe(&p).contains("netlink"), "{}", describe(&p));
+        assert!(
+            describe(&p).contains("attached nowhere (no interface of any network namespace"),
+            "{}",
+            describe(&p)
+        );
     }
 }
