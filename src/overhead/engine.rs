@@ -33,6 +33,8 @@ struct Engine<'p> {
     /// Time spent in rounds (not in loading), and the pairs run.
     in_pairs: Duration,
     pairs: usize,
+    /// The longest pair of rounds so far (a held block's round counts twice).
+    longest_pair: Duration,
     /// The first pair count at which a single load looks at a target ([`first_look`]).
     first_look: usize,
     /// With blocks: what a hold and a round take, as the rig measured them.
@@ -61,6 +63,7 @@ pub fn run<R: Rig>(rig: &mut R, plan: &RoundsPlan) -> Result<Rounds> {
         coin: Rng::new(plan.seed),
         k50: plan.quantiles.iter().position(|&q| q == 50.0).unwrap_or(0),
         in_pairs: Duration::ZERO,
+        longest_pair: Duration::ZERO,
         pairs: 0,
         first_look: MIN_PAIRS,
         blocks,
@@ -121,11 +124,14 @@ impl Engine<'_> {
         })
     }
 
-    /// The average time of a pair of rounds so far.
+    /// What the next pair of rounds is taken to need: the longest pair so far, not the
+    /// average, so that a pair slower than most does not end the run past its budget.
     fn per_pair(&self) -> Duration {
-        self.in_pairs
+        let average = self
+            .in_pairs
             .checked_div(self.pairs as u32)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        average.max(self.longest_pair)
     }
 
     /// The pairs of load `load` (of `loads`); `Some` when the rounds as a whole must stop.
@@ -168,7 +174,9 @@ impl Engine<'_> {
             let samples = rig.round(side, self.pairs)?;
             self.keep(rig, side, samples)?;
         }
-        self.in_pairs += rig.elapsed().saturating_sub(began);
+        let took = rig.elapsed().saturating_sub(began);
+        self.in_pairs += took;
+        self.longest_pair = self.longest_pair.max(took);
         Ok(())
     }
 
@@ -259,7 +267,9 @@ impl Engine<'_> {
             let samples = rig.round(side, self.pairs + count + 1)?;
             self.keep(rig, side, samples)?;
             // A block's round is half of the pair it makes with its partner.
-            self.in_pairs += rig.elapsed().saturating_sub(began);
+            let took = rig.elapsed().saturating_sub(began);
+            self.in_pairs += took;
+            self.longest_pair = self.longest_pair.max(took * 2);
         }
         Ok(rounds)
     }

@@ -190,8 +190,8 @@ impl Stop {
         )
     }
 
-    /// Whether to stop before pair `done + 1`, `spent` into the rounds, a pair taking
-    /// `per_pair` on average: the count is reached, or the next pair would end past the budget.
+    /// Whether to stop before pair `done + 1`, `spent` into the rounds, the next pair taken to
+    /// need `per_pair`: the count is reached, or the next pair would end past the budget.
     pub fn before_pair(
         self,
         done: usize,
