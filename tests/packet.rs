@@ -785,12 +785,23 @@ fn native_xdp_runs_three_arms_and_judges_the_program_on_top_of_a_trivial_one() {
             "{arm}: {runs:?}"
         );
     }
-    // Native XDP on veth switches to NAPI: several hundred ns, told apart from 0.
-    let (a, lo, _) = p50_of(attach);
-    assert!(lo > 0.0, "attaching at all: {a:+.0} [{lo:+.0}, …]");
+    // Whether the switch to NAPI is told apart from 0 is the machine's to say (the figure is
+    // scripts/packet-path.sh's); the summary quotes the interval the report holds.
+    let (a, lo, hi) = p50_of(attach);
+    assert!(
+        lo <= a && a <= hi,
+        "attaching at all: {a:+.0} [{lo:+.0}, {hi:+.0}]"
+    );
     assert!(program["gates"].as_array().unwrap().len() == 1, "{doc}");
     assert!(attach["gates"].as_array().unwrap().is_empty(), "{doc}");
     let summary = doc["summary"].as_str().unwrap();
+    let said = format!("at all costs {a:+.0} ns at p50 [{lo:+.0}, {hi:+.0}]");
+    assert!(summary.contains(&said), "{said}: {summary}");
+    assert_eq!(
+        summary.contains(&format!("{said} (not told apart from 0)")),
+        lo <= 0.0,
+        "{summary}"
+    );
     assert!(
         summary.starts_with("attaching an XDP program at all costs"),
         "{summary}"
