@@ -43,8 +43,28 @@ fn start_recording(dir: &Path) -> Child {
         assert!(Instant::now() < deadline, "record never started perf");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // perf opens its output before it starts the benchmark: a signal before then finds no
+    // file to finish (under emulation that takes seconds).
+    while !perf_has_its_output_open(child.id()) {
+        assert!(Instant::now() < deadline, "perf never opened its output");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(Duration::from_millis(500));
     child
+}
+
+/// Whether a child of `pid` has a file named perf.data open (false once `pid` is gone).
+fn perf_has_its_output_open(pid: u32) -> bool {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+    let children = children.unwrap_or_default();
+    children.split_whitespace().any(|child| {
+        std::fs::read_dir(format!("/proc/{child}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| target.file_name().is_some_and(|n| n == "perf.data"))
+    })
 }
 
 fn wait(mut child: Child, secs: u64) -> std::process::ExitStatus {
@@ -196,9 +216,9 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Wait (up to 60 s) until none of `pids` runs; `what` is the failure.
+/// Wait (up to 60 s, longer under emulation) until none of `pids` runs; `what` is the failure.
 fn wait_until_gone(pids: &[u32], what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + patience(Duration::from_secs(60));
     while pids
         .iter()
         .any(|p| Path::new(&format!("/proc/{p}")).exists())

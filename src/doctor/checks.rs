@@ -139,7 +139,7 @@ pub(super) fn pmu(host: &Host) -> Check {
     if security::hardware_pmu(host) {
         ok("pmu", "hardware PMU present: cycles:k samples real cycles")
     } else {
-        warn("pmu", "no hardware PMU (a VM?): perf will sample cpu-clock instead of cycles; still valid, time-based", "nothing to do; for cycles, enable the vPMU of the VM")
+        warn("pmu", "no hardware PMU (a VM?): perf will sample a software clock instead of cycles (cpu-clock, or task-clock with a newer perf); still valid, time-based", "nothing to do; for cycles, enable the vPMU of the VM")
     }
 }
 
