@@ -68,6 +68,7 @@ pub(super) fn build(input: &Input<'_>) -> Report {
         warnings: Vec::new(),
         bpf,
     };
+    packet_hints::word_for_packets(&r.packet_hooks, &mut r.hints);
     let packet = packet_hints::hints(&r.packet_hooks, &r.kernel_functions, r.bpf.percent);
     r.hints.extend(packet.into_iter().filter(|_| enough));
     r.warnings = warnings(&r, &t, input);

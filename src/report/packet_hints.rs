@@ -1,7 +1,8 @@
 //! Hints for packet programs' idioms, given when the programs were entered from a packet hook
 //! ([`super::hooks`]) and the time inside BPF shows the idiom: copying packet bytes with
 //! `bpf_skb_load_bytes` where direct packet access reads them in place, and moving an XDP
-//! packet's bounds (`bpf_xdp_adjust_*`) on every packet.
+//! packet's bounds (`bpf_xdp_adjust_*`) on every packet. The map hints, which speak of look-ups
+//! per event, say per packet there ([`word_for_packets`]).
 
 use super::kinds::{Category, Hint};
 use super::{KernelFunction, PacketHookShare};
@@ -62,6 +63,29 @@ pub fn hints(hooks: &[PacketHookShare], kfuncs: &[KernelFunction], bpf_percent: 
     v
 }
 
+/// The general hints of a profile whose programs hang under `hooks`, worded for packets: on
+/// the packet path the event a map is looked up for is a packet.
+pub fn word_for_packets(hooks: &[PacketHookShare], hints: &mut [Hint]) {
+    if hooks.is_empty() {
+        return;
+    }
+    for hint in hints
+        .iter_mut()
+        .filter(|h| matches!(h.category, Category::MapAccess | Category::MapHash))
+    {
+        hint.text = hint
+            .text
+            .replace(
+                "look-ups per event",
+                "look-ups per packet (one per flow, not one per rule or header)",
+            )
+            .replace(
+                "look up less often",
+                "look up less often (once per packet at most)",
+            );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +132,45 @@ mod tests {
         );
         // Under the threshold: nothing.
         assert!(hints(&tc_hook(), &[kfunc("skb_copy_bits", 0.4)], 10.0).is_empty());
+    }
+
+    #[test]
+    fn map_hints_speak_of_packets_on_the_packet_path_only() {
+        let general = || {
+            vec![
+                super::super::kinds::hint(
+                    Category::MapAccess,
+                    40.0,
+                    None,
+                    crate::report::kinds::OwnCodeEvidence::None,
+                )
+                .unwrap(),
+                super::super::kinds::hint(
+                    Category::MapHash,
+                    20.0,
+                    None,
+                    crate::report::kinds::OwnCodeEvidence::None,
+                )
+                .unwrap(),
+            ]
+        };
+        let mut on_path = general();
+        word_for_packets(&tc_hook(), &mut on_path);
+        assert!(
+            on_path[0]
+                .text
+                .contains("fewer look-ups per packet (one per flow"),
+            "{on_path:?}"
+        );
+        assert!(
+            on_path[1]
+                .text
+                .contains("look up less often (once per packet at most)"),
+            "{on_path:?}"
+        );
+        let mut off_path = general();
+        word_for_packets(&[], &mut off_path);
+        assert_eq!(off_path, general());
     }
 
     #[test]
