@@ -117,10 +117,18 @@ fn record_the_hook_for(dir: &Path, uid: u32, gid: u32) {
         .env("SUDO_GID", gid.to_string());
     let r = run(c);
     assert_eq!(r.code(), Some(0), "{r:?}");
-    // taskset is run by the absolute path that was checked on PATH, wherever it is.
+    // taskset is run by the absolute path that was checked on PATH, wherever it is; perf may
+    // be a version-matched `perf_5.10`.
     let line =
-        "perf record -g --call-graph fp -e cycles:k -F 4999 -o perf.data --no-buildid-cache -- /";
-    assert!(r.stderr().contains(line), "{r:?}");
+        " record -g --call-graph fp -e cycles:k -F 4999 -o perf.data --no-buildid-cache -- /";
+    let ran = r
+        .stderr()
+        .lines()
+        .find(|l| l.contains(line))
+        .map(str::to_string);
+    let ran = ran.unwrap_or_else(|| panic!("{r:?}"));
+    let perf = ran.split(line).next().unwrap().rsplit('/').next().unwrap();
+    assert!(perf == "perf" || perf.starts_with("perf_"), "{ran}");
     assert!(r.stderr().contains("/taskset -c"), "{r:?}");
     let stderr = r.stderr();
     let captured = stderr.lines().find(|l| l.contains("Captured and wrote"));
