@@ -28,6 +28,11 @@ if [ "$perf_tree" != none ]; then
   cp -a "$perf_tree/usr/." /usr/
   ldconfig
 fi
+# The packet path's modules the host staged for this kernel (a module already built in, or
+# loaded, refuses a second load: that is fine).
+for module in "$out"/modules/*.ko; do
+  [ -f "$module" ] && insmod "$module" 2>/dev/null
+done
 mkdir -p /tmp/home
 export HOME=/tmp/home TMPDIR=/tmp EBPF_PROF_ROOT_TESTS=1
 # Under TCG a syscall costs about 1000 times more: the tests shrink their iteration counts.
@@ -97,7 +102,10 @@ while read -r bin test; do
     # A test killed at its limit leaves the ebpf-prof it ran finishing its profile after the
     # signal (slow under TCG), holding the run lock that every later test would wait for. In
     # this throwaway guest every such process is one a test started: end them, so that the
-    # next test's start puts back what they changed.
+    # next test's start puts back what they changed. What they were doing goes in the log
+    # first: the state and kernel wait channel of each.
+    ps -eo pid,ppid,stat,wchan:32,etime,args | grep -E 'PID|ebpf-prof|perf|bench' |
+      grep -v grep >>"$log"
     pkill -KILL -x ebpf-prof 2>/dev/null
     pkill -KILL -x perf 2>/dev/null
     echo "kernels-guest: $test hit its ${TEST_TIMEOUT:-600} s limit; its processes ended" >>"$log"

@@ -350,8 +350,29 @@ prepare_kernel() { # NAME LIST
     perf_tree=$out/perf
   fi
   echo "${perf_tree:-none}" >"$out/perf-tree"
+  stage_modules "$KERNEL_CACHE/root/${image#linux-image-}" "${image#linux-image-}" "$out/modules"
   echo "$kimg" >"$out/vmlinuz"
   echo "${image#linux-image-}" >"$out/release"
+}
+
+# The modules the packet path needs and Debian builds as modules (veth for the private
+# network's pair, sch_ingress for clsact, cls_bpf for tc programs), decompressed into DIR for
+# the guest to insmod: the guest's root is the host's, whose /lib/modules holds none of this
+# kernel's. None of them depends on another module.
+PACKET_MODULES="veth sch_ingress cls_bpf"
+stage_modules() { # KERNEL-ROOT RELEASE DIR
+  local module file
+  rm -rf "$3"
+  mkdir -p "$3"
+  for module in $PACKET_MODULES; do
+    file=$(find "$1/lib/modules/$2" "$1/usr/lib/modules/$2" -name "$module.ko*" 2>/dev/null | head -1)
+    case $file in
+      "") say "$2: no $module module in the packages" ;;
+      *.xz) xz -dc "$file" >"$3/$module.ko" ;;
+      *.zst) zstd -qdc "$file" >"$3/$module.ko" ;;
+      *) cp "$file" "$3/$module.ko" ;;
+    esac
+  done
 }
 
 # Boots one prepared kernel and writes its row to OUT/row.

@@ -216,14 +216,38 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Wait (up to 60 s, longer under emulation) until none of `pids` runs; `what` is the failure.
+/// Wait (up to 30 s, longer under emulation) until none of `pids` runs; `what` is the failure,
+/// told with the state and kernel wait channel of each process still there.
 fn wait_until_gone(pids: &[u32], what: &str) {
-    let deadline = Instant::now() + patience(Duration::from_secs(60));
+    let deadline = Instant::now() + patience(Duration::from_secs(30));
     while pids
         .iter()
         .any(|p| Path::new(&format!("/proc/{p}")).exists())
     {
-        assert!(Instant::now() < deadline, "{what}");
+        if Instant::now() > deadline {
+            // The processes and their children (perf's benchmark).
+            let mut all: Vec<String> = pids.iter().map(u32::to_string).collect();
+            for p in pids {
+                let children = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"));
+                all.extend(
+                    children
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .map(String::from),
+                );
+            }
+            let states: Vec<String> = all
+                .iter()
+                .map(|p| {
+                    let read = |f: &str| std::fs::read_to_string(format!("/proc/{p}/{f}"));
+                    let stat = read("stat").unwrap_or_default();
+                    let state = stat.rsplit(") ").next().unwrap_or("").split(' ').next();
+                    let wchan = read("wchan").unwrap_or_default();
+                    format!("{p}: state {} in {wchan}", state.unwrap_or("gone"))
+                })
+                .collect();
+            panic!("{what}: {}", states.join("; "));
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
