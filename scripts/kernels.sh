@@ -435,9 +435,13 @@ parallel_guests() { # ACCEL
 }
 
 # Ends every guest this run booted (each runs in a process group of its own, which a signal to
-# this script would not reach).
+# this script would not reach), and the background jobs that watch them, which would otherwise
+# go on booting the kernels still queued.
 stop_guests() {
-  local file
+  local file job
+  for job in $(jobs -p); do
+    kill -TERM "$job" 2>/dev/null
+  done
   for file in "$MATRIX_OUT"/*/guest-pgid; do
     [ -f "$file" ] && kill -KILL -- "-$(cat "$file")" 2>/dev/null
   done
