@@ -41,12 +41,17 @@ say() { echo "kernels: $*" >&2; }
 
 install_host_tools() {
   local missing=()
+  # What building the tests and running them needs (clang, libelf, bpftrace, libbpf-tools, …):
+  # the guests run the host's root, so the host's installs are theirs.
+  "$REPO/scripts/install-deps.sh"
   command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
   command -v depmod >/dev/null || [ -x /usr/sbin/depmod ] || [ -x /sbin/depmod ] || missing+=(kmod)
   command -v file >/dev/null || missing+=(file)
   command -v objcopy >/dev/null || missing+=(binutils)
   command -v timeout >/dev/null || missing+=(coreutils)
+  command -v xz >/dev/null || missing+=(xz-utils)
+  command -v zstd >/dev/null || missing+=(zstd)
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     $SUDO apt-get update -qq
@@ -250,7 +255,10 @@ build_tests() { # LIST-FILE
   local targets
   targets=$(awk '!/^(#|$)/ { print "--test " $1 }' "$MATRIX_OUT/kernels-subset.txt" | sort -u)
   # shellcheck disable=SC2086
-  json=$(cargo test --quiet --no-run --message-format=json $targets 2>/dev/null)
+  if ! json=$(cargo test --quiet --no-run --message-format=json $targets); then
+    say "building the tests failed (cargo test --no-run $(echo $targets))"
+    exit 1
+  fi
   exe() { # TEST-TARGET
     echo "$json" | python3 -c '
 import json, sys
@@ -365,7 +373,7 @@ stage_modules() { # KERNEL-ROOT RELEASE DIR
   rm -rf "$3"
   mkdir -p "$3"
   for module in $PACKET_MODULES; do
-    file=$(find "$1/lib/modules/$2" "$1/usr/lib/modules/$2" -name "$module.ko*" 2>/dev/null | head -1)
+    file=$(find "$1/lib/modules/$2" "$1/usr/lib/modules/$2" -name "$module.ko*" 2>/dev/null | head -1 || true)
     case $file in
       "") say "$2: no $module module in the packages" ;;
       *.xz) xz -dc "$file" >"$3/$module.ko" ;;
