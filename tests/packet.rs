@@ -341,7 +341,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         ("cgroup_skb_8", "to the cgroup"),
         (
             "socket_8",
-            "to the bench's receiving socket (SO_ATTACH_BPF, through",
+            "to the bench's receiving socket (SO_ATTACH_BPF, by the id in",
         ),
     ] {
         let bytes = hooks.iter().find(|(n, _)| *n == name).unwrap().1;
@@ -372,7 +372,7 @@ fn overhead_attaches_packet_programs_to_the_peer_and_they_run_inside_the_span() 
         assert_nothing_left(pid, name);
         assert!(program_ids(name).is_empty(), "{name} is unloaded");
         assert!(program_ids("ebpf_prof_pass").is_empty(), "trivial unloaded");
-        assert!(!Path::new(&format!("/sys/fs/bpf/ebpf-prof-{pid}-0-socket")).exists());
+        assert!(!Path::new(&format!("/run/ebpf-prof/ebpf-prof-{pid}-0.socket")).exists());
     }
 }
 

@@ -263,6 +263,43 @@ impl Drop for Pin {
     }
 }
 
+/// bpffs at /sys/fs/bpf for the test's pins: mounted by the test when the machine had none there
+/// (bpftool would mount it for the decoy and leave it), and unmounted again when dropped.
+struct Bpffs {
+    mounted_here: bool,
+}
+
+impl Bpffs {
+    fn ensure() -> Bpffs {
+        const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+        // SAFETY: a zeroed statfs for the call to fill, and a NUL-terminated path.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        let there = unsafe { libc::statfs(c"/sys/fs/bpf".as_ptr(), &mut fs) } == 0
+            && fs.f_type as i64 == BPF_FS_MAGIC;
+        if there {
+            return Bpffs {
+                mounted_here: false,
+            };
+        }
+        let status = std::process::Command::new("mount")
+            .args(["-t", "bpf", "bpf", "/sys/fs/bpf"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "mounting bpffs at /sys/fs/bpf failed");
+        Bpffs { mounted_here: true }
+    }
+}
+
+impl Drop for Bpffs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = std::process::Command::new("umount")
+                .arg("/sys/fs/bpf")
+                .status();
+        }
+    }
+}
+
 /// The bytes of the one value of the array map pinned at `path`.
 fn pinned_value(path: &str) -> Vec<String> {
     let out = std::process::Command::new("bpftool")
@@ -303,6 +340,7 @@ fn maps_pinned_by_name_get_a_private_pin_directory_and_leave_nothing() {
         return;
     }
     let _s = serial();
+    let _bpffs = Bpffs::ensure();
     let decoy = "/sys/fs/bpf/ebpf_prof_pinned";
     let _ = std::fs::remove_file(decoy);
     let made = std::process::Command::new("bpftool")

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 pub use kind::OpKind;
 pub use op::Op;
 pub use operation::Operation;
-pub use vethops::{in_namespace, socket_filter_pin};
+pub use vethops::{in_namespace, socket_filter_handover};
 
 /// The file `--path` names unless told otherwise.
 pub const DEFAULT_PATH: &str = "/etc/hostname";

@@ -17,7 +17,7 @@
 use super::op::Op;
 use super::sock::{self, ADDR_LEN};
 use super::vethops::{
-    attach_pinned_filter, bound_here, in_namespace, netns_path, receive_timeout, DATAGRAM,
+    attach_handed_over_filter, bound_here, in_namespace, netns_path, receive_timeout, DATAGRAM,
 };
 use anyhow::{bail, Result};
 
@@ -38,7 +38,7 @@ pub struct TcpVeth {
 
 impl TcpVeth {
     /// The connection: a listener made inside namespace `netns`, a connect to it from here, the
-    /// accepted end with its receive timeout (and the pinned socket filter, if any); then 8
+    /// accepted end with its receive timeout (and the socket filter handed over, if any); then 8
     /// bytes sent and received to prove the path works.
     pub fn new(netns: &str) -> Result<TcpVeth> {
         let (listener, address) = in_namespace(&netns_path(netns)?, || {
@@ -61,7 +61,7 @@ impl TcpVeth {
             buf: *b"ebpfprof",
         };
         receive_timeout(op.receiver)?;
-        attach_pinned_filter(netns, op.receiver)?;
+        attach_handed_over_filter(netns, op.receiver)?;
         if op.run() != DATAGRAM as i64 {
             bail!(
                 "the 8 bytes sent on a TCP connection over the veth pair into {netns} did not arrive: {}",

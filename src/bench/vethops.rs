@@ -27,25 +27,35 @@ pub(super) const NETNS_DIR: &str = "/run/netns";
 /// the sample shows the wait instead of the loop hanging.
 pub(super) const RECEIVE_TIMEOUT_MS: i64 = 200;
 
-/// Where the run pins a socket filter for the bench to attach to its receiving socket
+/// Where the run hands the bench a socket filter to attach to its receiving socket
 /// (`SO_ATTACH_BPF`) when it makes the socket, at the start of each round: the run attaches the
-/// filter for a round by pinning it there and detaches it by removing the pin, as the bench's
-/// sockets are its own.
-pub fn socket_filter_pin(netns: &str) -> std::path::PathBuf {
-    Path::new("/sys/fs/bpf").join(format!("{netns}-socket"))
+/// filter for a round by writing the program's id there and detaches it by removing the file,
+/// as the bench's sockets are its own. The file is in the tool's root-only state directory.
+pub fn socket_filter_handover(netns: &str) -> std::path::PathBuf {
+    crate::host::Host::live()
+        .path(crate::host::recovery::STATE_DIR)
+        .join(format!("{netns}.socket"))
 }
 
-/// Attach the socket filter pinned for `netns`, if one is, to `socket`.
-pub(super) fn attach_pinned_filter(netns: &str, socket: i32) -> Result<()> {
-    let pin = socket_filter_pin(netns);
-    if !pin.exists() {
+/// Attach the socket filter handed over for `netns`, if one is, to `socket`.
+pub(super) fn attach_handed_over_filter(netns: &str, socket: i32) -> Result<()> {
+    let path = socket_filter_handover(netns);
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(());
     }
-    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes())?;
-    // SAFETY: a NUL-terminated path; the fd returned is ours to close.
-    let prog = unsafe { libbpf_rs::libbpf_sys::bpf_obj_get(c.as_ptr()) };
+    let unreadable = || format!("cannot read the socket filter's id from {}", path.display());
+    let bytes = crate::host::recovery::read_checked(&path).with_context(unreadable)?;
+    let id: u32 = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .with_context(unreadable)?;
+    // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
+    let prog = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_fd_by_id(id) };
     if prog < 0 {
-        bail!("cannot open the socket filter pinned at {}", pin.display());
+        bail!(
+            "cannot open the socket filter (program id {id}) named in {}",
+            path.display()
+        );
     }
     // SAFETY: setting an option on our socket from a live local; then closing our fd (the
     // socket keeps its own reference to the program).
@@ -131,7 +141,7 @@ impl UdpVeth {
             from_len: ADDR_LEN,
         };
         sock::check(sender, "socket")?;
-        attach_pinned_filter(netns, op.receiver)?;
+        attach_handed_over_filter(netns, op.receiver)?;
         if op.run() < 0 {
             bail!(
                 "the UDP datagram sent over the veth pair into {netns} did not arrive: {}",

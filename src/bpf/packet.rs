@@ -32,8 +32,9 @@ pub struct PacketTarget {
     pub host_if: String,
     /// The cgroup (v2) the bench sends from.
     pub cgroup: PathBuf,
-    /// Where a socket filter is pinned for the bench to attach to its receiving socket.
-    pub socket_pin: PathBuf,
+    /// The file that hands a socket filter's id to the bench, which attaches the filter to its
+    /// receiving socket.
+    pub socket_handover: PathBuf,
 }
 
 /// Where one packet program goes, by its section.
@@ -50,7 +51,7 @@ pub enum Place {
     /// The bench's cgroup (`cgroup_skb/egress` on the send, `cgroup_skb/ingress` on the
     /// receive).
     CgroupSkb,
-    /// The bench's receiving socket (`SO_ATTACH_BPF`, through a pin the bench reads).
+    /// The bench's receiving socket (`SO_ATTACH_BPF`, by the id in a file the bench reads).
     SocketFilter,
     /// The bench's cgroup, for a cgroup sock or sock_addr program (`cgroup/sock_create` when
     /// the bench makes a socket, `cgroup/connect4`, `cgroup/sendmsg4`, `cgroup/recvmsg4` on
@@ -150,33 +151,41 @@ pub enum Attachment {
     /// A BPF link libbpf did not make (XDP in generic mode): closing its fd detaches.
     LinkFd(std::os::fd::OwnedFd),
     Tc(TcFilter),
-    Pin(PinnedFilter),
+    HandedOver(HandedOverFilter),
 }
 
-/// A socket filter pinned where the bench looks for it when it makes its receiving socket;
-/// dropping it removes the pin, so the next round's socket has no filter.
-pub struct PinnedFilter {
+/// A socket filter whose id is in the file the bench reads when it makes its receiving socket;
+/// dropping it removes the file, so the next round's socket has no filter.
+pub struct HandedOverFilter {
     path: PathBuf,
 }
 
-impl Drop for PinnedFilter {
+impl Drop for HandedOverFilter {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-/// Pin `prog` at `path` (replacing a pin a killed run left there).
-fn pin(prog: &Program<'_>, path: &std::path::Path) -> Result<PinnedFilter, i32> {
-    let _ = std::fs::remove_file(path);
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| libc::EINVAL)?;
-    // SAFETY: pinning a loaded program's fd at a NUL-terminated path.
-    let ret = unsafe { libbpf_sys::bpf_obj_pin(prog.as_fd().as_raw_fd(), c.as_ptr()) };
-    match ret {
-        0 => Ok(PinnedFilter {
-            path: path.to_path_buf(),
-        }),
-        err => Err(-err),
-    }
+/// Write `prog`'s id to `path` for the bench (replacing a file a killed run left there). The id,
+/// not a pin in bpffs: not every system mounts bpffs, and the bench runs as root, so it can
+/// open a program by its id.
+fn hand_over(prog: &Program<'_>, path: &std::path::Path) -> Result<HandedOverFilter, i32> {
+    let errno = |err: anyhow::Error| {
+        err.root_cause()
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+            .unwrap_or(libc::EIO)
+    };
+    let id = super::ids::prog_info(prog.as_fd(), false)
+        .map_err(errno)?
+        .info
+        .id;
+    let host = crate::host::Host::live();
+    crate::host::recovery::write_state_file(&host, path, format!("{id}\n").as_bytes())
+        .map_err(errno)?;
+    Ok(HandedOverFilter {
+        path: path.to_path_buf(),
+    })
 }
 
 /// A `tc` program on the ingress of a clsact qdisc the tool added to the peer; dropping it
@@ -226,12 +235,12 @@ pub fn attach(prog: &Program<'_>, section: &str) -> Option<Result<(Attachment, S
             let line = format!("attached {name} to the cgroup {}", target.cgroup.display());
             (Attachment::Link(link), line)
         }),
-        Place::SocketFilter => pin(prog, &target.socket_pin).map(|pinned| {
+        Place::SocketFilter => hand_over(prog, &target.socket_handover).map(|handed| {
             let line = format!(
-                "attached {name} to the bench's receiving socket (SO_ATTACH_BPF, through {})",
-                target.socket_pin.display()
+                "attached {name} to the bench's receiving socket (SO_ATTACH_BPF, by the id in {})",
+                target.socket_handover.display()
             );
-            (Attachment::Pin(pinned), line)
+            (Attachment::HandedOver(handed), line)
         }),
         Place::Netfilter => attach_netfilter(prog, &name, &target),
         Place::TcIngress => {
@@ -486,7 +495,7 @@ mod tests {
             peer_if: "ep1p0".into(),
             host_if: "ep1h0".into(),
             cgroup: "/sys/fs/cgroup/ebpf-prof-1-0".into(),
-            socket_pin: "/sys/fs/bpf/ebpf-prof-1-0-socket".into(),
+            socket_handover: "/run/ebpf-prof/ebpf-prof-1-0.socket".into(),
         });
         assert_eq!(target().unwrap().peer_if, "ep1p0");
         drop(guard);

@@ -117,7 +117,7 @@ impl PacketNetwork {
             peer_if: pair.names.peer_if.clone(),
             host_if: pair.names.host_if.clone(),
             cgroup: bench_cgroup.path().to_path_buf(),
-            socket_pin: crate::bench::socket_filter_pin(&pair.names.netns),
+            socket_handover: crate::bench::socket_filter_handover(&pair.names.netns),
         };
         Ok(Some(PacketNetwork {
             _target: crate::bpf::packet::TargetGuard::install(target),
@@ -143,13 +143,13 @@ impl PacketNetwork {
         let names = self.pair.names();
         let addresses = self.pair.addresses();
         format!(
-            "packets to {peer} sent from here (`ping -c 3 {peer}`) leave through {host_if} and arrive on {peer_if} in the network namespace {netns}: XDP, tc and tcx ingress programs there see them; a cgroup_skb program sees the sockets of processes in the cgroup {cgroup}; a socket filter is pinned at {pin} for a socket of yours (SO_ATTACH_BPF)",
+            "packets to {peer} sent from here (`ping -c 3 {peer}`) leave through {host_if} and arrive on {peer_if} in the network namespace {netns}: XDP, tc and tcx ingress programs there see them; a cgroup_skb program sees the sockets of processes in the cgroup {cgroup}; a socket filter's program id is in {handover}, for SO_ATTACH_BPF on a socket of yours (`bpftool prog pin id ID /sys/fs/bpf/NAME` gives a pin)",
             peer = addresses.peer,
             host_if = names.host_if,
             peer_if = names.peer_if,
             netns = names.netns,
             cgroup = self.cgroup.path().display(),
-            pin = crate::bench::socket_filter_pin(&names.netns).display(),
+            handover = crate::bench::socket_filter_handover(&names.netns).display(),
         )
     }
 
@@ -221,8 +221,8 @@ pub fn teardown_argvs(names: &NetNames) -> [Vec<String>; 2] {
 pub fn remove(ip: &Path, names: &NetNames) -> Vec<String> {
     let [link, netns] = teardown_argvs(names);
     let mut problems = Vec::new();
-    // A socket filter pinned for the bench, and the cgroup of the same name it sent from.
-    let _ = std::fs::remove_file(crate::bench::socket_filter_pin(&names.netns));
+    // A socket filter handed over to the bench, and the cgroup of the same name it sent from.
+    let _ = std::fs::remove_file(crate::bench::socket_filter_handover(&names.netns));
     if let Some(root) = cgroup::cgroup2_root() {
         problems.extend(cgroup::remove(&root.join(&names.netns)));
     }
