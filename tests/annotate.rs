@@ -92,6 +92,36 @@ fn fixture_lines_add_up_and_name_the_helper() {
     assert_eq!(read["helpers"][0]["name"], "bpf_probe_read_user_str");
 }
 
+/// perf 5.10 (Debian 11's, the 5.10 kernel's matched perf) packs the arrays of its BPF program
+/// info back to back, not each at a multiple of 8 bytes: its recording of the sample hook gives
+/// the hook's lines as perf 6.1's does, none of its BPF time left without program info.
+#[test]
+fn perf_5_10_program_info_packed_unaligned_gives_the_lines() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/perf-data/hook-lines-perf510.data");
+    let a = annotate_json(&path, &["--top", "1000"]);
+    assert_eq!(a["unmapped_bpf_percent"], 0.0, "{a}");
+    assert!(a["bpf_percent"].as_f64().unwrap() > 20.0, "{a}");
+    let programs = a["programs"].as_array().unwrap();
+    let callback = programs
+        .iter()
+        .find(|p| p["name"] == "path_check_callback")
+        .unwrap_or_else(|| panic!("{a}"));
+    assert_eq!(callback["subprogram_of"], "enforce_access_policy");
+    let hot = &callback["lines"][0];
+    assert_eq!(
+        (hot["file"].as_str(), hot["line"].as_u64()),
+        (Some("openat_hook_common.h"), Some(99))
+    );
+    for name in ["enforce_access_policy", "tail_call_security_check"] {
+        let program = programs.iter().find(|p| p["name"] == name);
+        assert!(
+            program.is_some_and(|p| p["lines"][0]["line"].as_u64() > Some(0)),
+            "{name}: {a}"
+        );
+    }
+}
+
 #[test]
 fn fixture_text_prog_top_and_asm() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));

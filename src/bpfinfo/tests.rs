@@ -240,14 +240,6 @@ fn array_corruptions() -> Vec<(&'static str, Edit, Expect)> {
     use LineMapping::*;
     vec![
         (
-            "line_info unaligned",
-            |s| {
-                let v = s[info_at(152)];
-                s[info_at(152)] = v + 4
-            },
-            Expect::Ok(2, Absent, Some("line_info (")),
-        ),
-        (
             "line_info past data",
             |s| put_u64(s, info_at(152), 1 << 20),
             Expect::Ok(2, Absent, Some("line_info (")),
