@@ -216,14 +216,21 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Whether process `pid` still runs: it is there and not a zombie. A zombie has ended; only its
+/// reaping is left, which falls to whoever inherited it (a virtme-ng guest's init reaps late).
+fn still_runs(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat.rsplit(") ").next().unwrap_or("").split(' ').next();
+    state != Some("Z")
+}
+
 /// Wait (up to 30 s, longer under emulation) until none of `pids` runs; `what` is the failure,
 /// told with the state and kernel wait channel of each process still there.
 fn wait_until_gone(pids: &[u32], what: &str) {
     let deadline = Instant::now() + patience(Duration::from_secs(30));
-    while pids
-        .iter()
-        .any(|p| Path::new(&format!("/proc/{p}")).exists())
-    {
+    while pids.iter().any(|&p| still_runs(p)) {
         if Instant::now() > deadline {
             // The processes and their children (perf's benchmark).
             let mut all: Vec<String> = pids.iter().map(u32::to_string).collect();
