@@ -255,15 +255,24 @@ fn demo_writes_a_flame_graph_naming_the_programs_and_leaves_nothing_attached() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let svg = std::fs::read_to_string(d.path().join("demo/flame.svg")).unwrap();
     for name in [
-        "tail_call_security_check",
         "enforce_access_policy",
         "path_check_callback",
         "do_syscall_64",
     ] {
-        // tail_call_security_check is replaced by its tail call on the stack; it is in the
-        // subtitle (programs present), the others are frames.
         assert!(svg.contains(name), "{name} missing from the demo SVG");
     }
+    // tail_call_security_check tail-calls at once: its target replaces it on the stack, so a
+    // run this short samples it only now and then (none in about one run in seven). Then the
+    // report part names it among the programs on no sampled stack.
+    let entry = "tail_call_security_check";
+    let unsampled = r
+        .stdout()
+        .lines()
+        .any(|l| l.contains("in the run record but on no sampled stack:") && l.contains(entry));
+    assert!(
+        svg.contains(entry) || unsampled,
+        "{entry} named nowhere: {r:?}"
+    );
     assert!(r.stdout().contains("inside BPF programs"), "{r:?}");
     // As `report` prints it, with the hot lines (this short run gets too few samples in BPF
     // for hints, so none names the hottest line).
