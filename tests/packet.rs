@@ -77,7 +77,7 @@ fn start_stopped(mut c: Command) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + patience(Duration::from_secs(30));
     loop {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
         let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
@@ -101,7 +101,7 @@ fn signal(pid: u32, sig: i32) {
 /// Run commands until one recovers what `pid` left (the recovery waits for a free run lock,
 /// which another run on the machine may hold); its stderr.
 fn recover(pid: u32, dir: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + patience(Duration::from_secs(120));
     loop {
         let r = run(ebpf_prof(&["bench", "-n", "10"], dir));
         assert_eq!(r.code(), Some(0), "{r:?}");
