@@ -445,13 +445,17 @@ parallel_guests() { # ACCEL
 # Ends every guest this run booted (each runs in a process group of its own, which a signal to
 # this script would not reach), and the background jobs that watch them, which would otherwise
 # go on booting the kernels still queued.
+# A guest or job already gone is no error: under `set -e` a failed kill here ended the script
+# before it reached the guests still running.
 stop_guests() {
   local file job
   for job in $(jobs -p); do
-    kill -TERM "$job" 2>/dev/null
+    kill -TERM "$job" 2>/dev/null || true
   done
   for file in "$MATRIX_OUT"/*/guest-pgid; do
-    [ -f "$file" ] && kill -KILL -- "-$(cat "$file")" 2>/dev/null
+    if [ -f "$file" ]; then
+      kill -KILL -- "-$(cat "$file")" 2>/dev/null || true
+    fi
   done
   return 0
 }
