@@ -12,15 +12,13 @@ uname -r >"$out/uname"
 mkdir -p /run/kernels-out
 mount --bind "$out" /run/kernels-out
 out=/run/kernels-out
-# The binaries run from memory, each bound over the path the tests know it by (copied before
-# the tmpfs covers /tmp, where the stripped copies may lie).
+# The binaries run from memory, each bound over the path the tests know it by. They are copied
+# before the tmpfs covers /tmp, where the stripped copies may lie, and bound after it.
 mkdir -p /run/kernels-bin
 mount -t tmpfs tmpfs /run/kernels-bin
 while read -r original stripped; do
   cp "$stripped" "/run/kernels-bin/${original##*/}"
-  mount --bind "/run/kernels-bin/${original##*/}" "$original"
 done <"$out/binaries"
-mount -t tmpfs -o mode=1777 tmpfs /tmp
 # The bench opens /etc/hostname by default, which lies on the 9p share here: each openat would
 # be a round trip to the host (9p keeps no dentry it is not using), which buried the hook's
 # samples (on 5.10 an openat took 7.9 ms, 94% of the samples in memset_erms; on 6.1 and 6.12
@@ -30,12 +28,32 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 cp /etc/hostname /run/kernels-bin/hostname
 mount --bind /run/kernels-bin/hostname /etc/hostname
 # The perf matching this kernel, where the host prepared one: put where Debian puts it, in the
-# guest's own writable layer over /usr (the host's files are not touched).
+# guest's own writable layer over /usr (the host's files are not touched). Its name is kept for
+# the check at the end, as the tree may lie under /tmp.
 perf_tree=$(cat "$out/perf-tree" 2>/dev/null || echo none)
+perf_name=perf
 if [ "$perf_tree" != none ]; then
   cp -a "$perf_tree/usr/." /usr/
   ldconfig
+  perf_name=$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")
 fi
+# The repository (the tests' fixtures, and the binaries' paths) is the host's, read through its
+# root: one under /tmp (a fresh clone, as CI makes) would vanish under the tmpfs, so the host's
+# /tmp stays reachable at /run/kernels-host-tmp and such a repository is bound back at its path.
+repo=$(head -1 "$out/binaries" | cut -d' ' -f1)
+repo=${repo%/target/debug/ebpf-prof}
+mkdir -p /run/kernels-host-tmp
+mount --bind /tmp /run/kernels-host-tmp
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+case $repo in
+  /tmp/*)
+    mkdir -p "$repo"
+    mount --bind "/run/kernels-host-tmp/${repo#/tmp/}" "$repo"
+    ;;
+esac
+while read -r original _; do
+  mount --bind "/run/kernels-bin/${original##*/}" "$original"
+done <"$out/binaries"
 # The packet path's modules the host staged for this kernel (a module already built in, or
 # loaded, refuses a second load: that is fine).
 for module in "$out"/modules/*.ko; do
@@ -54,7 +72,7 @@ perf_check() {
   if [ "$perf_tree" != none ]; then
     # By the name PATH finds it under, as doctor shows it (/bin comes first where /bin is
     # /usr/bin): perf_5.10 for bullseye's, plain perf for bookworm-backports' 6.12.
-    want=$(command -v "$(basename "$(find "$perf_tree/usr/bin" -name 'perf*' -type f | head -1)")")
+    want=$(command -v "$perf_name")
   else
     want=$(command -v perf)
   fi
