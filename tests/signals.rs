@@ -216,14 +216,17 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The state letter of process `pid` (`/proc/PID/stat`: R, S, D, Z, …); `None` once it is gone.
+fn state_of(pid: impl std::fmt::Display) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = stat.rsplit(") ").next()?;
+    after_name.split(' ').next().map(str::to_string)
+}
+
 /// Whether process `pid` still runs: it is there and not a zombie. A zombie has ended; only its
 /// reaping is left, which falls to whoever inherited it (a virtme-ng guest's init reaps late).
 fn still_runs(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat.rsplit(") ").next().unwrap_or("").split(' ').next();
-    state != Some("Z")
+    state_of(pid).is_some_and(|state| state != "Z")
 }
 
 /// Wait (up to 30 s, longer under emulation) until none of `pids` runs; `what` is the failure,
@@ -246,11 +249,9 @@ fn wait_until_gone(pids: &[u32], what: &str) {
             let states: Vec<String> = all
                 .iter()
                 .map(|p| {
-                    let read = |f: &str| std::fs::read_to_string(format!("/proc/{p}/{f}"));
-                    let stat = read("stat").unwrap_or_default();
-                    let state = stat.rsplit(") ").next().unwrap_or("").split(' ').next();
-                    let wchan = read("wchan").unwrap_or_default();
-                    format!("{p}: state {} in {wchan}", state.unwrap_or("gone"))
+                    let state = state_of(p).unwrap_or_else(|| "gone".into());
+                    let wchan = std::fs::read_to_string(format!("/proc/{p}/wchan"));
+                    format!("{p}: state {state} in {}", wchan.unwrap_or_default())
                 })
                 .collect();
             panic!("{what}: {}", states.join("; "));
