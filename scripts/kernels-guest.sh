@@ -61,7 +61,11 @@ for module in "$out"/modules/*.ko; do
 done
 mkdir -p /tmp/home
 export HOME=/tmp/home TMPDIR=/tmp EBPF_PROF_ROOT_TESTS=1
-# Under TCG a syscall costs about 1000 times more: the tests shrink their iteration counts.
+# A failing test's files (its recording, perf.data.json) would vanish with the guest's tmpfs:
+# the tests copy them into the output directory, under kept/TEST-PID.
+export EBPF_PROF_KEEP_FAILED=$out/kept
+# Under TCG processes start, programs load and perf starts seconds slower: the tests shrink
+# their iteration counts.
 [ "$accel" = tcg ] && export EBPF_PROF_TEST_SLOWDOWN=100
 : >"$out/results"
 # Which perf doctor and record choose: the placed version-matched one, else the host's, with the

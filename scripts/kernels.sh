@@ -12,8 +12,8 @@
 # run downloads nothing. Logs go to $MATRIX_OUT (default target/kernels/<time>).
 #
 # KVM is used only when a probe shows a guest vCPU really runs; otherwise QEMU runs under TCG,
-# about 1000 times slower for syscalls, so the guest tests shrink their iteration counts
-# (EBPF_PROF_TEST_SLOWDOWN) and judge behaviour, not timing. A guest that panics, reports an RCU
+# where a syscall is several times slower and starting a process or perf far more, so the guest
+# tests shrink their iteration counts (EBPF_PROF_TEST_SLOWDOWN) and judge behaviour, not timing. A guest that panics, reports an RCU
 # stall or a soft lockup, or outlives $GUEST_TIMEOUT seconds is killed and its row fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -417,6 +417,21 @@ run_kernel() { # NAME ACCEL
   echo "$name $release $accel $boot $passed $failed $skipped $(($(date +%s) - start)) ${load:--} $note" \
     >"$out/row"
   say "$name: $(cat "$out/row")"
+  [ "$note" = ok ] || show_failures "$name" "$out"
+}
+
+# A failed row's failing tests, each with the end of its log and where its files were kept: CI
+# keeps only what a failing run printed, not the output directory.
+show_failures() { # NAME OUT
+  local test
+  grep '^fail ' "$2/results" 2>/dev/null | while read -r _ test _; do
+    say "$1: $test failed; the end of $2/$test.log:"
+    tail -n 40 "$2/$test.log" 2>/dev/null | sed "s/^/  $1 | /" >&2 || true
+  done
+  if [ -d "$2/kept" ]; then
+    say "$1: the failed tests' files are in $2/kept"
+  fi
+  return 0
 }
 
 print_table() {

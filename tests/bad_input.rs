@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{bin, fake_perf, need_root, run, Run};
+use common::{bin, fake_perf, need_root, run, Run, TestDir};
 use std::os::fd::FromRawFd;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -211,7 +211,7 @@ fn output_files(d: &Path) {
 }
 
 /// A scratch directory holding every file the table names, open to `nobody` for reading.
-fn scratch() -> tempfile::TempDir {
+fn scratch() -> TestDir {
     let d = common::open_tempdir();
     let good = include_str!("../fixtures/folded/sample-hook.folded");
     perf_data_files(d.path());

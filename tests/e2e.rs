@@ -98,7 +98,7 @@ fn record_then_flame_as_unprivileged_user_names_bpf_and_kernel_frames() {
 /// `record --load hook.bpf.o` as root for the sudo user `uid:gid`, perf's summary naming the
 /// file where it lands.
 fn record_the_hook_for(dir: &Path, uid: u32, gid: u32) {
-    let count = iterations(100_000);
+    let count = sampled_iterations(100_000);
     let mut c = ebpf_prof(
         &[
             "record",
@@ -163,7 +163,7 @@ fn assert_the_files_are_the_users(dir: &Path, uid: u32, gid: u32) {
         "{names:?}"
     );
     // The first tenth of the iterations is the warm-up, dropped.
-    let count: u64 = iterations(100_000).parse().unwrap();
+    let count: u64 = sampled_iterations(100_000).parse().unwrap();
     assert!(
         json["samples"]["n"].as_u64().unwrap() == count - count / 10,
         "{json}"
@@ -190,12 +190,16 @@ fn read_as_nobody(dir: &Path, copy: &Path) {
     let r = flame_as_nobody(dir, copy);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let svg = r.stdout();
+    // As frames, not just words: the subtitle lists the run's programs, sampled or not.
     for name in [
         "path_check_callback",
         "enforce_access_policy",
         "do_syscall_64",
     ] {
-        assert!(svg.contains(name), "{name} missing from the SVG");
+        assert!(
+            svg.contains(&format!("<title>{name} (")),
+            "no {name} frame in the SVG"
+        );
     }
     // Without a PMU perf falls back to a software clock: cpu-clock, or task-clock in the
     // perf of newer kernels.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{ebpf_prof, run, Run};
+use common::{ebpf_prof, run, Run, TestDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -37,7 +37,7 @@ fn hex_bytes(hex: &str) -> Vec<u8> {
 /// A place to read profiles in, with an empty build-id cache, an empty HOME and an empty file
 /// standing for this machine's kallsyms.
 struct Place {
-    dir: tempfile::TempDir,
+    dir: TestDir,
 }
 
 impl Place {

@@ -358,9 +358,10 @@ fn report_agrees_with_perf_report_on_a_recorded_sample_hook() {
     );
     let d = open_tempdir();
     std::fs::write(d.path().join("hook.bpf.o"), ebpf_prof::bpf::SAMPLE_HOOK).unwrap();
+    let count = sampled_iterations(200_000);
     let args = ["record", "-o", "perf.data", "--load", "hook.bpf.o"];
     let r = run(ebpf_prof(
-        &[&args[..], &["-n", &iterations(200_000), "-F", "4999"]].concat(),
+        &[&args[..], &["-n", &count, "-F", "4999"]].concat(),
         d.path(),
     ));
     assert_eq!(r.code(), Some(0), "{r:?}");

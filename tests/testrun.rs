@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{need_root, run, Run};
+use common::{need_root, run, Run, TestDir};
 use ebpf_prof::testrun::samples;
 use serde_json::Value;
 use std::path::Path;
@@ -23,7 +23,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A directory holding every fixture program and capture under the names the table uses.
-fn scratch() -> tempfile::TempDir {
+fn scratch() -> TestDir {
     let dir = common::open_tempdir();
     for (name, bytes) in samples::ALL {
         std::fs::write(dir.path().join(name), bytes).unwrap();

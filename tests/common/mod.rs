@@ -180,14 +180,58 @@ impl Drop for SysctlSet {
 }
 
 /// A temp dir anyone can enter (for runs as `nobody`).
-pub fn open_tempdir() -> tempfile::TempDir {
+pub fn open_tempdir() -> TestDir {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::Builder::new()
         .prefix("ebpf-prof-test")
         .tempdir()
         .unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    d
+    TestDir(d)
+}
+
+/// A test's temporary directory, removed when dropped. When the test fails and
+/// `EBPF_PROF_KEEP_FAILED` names a directory, its files are first copied into a directory there
+/// named after the test: the kernel matrix's guests set it, because their /tmp, and with it the
+/// recording that would say why, is gone with the guest.
+pub struct TestDir(tempfile::TempDir);
+
+/// Files bigger than this are left out of a failed test's copy.
+const KEPT_FILE_LIMIT: u64 = 64 << 20;
+
+impl TestDir {
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let Some(keep) = std::env::var_os("EBPF_PROF_KEEP_FAILED") else {
+            return;
+        };
+        if !std::thread::panicking() {
+            return;
+        }
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("test")
+            .replace("::", "-");
+        let to = Path::new(&keep).join(format!("{test}-{}", std::process::id()));
+        let Ok(entries) = std::fs::read_dir(self.path()) else {
+            return;
+        };
+        let _ = std::fs::create_dir_all(&to);
+        for entry in entries.flatten() {
+            let small_file = entry
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= KEPT_FILE_LIMIT);
+            if small_file {
+                let _ = std::fs::copy(entry.path(), to.join(entry.file_name()));
+            }
+        }
+        eprintln!("the test's files are kept in {}", to.display());
+    }
 }
 
 /// Whether a JIT-ed BPF symbol whose name holds `part` is in /proc/kallsyms (a program of ours

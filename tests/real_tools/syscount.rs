@@ -145,7 +145,7 @@ fn syscount_held_by_hand_is_recorded_without_load_and_its_map_updates_named() {
     let mut flags = maps_of(enter);
     flags.extend(maps_of(exit));
     let rec = run(ebpf_prof(
-        &["record", "-n", &iterations(300_000), "-F", "4999"],
+        &["record", "-n", &sampled_iterations(300_000), "-F", "4999"],
         d.path(),
     ));
     assert_eq!(rec.code(), Some(0), "{rec:?}");
