@@ -49,11 +49,19 @@ fn check_report(report: &Value, text: &str, flags: &[(String, String, u64)]) {
     let hints = report["hints"].as_array().unwrap();
     let hint_of = |cat: &str| hints.iter().find(|h| h["category"] == cat);
     let alloc = allocator_frames(report);
-    assert_eq!(
-        !alloc.is_empty(),
-        share(report, "alloc") > 0.0,
-        "{alloc:?}: {text}"
-    );
+    if !alloc.is_empty() {
+        assert!(share(report, "alloc") > 0.0, "{alloc:?}: {text}");
+    }
+    // Natively every allocation under these programs is a map update's. Under emulation timer
+    // interrupts land inside BPF code far more often, and an allocation in one (under a softirq
+    // entry, not an update) is counted in the share too.
+    if !emulated() {
+        assert_eq!(
+            !alloc.is_empty(),
+            share(report, "alloc") > 0.0,
+            "{alloc:?}: {text}"
+        );
+    }
     match hint_of("alloc") {
         Some(h) => {
             let t = h["text"].as_str().unwrap();
