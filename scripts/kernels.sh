@@ -13,8 +13,9 @@
 #
 # KVM is used only when a probe shows a guest vCPU really runs; otherwise QEMU runs under TCG,
 # where a syscall is several times slower and starting a process or perf far more, so the guest
-# tests shrink their iteration counts (EBPF_PROF_TEST_SLOWDOWN) and judge behaviour, not timing. A guest that panics, reports an RCU
-# stall or a soft lockup, or outlives $GUEST_TIMEOUT seconds is killed and its row fails.
+# tests shrink their iteration counts (EBPF_PROF_TEST_SLOWDOWN) and judge behaviour, not timing.
+# A guest that panics, reports an RCU stall or a soft lockup, or outlives $GUEST_TIMEOUT seconds
+# is killed and its row fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)

@@ -212,13 +212,7 @@ fn read_as_nobody(dir: &Path, copy: &Path) {
     // report and diff too, as nobody and with no perf to fall back on.
     let r = as_nobody_without_perf(dir, copy, &["report", "perf.data"]);
     assert_eq!(r.code(), Some(0), "{r:?}");
-    // The run record goes with a failure: under emulation the report once found no sample in
-    // BPF, and the recording was gone with the guest.
-    let record = std::fs::read_to_string(dir.join("perf.data.json")).unwrap_or_default();
-    assert!(
-        r.stdout().contains("path_check_callback"),
-        "{r:?}\nperf.data.json: {record}"
-    );
+    assert!(r.stdout().contains("path_check_callback"), "{r:?}");
     let diff = ["diff", "perf.data", "perf.data", "--text"];
     let r = as_nobody_without_perf(dir, copy, &diff);
     assert_eq!(r.code(), Some(0), "{r:?}");

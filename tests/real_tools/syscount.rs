@@ -151,7 +151,7 @@ fn syscount_held_by_hand_is_recorded_without_load_and_its_map_updates_named() {
         return;
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let d = tempfile::tempdir().unwrap();
+    let d = open_tempdir();
     let held = Held::start(&format!("{SYSCOUNT} -L"), &["sys_enter", "sys_exit"]);
     let (enter, exit) = (held.id("sys_enter"), held.id("sys_exit"));
     let mut flags = maps_of(enter);
